@@ -1,0 +1,100 @@
+// Package commands is the command line of lease: one file per subcommand,
+// each starting with its cli.Command, and NewApp listing them. Actions
+// return errors (cli.Exit with the status of SPEC §7) and never exit.
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Version is the version of lease, set at build time with -ldflags.
+var Version = "0.1.0-dev"
+
+// NewApp returns the lease application with every subcommand.
+func NewApp() *cli.App {
+	app := &cli.App{
+		Name:                 "lease",
+		Usage:                "fenced work leases on a shared POSIX filesystem",
+		Version:              Version,
+		EnableBashCompletion: true,
+		HideVersion:          true,
+		Description: "lease keeps one small JSON record per work item in shard directories of a table on a shared\n" +
+			"filesystem (local disk, NFS, Lustre). Workers claim work and get a fencing token, keep leases\n" +
+			"alive with batched renewals, and publish results only while their token is current.",
+		Commands: []*cli.Command{
+			initCommand,
+			claimCommand,
+			renewBatchCommand,
+			releaseCommand,
+			completeCommand,
+			verifyCommand,
+			statusCommand,
+			configCommand,
+			versionCommand,
+		},
+	}
+	for _, cmd := range app.Commands {
+		code := 2
+		if cmd.Name == "fsck" {
+			code = 16
+		}
+		cmd.OnUsageError = usageHandler(code)
+	}
+	app.OnUsageError = usageHandler(2)
+	app.CommandNotFound = func(c *cli.Context, name string) {
+		fmt.Fprintf(c.App.ErrWriter, "lease: %s is not a lease command; see lease --help\n", leasefmt.Quote(name))
+		cli.HandleExitCoder(cli.Exit("", 2))
+	}
+	return app
+}
+
+func usageHandler(code int) cli.OnUsageErrorFunc {
+	return func(c *cli.Context, err error, isSubcommand bool) error {
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("usage: %v (see lease %s --help)", err, c.Command.Name)), code)
+	}
+}
+
+// Run runs lease with args and the given standard streams and returns the
+// exit status. Tests call it in-process; main calls it with the real ones.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	app := NewApp()
+	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	code := 0
+	exited := false
+	app.ExitErrHandler = func(c *cli.Context, err error) {
+		if err == nil {
+			return
+		}
+		exited = true
+		code = 1
+		var ec cli.ExitCoder
+		if errors.As(err, &ec) {
+			code = ec.ExitCode()
+		}
+		if msg := err.Error(); msg != "" {
+			name := "lease"
+			if c != nil && c.Command != nil && c.Command.Name != "" {
+				name = "lease " + c.Command.Name
+			}
+			fmt.Fprintln(stderr, leasefmt.Bound(name+": "+msg))
+		}
+	}
+	saved := cli.OsExiter
+	cli.OsExiter = func(c int) { code, exited = c, true }
+	defer func() { cli.OsExiter = saved }()
+	if err := app.Run(args); err != nil && !exited {
+		fmt.Fprintln(stderr, leasefmt.Bound("lease: "+err.Error()))
+		return 2
+	}
+	return code
+}
+
+// Main is the program: Run with the process's streams.
+func Main() int { return Run(os.Args, os.Stdin, os.Stdout, os.Stderr) }

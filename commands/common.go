@@ -1,0 +1,367 @@
+package commands
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// commonFlags are accepted by every subcommand after its name (SPEC §7).
+func commonFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "root", Usage: "table root directory (env LEASE_ROOT, default ./lease-table)", TakesFile: true},
+		&cli.StringFlag{Name: "config", Usage: "TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)", TakesFile: true},
+		&cli.StringFlag{Name: "owner", Usage: "owner name written into leases (env LEASE_OWNER, default USER@HOST)"},
+		&cli.Float64Flag{Name: "ttl", Usage: "lease time to live in seconds (env LEASE_TTL, default max(120, 4*target_timeout))"},
+		&cli.Float64Flag{Name: "now", Usage: "use this clock (seconds since the epoch, finite, >= 0) instead of the system's"},
+		&cli.Float64Flag{Name: "lock-timeout", Usage: "longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT, default 10)"},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON document with full detail and statistics"},
+		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print statistics on stderr"},
+		&cli.IntFlag{Name: "shards", Usage: "work shard count when the table is created (env LEASE_SHARDS, default 16)"},
+		&cli.IntFlag{Name: "target-shards", Usage: "target and group shard count when the table is created (env LEASE_TARGET_SHARDS, default 16)"},
+		&cli.Float64Flag{Name: "target-timeout", Usage: "target timeout in seconds; the default TTL is max(120, 4*target_timeout) (env LEASE_TARGET_TIMEOUT, default 30)"},
+	}
+}
+
+// batchFlags are the flags of commands that write batches.
+func batchFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.IntFlag{Name: "writers", Usage: "concurrent record writers of a batch (env LEASE_WRITERS, default 64)"},
+		&cli.StringFlag{Name: "strategy", Hidden: true, Usage: "commit strategy for benchmarks: concurrent, sequential, one-at-a-time, nosync"},
+	}
+}
+
+func flags(sets ...[]cli.Flag) []cli.Flag {
+	var out []cli.Flag
+	for _, s := range sets {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// env is what an action works with: its settings, its clock and its output.
+type env struct {
+	c       *cli.Context
+	set     *Settings
+	now     float64
+	json    bool
+	verbose bool
+	out     io.Writer
+	errw    io.Writer
+	started time.Time
+}
+
+func newEnv(c *cli.Context) (*env, error) {
+	set, err := LoadSettings(c)
+	if err != nil {
+		return nil, err
+	}
+	e := &env{c: c, set: set, json: c.Bool("json"), verbose: c.Bool("verbose"),
+		out: c.App.Writer, errw: c.App.ErrWriter, started: time.Now()}
+	if c.IsSet("now") {
+		e.now = c.Float64("now")
+		if err := leasefmt.CheckTime("--now", e.now); err != nil {
+			return nil, usageErr("%v", err)
+		}
+	} else {
+		e.now = float64(time.Now().UnixMicro()) / 1e6
+	}
+	return e, nil
+}
+
+// clock is the time now: the --now clock when given, else the system's.
+func (e *env) clock() float64 {
+	if e.c.IsSet("now") {
+		return e.now
+	}
+	return float64(time.Now().UnixMicro()) / 1e6
+}
+
+// root is the absolute table root.
+func (e *env) root() string {
+	r, err := filepath.Abs(e.set.Root)
+	if err != nil {
+		return e.set.Root
+	}
+	return r
+}
+
+// open opens the table; with create it makes the table durably when
+// missing (first use).
+func (e *env) open(create bool) (*commit.Store, error) {
+	root := e.root()
+	if create {
+		if err := commit.MkdirRoot(root); err != nil {
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+		}
+	}
+	f, err := commit.OS(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, usageErr("no lease table at %s (lease init creates one; --root or LEASE_ROOT names another)", root)
+		}
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+	}
+	var tmpl *leasefmt.Table
+	if create {
+		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now}
+	}
+	st, err := commit.Open(root, f, tmpl)
+	if err != nil {
+		f.Close()
+		switch {
+		case errors.Is(err, commit.ErrNoTable):
+			return nil, usageErr("no lease table at %s (lease init creates one; --root or LEASE_ROOT names another)", root)
+		case errors.Is(err, leasefmt.ErrCorrupt):
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
+		}
+		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
+	}
+	var work, target int
+	if e.set.Explicit("shards") {
+		work = e.set.Shards
+	}
+	if e.set.Explicit("target_shards") {
+		target = e.set.TargetShards
+	}
+	if err := st.CheckShards(work, target); err != nil {
+		f.Close()
+		return nil, usageErr("%v", err)
+	}
+	st.LockTimeout = time.Duration(e.set.LockTimeout * float64(time.Second))
+	st.Writers = e.set.Writers
+	if e.c.IsSet("strategy") {
+		s, err := commit.ParseStrategy(e.c.String("strategy"))
+		if err != nil {
+			f.Close()
+			return nil, usageErr("--strategy: %v", err)
+		}
+		st.Strategy = s
+	}
+	return st, nil
+}
+
+// maxLine bounds one input line.
+const maxLine = 4096
+
+// inputLine is one significant line of batch input.
+type inputLine struct {
+	src    string
+	n      int
+	fields []string
+}
+
+// readInput reads the lines of the FILE arguments, or of stdin when there
+// are none or the argument is "-". Blank lines and # comments are skipped.
+func readInput(c *cli.Context, args []string) ([]inputLine, error) {
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	var out []inputLine
+	for _, a := range args {
+		var r io.Reader
+		src := a
+		if a == "-" {
+			r, src = c.App.Reader, "stdin"
+		} else {
+			f, err := os.Open(a)
+			if err != nil {
+				return nil, usageErr("input %v", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		lines, err := scanLines(r, src)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lines...)
+	}
+	return out, nil
+}
+
+func scanLines(r io.Reader, src string) ([]inputLine, error) {
+	var out []inputLine
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		out = append(out, inputLine{src: src, n: n, fields: fields})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
+		}
+		return nil, usageErr("%s: %v", src, err)
+	}
+	return out, nil
+}
+
+// parseItems validates every line before anything is written: `ID TOKEN`
+// lines (or lone IDs when withToken is false), no duplicate ID.
+func parseItems(lines []inputLine, withToken bool) ([]commit.Item, error) {
+	want := 2
+	form := "ID TOKEN"
+	if !withToken {
+		want, form = 1, "ID"
+	}
+	items := make([]commit.Item, 0, len(lines))
+	seen := make(map[leasefmt.ID]string, len(lines))
+	for _, l := range lines {
+		where := fmt.Sprintf("%s:%d", l.src, l.n)
+		if len(l.fields) != want {
+			return nil, usageErr("%s: malformed line %s: want %q", where, leasefmt.Quote(strings.Join(l.fields, " ")), form)
+		}
+		id, err := leasefmt.ParseID(l.fields[0])
+		if err != nil {
+			return nil, usageErr("%s: %v", where, err)
+		}
+		it := commit.Item{ID: id}
+		if withToken {
+			if it.Token, err = leasefmt.ParseToken(l.fields[1]); err != nil {
+				return nil, usageErr("%s: %s: %v", where, id, err)
+			}
+		}
+		if prev, dup := seen[id]; dup {
+			return nil, usageErr("%s: duplicate id %s (first at %s)", where, id, prev)
+		}
+		seen[id] = where
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// idArgs reads claim-style input: IDs as arguments, or one per line from
+// stdin when the only argument is "-" or there is none.
+func idArgs(c *cli.Context) ([]commit.Item, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
+		lines, err := readInput(c, []string{"-"})
+		if err != nil {
+			return nil, err
+		}
+		return parseItems(lines, false)
+	}
+	lines := make([]inputLine, len(args))
+	for i, a := range args {
+		lines[i] = inputLine{src: "argument", n: i + 1, fields: []string{a}}
+		if a == "" || strings.ContainsAny(a, " \t\n") {
+			lines[i].fields = []string{a, "?"} // refused as malformed
+		}
+	}
+	return parseItems(lines, false)
+}
+
+// resultJSON is one item of --json output.
+type resultJSON struct {
+	ID           string          `json:"id"`
+	Token        int64           `json:"token,omitempty"`
+	OK           bool            `json:"ok"`
+	Reason       string          `json:"reason"`
+	Detail       string          `json:"detail,omitempty"`
+	CurrentToken int64           `json:"current_token,omitempty"`
+	Path         string          `json:"path"`
+	LatencyS     float64         `json:"latency_s,omitempty"`
+	Record       json.RawMessage `json:"record,omitempty"`
+}
+
+// report prints results as the filter contract says and returns the exit
+// status: stdout carries the lines that succeeded as `ID TOKEN`, in input
+// order; stderr carries `REASON ID TOKEN detail` for each other line.
+func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) error {
+	code := 0
+	for _, r := range res {
+		code = commit.Worse(code, r.Outcome.Exit())
+	}
+	if e.json {
+		doc := struct {
+			Command string            `json:"command"`
+			Results []resultJSON      `json:"results"`
+			Stats   commit.Snapshot   `json:"stats"`
+			Counts  map[string]int    `json:"counts"`
+			Exit    int               `json:"exit"`
+		}{Command: cmd, Results: make([]resultJSON, 0, len(res)), Stats: snap, Counts: map[string]int{}, Exit: code}
+		for _, r := range res {
+			j := resultJSON{ID: string(r.ID), Token: r.Item.Token, OK: r.Outcome == commit.OK, Reason: r.Outcome.Reason(),
+				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path, LatencyS: r.Latency.Seconds()}
+			if r.Record != nil {
+				if b, err := leasefmt.Encode(r.Record); err == nil {
+					j.Record = json.RawMessage(strings.TrimSpace(string(b)))
+				}
+			}
+			doc.Counts[r.Outcome.Reason()]++
+			doc.Results = append(doc.Results, j)
+		}
+		enc := json.NewEncoder(e.out)
+		if err := enc.Encode(doc); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+		}
+	} else {
+		w := bufio.NewWriter(e.out)
+		ew := bufio.NewWriter(e.errw)
+		for _, r := range res {
+			if r.Outcome == commit.OK {
+				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				continue
+			}
+			tok := "-"
+			if r.Item.Token != 0 {
+				tok = fmt.Sprint(r.Item.Token)
+			} else if r.Token != 0 {
+				tok = fmt.Sprint(r.Token)
+			}
+			fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, tok, r.Detail, r.Path)))
+		}
+		if err := w.Flush(); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+		}
+		ew.Flush()
+		if e.verbose {
+			e.printStats(cmd, snap)
+		}
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
+
+func (e *env) printStats(cmd string, s commit.Snapshot) {
+	fmt.Fprintf(e.errw, "lease %s: batches=%d renewals=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
+		cmd, s.Batches, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
+		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
+}
+
+// snapshot returns the store's statistics so far.
+func (e *env) snapshot(st *commit.Store) commit.Snapshot {
+	return st.Stats.Snapshot(time.Since(e.started))
+}
+
+// remainingS is the time left on r at now, never negative.
+func remainingS(r *leasefmt.Record, now float64) float64 {
+	return math.Max(0, r.ExpiresAt-now)
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

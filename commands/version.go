@@ -1,0 +1,24 @@
+package commands
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/mpi"
+)
+
+var versionCommand = &cli.Command{
+	Name:      "version",
+	Usage:     "print the version and whether MPI support is compiled in",
+	ArgsUsage: " ",
+	Action: func(c *cli.Context) error {
+		support := "without MPI support (build with -tags mpi for mpirun)"
+		if mpi.Compiled {
+			support = "with MPI support (Open MPI)"
+		}
+		fmt.Fprintf(c.App.Writer, "lease %s %s/%s %s, %s\n", Version, runtime.GOOS, runtime.GOARCH, runtime.Version(), support)
+		return nil
+	},
+}

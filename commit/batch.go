@@ -1,0 +1,303 @@
+package commit
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Item is one input line of a batch: an ID and the token its caller holds
+// (0 for a claim).
+type Item struct {
+	ID    leasefmt.ID
+	Token int64
+}
+
+// Outcome is what happened to one item.
+type Outcome int
+
+// The outcomes, with the reason words of SPEC §7.
+const (
+	OK Outcome = iota
+	StaleToken
+	Expired
+	Held
+	Done
+	Released
+	Missing
+	Exists
+	Corrupt
+	LockTimeout
+	IOError
+)
+
+var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error"}
+
+// Reason is the stable reason word printed on stderr.
+func (o Outcome) Reason() string { return reasons[o] }
+
+// Exit is the exit status an outcome calls for (SPEC §7).
+func (o Outcome) Exit() int {
+	switch o {
+	case OK:
+		return 0
+	case Corrupt:
+		return 3
+	case LockTimeout:
+		return 5
+	case IOError:
+		return 4
+	}
+	return 1
+}
+
+// Severity orders exit statuses: 4 over 3 over 5 over 1 over 0.
+func Severity(code int) int {
+	switch code {
+	case 0:
+		return 0
+	case 1:
+		return 1
+	case 5:
+		return 2
+	case 3:
+		return 3
+	case 4:
+		return 4
+	}
+	return 5 // usage and anything else outrank the batch outcomes
+}
+
+// Worse returns the more serious of two exit statuses.
+func Worse(a, b int) int {
+	if Severity(b) > Severity(a) {
+		return b
+	}
+	return a
+}
+
+// Result is the outcome of one item.
+type Result struct {
+	Item
+	Outcome Outcome
+	// Token is the token now held (OK) or the token found on disk.
+	Token int64
+	// Detail says more, for stderr.
+	Detail string
+	// Record is the record as written (OK) or as found.
+	Record *leasefmt.Record
+	// Path is the record's absolute path.
+	Path string
+	// Latency is how long the item took until its directory was fsynced.
+	Latency time.Duration
+}
+
+// Decide computes the next version of a record. It runs under the record's
+// lock, after the record was read and validated; cur is nil when there is
+// no record. An outcome other than OK writes nothing (G7).
+type Decide func(it Item, cur *leasefmt.Record) (next *leasefmt.Record, out Outcome, detail string)
+
+// Apply runs decide over items as one group commit and returns the results
+// in input order. Items are processed in (shard, ID) order by a pool of at
+// most Writers concurrent writers; each shard directory is fsynced once, as
+// soon as its last record was renamed (G4). An I/O error stops the batch:
+// no new item starts, the directories already renamed into are still
+// fsynced (G5), and no item is reported OK (G6).
+func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
+	s.Stats.Batches.Add(1)
+	res := make([]Result, len(items))
+	n := s.Table.Shards(k)
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ia, ib := items[order[a]].ID, items[order[b]].ID
+		sa, sb := ia.Shard(n), ib.Shard(n)
+		if sa != sb {
+			return sa < sb
+		}
+		return ia < ib
+	})
+	remaining := map[int]*atomic.Int32{}
+	for _, it := range items {
+		sh := it.ID.Shard(n)
+		if remaining[sh] == nil {
+			remaining[sh] = new(atomic.Int32)
+		}
+		remaining[sh].Add(1)
+	}
+	var (
+		batch    = NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+		aborted  atomic.Bool
+		errMu    sync.Mutex
+		firstErr error
+		syncMu   sync.Mutex
+		syncedAt = map[string]time.Time{}
+		begun    = make([]time.Time, len(items))
+	)
+	fail := func(err error) {
+		errMu.Lock()
+		if firstErr == nil {
+			firstErr = err
+		}
+		errMu.Unlock()
+		aborted.Store(true)
+	}
+	writers := s.Writers
+	if s.Strategy != Concurrent || writers < 1 {
+		writers = 1
+	}
+	if writers > len(items) {
+		writers = len(items)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				it := items[i]
+				r := &res[i]
+				r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
+				if aborted.Load() {
+					r.Outcome, r.Detail = IOError, "not attempted: the batch stopped at an I/O error"
+					continue
+				}
+				begun[i] = time.Now()
+				if err := s.applyOne(k, it, decide, batch, r); err != nil {
+					fail(err)
+				}
+				dir := path.Dir(s.RecordPath(k, it.ID))
+				if s.Strategy == OneAtATime && r.Outcome == OK {
+					if err := batch.SyncDir(dir); err != nil {
+						fail(err)
+					}
+					syncMu.Lock()
+					syncedAt[it.ID.FileName()] = time.Now()
+					syncMu.Unlock()
+				}
+				if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != NoSync && batch.Pending(dir) {
+					if err := batch.SyncDir(dir); err != nil {
+						fail(err)
+					}
+					syncMu.Lock()
+					syncedAt[dir] = time.Now()
+					syncMu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, i := range order {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if s.Strategy == NoSync {
+		if sf, ok := s.FS.(interface{ Syncfs() error }); ok {
+			if err := sf.Syncfs(); err != nil {
+				fail(err)
+			}
+		}
+		batch = NewSyncBatch(s.FS, nil) // nothing to flush: the floor syncs the filesystem once
+	}
+	if err := batch.Flush(); err != nil {
+		fail(err)
+	}
+	flushed := time.Now()
+	for i := range res {
+		r := &res[i]
+		switch {
+		case r.Outcome == OK && firstErr != nil:
+			r.Outcome = IOError
+			r.Detail = "batch failed, not renewed: " + firstErr.Error()
+		case r.Outcome == OK:
+			t, ok := syncedAt[r.ID.FileName()]
+			if !ok {
+				t, ok = syncedAt[path.Dir(s.RecordPath(k, r.ID))]
+			}
+			if !ok {
+				t = flushed
+			}
+			r.Latency = t.Sub(begun[i])
+			s.Stats.addLatency(r.Latency)
+		}
+		s.count(r.Outcome)
+	}
+	return res
+}
+
+func (s *Store) count(o Outcome) {
+	switch o {
+	case OK:
+		s.Stats.Renewals.Add(1)
+	case Corrupt, LockTimeout, IOError:
+		s.Stats.Failures.Add(1)
+	default:
+		s.Stats.Lost.Add(1)
+	}
+}
+
+// applyOne locks, reads, decides and stages one item. It returns an error
+// only for an I/O failure that must stop the batch.
+func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, b *SyncBatch, r *Result) error {
+	unlock, err := s.Lock(k, it.ID)
+	if err != nil {
+		return s.lockFailed(err, r)
+	}
+	defer unlock()
+	cur, err := s.Read(k, it.ID)
+	if err != nil {
+		return s.readFailed(err, r)
+	}
+	r.Record = cur
+	if cur != nil {
+		r.Token = cur.Token
+	}
+	next, out, detail := decide(it, cur)
+	r.Outcome, r.Detail = out, detail
+	if out != OK {
+		return nil
+	}
+	if err := s.stage(b, next); err != nil {
+		if errors.Is(err, leasefmt.ErrCorrupt) {
+			r.Outcome, r.Detail = Corrupt, "cannot rewrite: "+err.Error()
+			return nil
+		}
+		r.Outcome, r.Detail = IOError, err.Error()
+		return err
+	}
+	r.Record, r.Token = next, next.Token
+	return nil
+}
+
+func (s *Store) lockFailed(err error, r *Result) error {
+	switch {
+	case errors.Is(err, ErrLockTimeout):
+		r.Outcome, r.Detail = LockTimeout, fmt.Sprintf("lock not granted within %v: %v", s.LockTimeout, err)
+		return nil
+	case errors.Is(err, ErrNotRegular), errors.Is(err, unix.ENOTDIR):
+		r.Outcome, r.Detail = Corrupt, err.Error()
+		return nil
+	}
+	r.Outcome, r.Detail = IOError, err.Error()
+	return err
+}
+
+func (s *Store) readFailed(err error, r *Result) error {
+	if errors.Is(err, leasefmt.ErrCorrupt) {
+		r.Outcome, r.Detail = Corrupt, err.Error()
+		return nil
+	}
+	r.Outcome, r.Detail = IOError, err.Error()
+	return err
+}

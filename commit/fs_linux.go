@@ -1,0 +1,363 @@
+//go:build linux
+
+package commit
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// OS returns the FS of the directory root on the local kernel. Every
+// directory below root is reached with openat(2) and O_NOFOLLOW, one
+// component at a time, and kept open for the life of the FS, so a name is
+// resolved once and a directory fsync reuses the handle. Call Close when
+// done.
+func OS(root string) (*OSFS, error) {
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	return &OSFS{root: root, dirs: map[string]int{"": fd}}, nil
+}
+
+// OSFS is the kernel implementation of FS.
+type OSFS struct {
+	root string
+	mu   sync.Mutex
+	dirs map[string]int // open directory handles by table-relative name
+}
+
+// Close closes the cached directory handles.
+func (o *OSFS) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, fd := range o.dirs {
+		unix.Close(fd)
+		delete(o.dirs, k)
+	}
+	return nil
+}
+
+func (o *OSFS) perr(op, name string, err error) error {
+	if errors.Is(err, unix.ELOOP) {
+		err = fmt.Errorf("%w (a symbolic link)", ErrNotRegular)
+	}
+	return &fs.PathError{Op: op, Path: path.Join(o.root, name), Err: err}
+}
+
+// dir returns an open handle of the table-relative directory name, opening
+// each component with O_NOFOLLOW on first use.
+func (o *OSFS) dir(name string) (int, error) {
+	name = strings.Trim(path.Clean("/"+name), "/")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if fd, ok := o.dirs[name]; ok {
+		return fd, nil
+	}
+	parent := o.dirs[""]
+	done := ""
+	for _, comp := range strings.Split(name, "/") {
+		if done == "" {
+			done = comp
+		} else {
+			done += "/" + comp
+		}
+		if fd, ok := o.dirs[done]; ok {
+			parent = fd
+			continue
+		}
+		fd, err := unix.Openat(parent, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+				return -1, &fs.PathError{Op: "open", Path: path.Join(o.root, done), Err: fmt.Errorf("not a directory (a symbolic link or a file): %w", err)}
+			}
+			return -1, &fs.PathError{Op: "open", Path: path.Join(o.root, done), Err: err}
+		}
+		o.dirs[done] = fd
+		parent = fd
+	}
+	return parent, nil
+}
+
+// at splits name into an open parent directory and a base name.
+func (o *OSFS) at(name string) (int, string, error) {
+	d, base := path.Split(name)
+	if base == "" || base == "." || base == ".." {
+		return -1, "", &fs.PathError{Op: "open", Path: path.Join(o.root, name), Err: fs.ErrInvalid}
+	}
+	fd, err := o.dir(d)
+	return fd, base, err
+}
+
+// ReadFile implements FS.
+func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return nil, err
+	}
+	// O_NONBLOCK: a FIFO planted as a record must not hang the reader.
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, o.perr("open", name, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, o.perr("stat", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, o.perr("open", name, ErrNotRegular)
+	}
+	buf := make([]byte, max+1)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, o.perr("read", name, err)
+		}
+		if m == 0 {
+			break
+		}
+		n += m
+	}
+	return buf[:n], nil
+}
+
+// CreateExcl implements FS. Files are created with mode 0666 less the umask.
+func (o *OSFS) CreateExcl(name string) (File, error) {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, o.perr("create", name, err)
+	}
+	return &osFile{fd: fd, name: path.Join(o.root, name)}, nil
+}
+
+// Rename implements FS.
+func (o *OSFS) Rename(oldname, newname string) error {
+	ofd, obase, err := o.at(oldname)
+	if err != nil {
+		return err
+	}
+	nfd, nbase, err := o.at(newname)
+	if err != nil {
+		return err
+	}
+	if err := unix.Renameat(ofd, obase, nfd, nbase); err != nil {
+		return o.perr("rename", newname, err)
+	}
+	return nil
+}
+
+// RenameNoReplace implements FS with renameat2(RENAME_NOREPLACE), or with
+// link(2) and unlink(2) where the filesystem lacks it (NFS): link never
+// replaces an existing name either.
+func (o *OSFS) RenameNoReplace(oldname, newname string) error {
+	ofd, obase, err := o.at(oldname)
+	if err != nil {
+		return err
+	}
+	nfd, nbase, err := o.at(newname)
+	if err != nil {
+		return err
+	}
+	err = unix.Renameat2(ofd, obase, nfd, nbase, unix.RENAME_NOREPLACE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENOTSUP) {
+		if err = unix.Linkat(ofd, obase, nfd, nbase, 0); err == nil {
+			err = unix.Unlinkat(ofd, obase, 0)
+		}
+	}
+	if err != nil {
+		return o.perr("rename", newname, err)
+	}
+	return nil
+}
+
+// Remove implements FS.
+func (o *OSFS) Remove(name string) error {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dfd, base, 0); err != nil {
+		return o.perr("remove", name, err)
+	}
+	return nil
+}
+
+// Mkdir implements FS. Directories are created with mode 0777 less the umask.
+func (o *OSFS) Mkdir(name string) error {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return err
+	}
+	if err := unix.Mkdirat(dfd, base, 0o777); err != nil {
+		return o.perr("mkdir", name, err)
+	}
+	return nil
+}
+
+// SyncDir implements FS.
+func (o *OSFS) SyncDir(name string) error {
+	fd, err := o.dir(name)
+	if err != nil {
+		return err
+	}
+	for {
+		err = unix.Fsync(fd)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return o.perr("fsync", name, err)
+	}
+	return nil
+}
+
+// ReadDir implements FS.
+func (o *OSFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	fd, err := o.dir(name)
+	if err != nil {
+		return nil, err
+	}
+	nfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, o.perr("open", name, err)
+	}
+	f := os.NewFile(uintptr(nfd), path.Join(o.root, name))
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// Lstat implements FS.
+func (o *OSFS) Lstat(name string) (fs.FileInfo, error) {
+	if strings.Trim(name, "/") == "" {
+		return os.Lstat(o.root)
+	}
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil, o.perr("lstat", name, err)
+	}
+	return statInfo{base, &st}, nil
+}
+
+// Lock implements FS with an fcntl lock; see lock.go.
+func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return nil, err
+	}
+	fd, err := unix.Openat(dfd, base, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, o.perr("open", name, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, o.perr("open", name, ErrNotRegular)
+	}
+	if err := lockByte(fd, off, timeout); err != nil {
+		unix.Close(fd)
+		return nil, &fs.PathError{Op: "Lock", Path: path.Join(o.root, name), Err: err}
+	}
+	return func() { unix.Close(fd) }, nil // closing the descriptor drops the lock
+}
+
+type osFile struct {
+	fd   int
+	name string
+}
+
+func (f *osFile) Write(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := unix.Write(f.fd, p[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return n, &fs.PathError{Op: "write", Path: f.name, Err: err}
+		}
+		n += m
+	}
+	return n, nil
+}
+
+// Sync uses fdatasync: a new file's size is data that fdatasync makes
+// durable, and nothing else of its metadata matters to a reader.
+func (f *osFile) Sync() error {
+	for {
+		err := unix.Fdatasync(f.fd)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return &fs.PathError{Op: "fsync", Path: f.name, Err: err}
+		}
+		return nil
+	}
+}
+
+func (f *osFile) Close() error {
+	if err := unix.Close(f.fd); err != nil {
+		return &fs.PathError{Op: "close", Path: f.name, Err: err}
+	}
+	return nil
+}
+
+type statInfo struct {
+	name string
+	st   *unix.Stat_t
+}
+
+func (s statInfo) Name() string { return s.name }
+func (s statInfo) Size() int64  { return s.st.Size }
+func (s statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(s.st.Mode & 0o777)
+	switch s.st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		m |= fs.ModeDir
+	case unix.S_IFLNK:
+		m |= fs.ModeSymlink
+	case unix.S_IFIFO:
+		m |= fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		m |= fs.ModeSocket
+	case unix.S_IFCHR:
+		m |= fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		m |= fs.ModeDevice
+	}
+	return m
+}
+func (s statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Sec, s.st.Mtim.Nsec) }
+func (s statInfo) IsDir() bool        { return s.Mode().IsDir() }
+func (s statInfo) Sys() any           { return s.st }
+
+// Syncfs flushes the whole filesystem of the root (the NoSync floor).
+func (o *OSFS) Syncfs() error {
+	fd, err := o.dir("")
+	if err != nil {
+		return err
+	}
+	return unix.Syncfs(fd)
+}

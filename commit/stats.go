@@ -1,0 +1,101 @@
+package commit
+
+import (
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Stats counts what a batch command did (SPEC §9). It is safe for
+// concurrent use; Snapshot gives the plain numbers.
+type Stats struct {
+	Batches        atomic.Int64
+	Renewals       atomic.Int64 // records written and made durable
+	Lost           atomic.Int64 // records refused: stale, expired, held, done, released, missing
+	FileSyncs      atomic.Int64
+	DirectorySyncs atomic.Int64
+	Failures       atomic.Int64 // corrupt records, lock timeouts, I/O errors
+
+	mu        sync.Mutex
+	latencies []float64 // seconds, per written record, until its directory was fsynced
+}
+
+func (s *Stats) addLatency(d time.Duration) {
+	s.mu.Lock()
+	s.latencies = append(s.latencies, d.Seconds())
+	s.mu.Unlock()
+}
+
+// Snapshot is a plain copy of Stats that can be summed over ranks and
+// printed as JSON.
+type Snapshot struct {
+	Batches               int64     `json:"batches"`
+	Renewals              int64     `json:"renewals"`
+	Lost                  int64     `json:"lost"`
+	FileSyncs             int64     `json:"file_syncs"`
+	DirectorySyncs        int64     `json:"directory_syncs"`
+	DirectorySyncsAvoided int64     `json:"directory_syncs_avoided"`
+	Failures              int64     `json:"failures"`
+	DurationS             float64   `json:"duration_s"`
+	LatencyP50            float64   `json:"latency_p50_s"`
+	LatencyP95            float64   `json:"latency_p95_s"`
+	LatencyP99            float64   `json:"latency_p99_s"`
+	Latencies             []float64 `json:"-"`
+}
+
+// Snapshot returns the counters with duration d.
+func (s *Stats) Snapshot(d time.Duration) Snapshot {
+	s.mu.Lock()
+	lat := append([]float64(nil), s.latencies...)
+	s.mu.Unlock()
+	out := Snapshot{
+		Batches:        s.Batches.Load(),
+		Renewals:       s.Renewals.Load(),
+		Lost:           s.Lost.Load(),
+		FileSyncs:      s.FileSyncs.Load(),
+		DirectorySyncs: s.DirectorySyncs.Load(),
+		Failures:       s.Failures.Load(),
+		DurationS:      d.Seconds(),
+		Latencies:      lat,
+	}
+	out.finish()
+	return out
+}
+
+// Add sums o into s (over MPI ranks); the duration is the longest.
+func (s *Snapshot) Add(o Snapshot) {
+	s.Batches += o.Batches
+	s.Renewals += o.Renewals
+	s.Lost += o.Lost
+	s.FileSyncs += o.FileSyncs
+	s.DirectorySyncs += o.DirectorySyncs
+	s.Failures += o.Failures
+	s.DurationS = math.Max(s.DurationS, o.DurationS)
+	s.Latencies = append(s.Latencies, o.Latencies...)
+	s.finish()
+}
+
+func (s *Snapshot) finish() {
+	s.DirectorySyncsAvoided = s.Renewals - s.DirectorySyncs
+	if s.DirectorySyncsAvoided < 0 {
+		s.DirectorySyncsAvoided = 0
+	}
+	sort.Float64s(s.Latencies)
+	s.LatencyP50 = percentile(s.Latencies, 0.50)
+	s.LatencyP95 = percentile(s.Latencies, 0.95)
+	s.LatencyP99 = percentile(s.Latencies, 0.99)
+}
+
+// percentile of sorted xs by the nearest-rank method; 0 when empty.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(xs)))) - 1
+	if i < 0 {
+		i = 0
+	}
+	return xs[i]
+}

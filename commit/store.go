@@ -1,0 +1,382 @@
+package commit
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Top-level names of a table (SPEC §2).
+const (
+	TableFile = "TABLE"
+	StageDir  = "stage"
+	PublicDir = "public"
+	LostFound = "lost+found"
+	LockFile  = ".lock"
+)
+
+// Errors of Open and Create.
+var (
+	// ErrNoTable: the root holds no TABLE and the command does not create one.
+	ErrNoTable = errors.New("commit: no lease table here")
+	// ErrShardConflict: an explicit shard count differs from the table's.
+	ErrShardConflict = errors.New("commit: shard count conflicts with the table")
+)
+
+// Strategy selects how a batch makes its records durable. Only Concurrent
+// is used by the commands; the others exist to measure it against the
+// seed's algorithms (bench/) on the same code path.
+type Strategy int
+
+// The strategies.
+const (
+	// Concurrent: a pool of writers, one fsync per shard directory issued as
+	// soon as that shard's last record is renamed (this project).
+	Concurrent Strategy = iota
+	// Sequential: one writer, one fsync per shard directory at the end (F324).
+	Sequential
+	// OneAtATime: one writer, the directory fsynced after every record (F323).
+	OneAtATime
+	// NoSync: the same writes and renames without any fsync, then one
+	// syncfs(2): the cost floor, not durable per record.
+	NoSync
+)
+
+// ParseStrategy maps a name to a Strategy.
+func ParseStrategy(s string) (Strategy, error) {
+	switch s {
+	case "concurrent", "":
+		return Concurrent, nil
+	case "sequential":
+		return Sequential, nil
+	case "one-at-a-time":
+		return OneAtATime, nil
+	case "nosync":
+		return NoSync, nil
+	}
+	return 0, fmt.Errorf("unknown strategy %s (concurrent, sequential, one-at-a-time, nosync)", leasefmt.Quote(s))
+}
+
+// Store is an open lease table.
+type Store struct {
+	Root  string
+	FS    FS
+	Table *leasefmt.Table
+	// LockTimeout bounds every lock wait.
+	LockTimeout time.Duration
+	// Writers bounds the concurrent record writers of a batch.
+	Writers int
+	// Strategy is how batches commit; Concurrent unless benchmarking.
+	Strategy Strategy
+	// Stats counts what the store did.
+	Stats Stats
+
+	ensured sync.Map // shard directories known to exist
+}
+
+// DefaultWriters is the default size of a batch's writer pool. Measured on
+// journaled ext4: 64 writers merge file fsyncs into few journal commits.
+const DefaultWriters = 64
+
+// Open opens the table at root through f. When the root holds no TABLE and
+// create is nil, it returns ErrNoTable; with create it makes the table
+// durably (see Create). want, when not nil, is an explicit shard count
+// (work, target) that must match the table's.
+func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
+	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters}
+	t, err := s.readTable()
+	if errors.Is(err, fs.ErrNotExist) && create != nil {
+		if err := s.create(create); err != nil {
+			return nil, err
+		}
+		t, err = s.readTable()
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.Table = t
+	return s, nil
+}
+
+func (s *Store) readTable() (*leasefmt.Table, error) {
+	data, err := s.FS.ReadFile(TableFile, leasefmt.MaxRecordSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoTable, filepath.Join(s.Root, TableFile), fs.ErrNotExist)
+	}
+	if errors.Is(err, ErrNotRegular) {
+		return nil, fmt.Errorf("table header %s: %w: %w", filepath.Join(s.Root, TableFile), leasefmt.ErrCorrupt, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t, err := leasefmt.DecodeTable(data)
+	if err != nil {
+		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.Root, TableFile), err)
+	}
+	return t, nil
+}
+
+// CheckShards returns ErrShardConflict when an explicit shard count differs
+// from the table's; 0 means not given.
+func (s *Store) CheckShards(work, target int) error {
+	if work != 0 && work != s.Table.WorkShards {
+		return fmt.Errorf("%w: --shards %d, but %s has work_shards %d", ErrShardConflict, work, filepath.Join(s.Root, TableFile), s.Table.WorkShards)
+	}
+	if target != 0 && target != s.Table.TargetShards {
+		return fmt.Errorf("%w: --target-shards %d, but %s has target_shards %d", ErrShardConflict, target, filepath.Join(s.Root, TableFile), s.Table.TargetShards)
+	}
+	return nil
+}
+
+// MkdirRoot creates root and its missing parents, fsyncing the parent of
+// every directory it creates so the root itself survives a crash.
+func MkdirRoot(root string) error {
+	root = filepath.Clean(root)
+	if fi, err := os.Stat(root); err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: root, Err: errors.New("not a directory")}
+		}
+		return nil
+	}
+	parent := filepath.Dir(root)
+	if parent != root {
+		if err := MkdirRoot(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(root, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	d, err := os.Open(parent)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return &fs.PathError{Op: "fsync", Path: parent, Err: err}
+	}
+	return nil
+}
+
+// create makes the directories, the shard lock files and then, last, the
+// TABLE header, so a TABLE that exists always describes a complete table.
+// Concurrent creators agree: the header is moved in without replacing, and
+// a loser uses the winner's header.
+func (s *Store) create(t *leasefmt.Table) error {
+	mk := func(name string) error {
+		if err := s.FS.Mkdir(name); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return nil
+	}
+	var dirs []string
+	for _, top := range []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), StageDir, PublicDir, LostFound} {
+		if err := mk(top); err != nil {
+			return err
+		}
+	}
+	for _, k := range []leasefmt.Kind{leasefmt.Work, leasefmt.Target, leasefmt.Group} {
+		n := t.Shards(k)
+		for sh := 0; sh < n; sh++ {
+			dir := path.Join(k.Dir(), leasefmt.ShardDirName(sh, n))
+			if err := mk(dir); err != nil {
+				return err
+			}
+			unlock, err := s.FS.Lock(path.Join(dir, LockFile), 0, 0)
+			if err == nil {
+				unlock()
+			} else if !errors.Is(err, ErrLockTimeout) {
+				return err
+			}
+			dirs = append(dirs, dir)
+		}
+		dirs = append(dirs, k.Dir())
+	}
+	dirs = append(dirs, "")
+	b := NewSyncBatch(s.FS, nil)
+	for _, d := range dirs {
+		b.pending[d] = true
+		b.order = append(b.order, d)
+	}
+	if err := b.Flush(); err != nil {
+		return err
+	}
+	data, err := leasefmt.EncodeTable(t)
+	if err != nil {
+		return err
+	}
+	tmp, err := s.writeTemp("", TableFile, data)
+	if err != nil {
+		return err
+	}
+	err = s.FS.RenameNoReplace(tmp, TableFile)
+	if errors.Is(err, fs.ErrExist) || errors.Is(err, os.ErrExist) {
+		s.FS.Remove(tmp)
+		return nil // another creator won; its header stands
+	}
+	if err != nil {
+		s.FS.Remove(tmp)
+		return err
+	}
+	return s.FS.SyncDir("")
+}
+
+// ShardDir is the table-relative directory of shard sh of kind k.
+func (s *Store) ShardDir(k leasefmt.Kind, sh int) string {
+	return path.Join(k.Dir(), leasefmt.ShardDirName(sh, s.Table.Shards(k)))
+}
+
+// RecordPath is the table-relative path of the record of id.
+func (s *Store) RecordPath(k leasefmt.Kind, id leasefmt.ID) string {
+	return path.Join(s.ShardDir(k, id.Shard(s.Table.Shards(k))), id.FileName())
+}
+
+// Abs is the absolute path of a table-relative name, for messages.
+func (s *Store) Abs(name string) string { return filepath.Join(s.Root, filepath.FromSlash(name)) }
+
+// ensureShard creates a shard directory that a table made by another
+// program may lack, durably, once per Store.
+func (s *Store) ensureShard(dir string) error {
+	if _, ok := s.ensured.Load(dir); ok {
+		return nil
+	}
+	fi, err := s.FS.Lstat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+	case err == nil:
+		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: shard directory is not a directory", ErrNotRegular)}
+	case errors.Is(err, fs.ErrNotExist):
+		if err := s.FS.Mkdir(dir); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if err := s.FS.SyncDir(path.Dir(dir)); err != nil {
+			return err
+		}
+	default:
+		return err
+	}
+	s.ensured.Store(dir, true)
+	return nil
+}
+
+// Lock takes the lock of the record of id (SPEC §5).
+func (s *Store) Lock(k leasefmt.Kind, id leasefmt.ID) (func(), error) {
+	dir := s.ShardDir(k, id.Shard(s.Table.Shards(k)))
+	if err := s.ensureShard(dir); err != nil {
+		return nil, err
+	}
+	return s.FS.Lock(path.Join(dir, LockFile), id.LockOffset(), s.LockTimeout)
+}
+
+// Read reads and validates the record of id. It returns (nil, nil) when
+// there is none; an error wrapping leasefmt.ErrCorrupt when a record exists
+// but does not validate (a symbolic link or other non-regular file in its
+// place included).
+func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) {
+	name := s.RecordPath(k, id)
+	data, err := s.FS.ReadFile(name, leasefmt.MaxRecordSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if errors.Is(err, ErrNotRegular) {
+		return nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := leasefmt.Decode(data, k, id)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.Abs(name), err)
+	}
+	return r, nil
+}
+
+// TempName is the temp file name pattern of SPEC §4: .NAME.tmp.<random>.
+func TempName(name string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return "." + name + ".tmp." + hex.EncodeToString(b[:])
+}
+
+// writeTemp writes data to a new temp file beside name in dir and makes it
+// durable (G1). The temp file is removed when anything fails.
+func (s *Store) writeTemp(dir, name string, data []byte) (string, error) {
+	tmp := path.Join(dir, TempName(name))
+	f, err := s.FS.CreateExcl(tmp)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil && s.Strategy != NoSync {
+		if err = f.Sync(); err == nil {
+			s.Stats.FileSyncs.Add(1)
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		s.FS.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
+
+// WriteOne durably replaces the record of rec.ID by rec on its own: temp,
+// fsync, rename, directory fsync. The caller holds the record's lock.
+func (s *Store) WriteOne(rec *leasefmt.Record) error {
+	b := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+	if err := s.stage(b, rec); err != nil {
+		b.Flush()
+		return err
+	}
+	return b.Flush()
+}
+
+// stage writes rec's temp file and renames it over the record in batch b.
+func (s *Store) stage(b *SyncBatch, rec *leasefmt.Record) error {
+	data, err := leasefmt.Encode(rec)
+	if err != nil {
+		return err
+	}
+	final := s.RecordPath(rec.Kind, rec.ID)
+	tmp, err := s.writeTemp(path.Dir(final), rec.ID.FileName(), data)
+	if err != nil {
+		return err
+	}
+	if err := b.Replace(tmp, final); err != nil {
+		s.FS.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// DurableMove moves from to to across directories without ever replacing
+// an existing name, then fsyncs the destination directory and after it the
+// source directory (G8), so after a crash the file is in at least one place.
+func (s *Store) DurableMove(from, to string) error {
+	if err := s.FS.RenameNoReplace(from, to); err != nil {
+		return err
+	}
+	if err := s.FS.SyncDir(path.Dir(to)); err != nil {
+		return err
+	}
+	s.Stats.DirectorySyncs.Add(1)
+	if path.Dir(from) == path.Dir(to) {
+		return nil
+	}
+	if err := s.FS.SyncDir(path.Dir(from)); err != nil {
+		return err
+	}
+	s.Stats.DirectorySyncs.Add(1)
+	return nil
+}

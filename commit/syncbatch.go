@@ -1,0 +1,118 @@
+package commit
+
+import (
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+)
+
+// SyncBatch is a same-directory group commit: it renames temp files over
+// records and remembers the directories renamed into, then fsyncs each of
+// them once (G4). It refuses, before renaming, a rename whose source and
+// destination directories differ (G8): a set of directories cannot keep the
+// destination-before-source order a cross-directory move needs (use
+// DurableMove for that).
+type SyncBatch struct {
+	fs        FS
+	dirSyncs  *atomic.Int64
+	mu        sync.Mutex
+	pending   map[string]bool
+	order     []string
+	failed    error
+}
+
+// NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
+// the directory fsyncs it makes.
+func NewSyncBatch(f FS, dirSyncs *atomic.Int64) *SyncBatch {
+	return &SyncBatch{fs: f, dirSyncs: dirSyncs, pending: map[string]bool{}}
+}
+
+// Replace renames tmp over final, which must be in the same directory, and
+// marks that directory as needing an fsync.
+func (b *SyncBatch) Replace(tmp, final string) error {
+	dir := path.Dir(final)
+	if path.Dir(tmp) != dir {
+		return fmt.Errorf("%w: %s -> %s", ErrCrossDirectory, tmp, final)
+	}
+	if err := b.fs.Rename(tmp, final); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	if !b.pending[dir] {
+		b.pending[dir] = true
+		b.order = append(b.order, dir)
+	}
+	b.mu.Unlock()
+	return nil
+}
+
+// Pending reports whether dir has renames not yet covered by an fsync.
+func (b *SyncBatch) Pending(dir string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pending[dir]
+}
+
+// SyncDir fsyncs dir now if it has pending renames; a later Flush does not
+// sync it again unless new renames arrive. Used to pipeline the barrier of a
+// shard as soon as its last record is renamed.
+func (b *SyncBatch) SyncDir(dir string) error {
+	b.mu.Lock()
+	if !b.pending[dir] {
+		b.mu.Unlock()
+		return nil
+	}
+	delete(b.pending, dir)
+	b.mu.Unlock()
+	return b.sync(dir)
+}
+
+func (b *SyncBatch) sync(dir string) error {
+	err := b.fs.SyncDir(dir)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err != nil {
+		if b.failed == nil {
+			b.failed = err
+		}
+		return err
+	}
+	if b.dirSyncs != nil {
+		b.dirSyncs.Add(1)
+	}
+	return nil
+}
+
+// Flush fsyncs every directory still pending, concurrently, and returns the
+// first directory fsync error this batch met (G6): once a barrier failed,
+// the batch has failed even if later ones succeed.
+func (b *SyncBatch) Flush() error {
+	b.mu.Lock()
+	var dirs []string
+	for _, d := range b.order {
+		if b.pending[d] {
+			dirs = append(dirs, d)
+			delete(b.pending, d)
+		}
+	}
+	b.order = b.order[:0]
+	b.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, d := range dirs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.sync(d)
+		}()
+	}
+	wg.Wait()
+	return b.Err()
+}
+
+// Err is the first directory fsync error met, if any.
+func (b *SyncBatch) Err() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failed
+}
