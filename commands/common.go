@@ -297,11 +297,11 @@ func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) erro
 	}
 	if e.json {
 		doc := struct {
-			Command string            `json:"command"`
-			Results []resultJSON      `json:"results"`
-			Stats   commit.Snapshot   `json:"stats"`
-			Counts  map[string]int    `json:"counts"`
-			Exit    int               `json:"exit"`
+			Command string          `json:"command"`
+			Results []resultJSON    `json:"results"`
+			Stats   commit.Snapshot `json:"stats"`
+			Counts  map[string]int  `json:"counts"`
+			Exit    int             `json:"exit"`
 		}{Command: cmd, Results: make([]resultJSON, 0, len(res)), Stats: snap, Counts: map[string]int{}, Exit: code}
 		for _, r := range res {
 			j := resultJSON{ID: string(r.ID), Token: r.Item.Token, OK: r.Outcome == commit.OK, Reason: r.Outcome.Reason(),

@@ -14,12 +14,12 @@ import (
 // destination-before-source order a cross-directory move needs (use
 // DurableMove for that).
 type SyncBatch struct {
-	fs        FS
-	dirSyncs  *atomic.Int64
-	mu        sync.Mutex
-	pending   map[string]bool
-	order     []string
-	failed    error
+	fs       FS
+	dirSyncs *atomic.Int64
+	mu       sync.Mutex
+	pending  map[string]bool
+	order    []string
+	failed   error
 }
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts

@@ -171,10 +171,8 @@ func (w *World) Bcast(root int, data []byte) ([]byte, error) {
 		if n == 0 {
 			return nil
 		}
-		if w.rank == root {
-			copy(out, data)
-		}
-		return w.t.bcast(root, out)
+		copy(out, data)
+		return nil
 	})
 	if err != nil {
 		return nil, err
