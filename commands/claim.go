@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 var claimCommand = &cli.Command{
@@ -23,33 +24,21 @@ var claimCommand = &cli.Command{
 }
 
 func runClaim(c *cli.Context) error {
-	e, err := newEnv(c)
-	if err != nil {
-		return err
-	}
-	items, err := idArgs(c)
-	if err != nil {
-		return err
-	}
 	first := c.Int("first")
 	if c.IsSet("first") && first < 1 {
 		return usageErr("--first %d: want at least 1", first)
 	}
-	st, err := e.open(true)
-	if err != nil {
-		return err
-	}
-	var res []commit.Result
+	spec := batchSpec{name: "claim", kind: leasefmt.Work, create: true, spread: !c.IsSet("first"), input: idArgs,
+		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
+			if c.IsSet("first") {
+				return st.ClaimFirst(items, first, e.set.Owner, e.now, e.set.TTL)
+			}
+			return st.Claim(items, e.set.Owner, e.now, e.set.TTL)
+		}}
 	if c.IsSet("first") {
-		res = st.ClaimFirst(items, first, e.set.Owner, e.now, e.set.TTL)
-	} else {
-		res = st.Claim(items, e.set.Owner, e.now, e.set.TTL)
+		spec.exit = firstExit
 	}
-	err = e.report("claim", res, e.snapshot(st))
-	if c.IsSet("first") {
-		return firstExit(res, err)
-	}
-	return err
+	return runBatch(c, spec)
 }
 
 // firstExit: with --first, getting at least one is success, and so held

@@ -40,6 +40,7 @@ func commonFlags() []cli.Flag {
 func batchFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "writers", Usage: "concurrent record writers of a batch (env LEASE_WRITERS, default 64)"},
+		&cli.Float64Flag{Name: "mpi-timeout", Usage: "under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT, default 60)"},
 		&cli.StringFlag{Name: "strategy", Hidden: true, Usage: "commit strategy for benchmarks: concurrent, sequential, one-at-a-time, nosync"},
 	}
 }
@@ -253,6 +254,16 @@ func parseItems(lines []inputLine, withToken bool) ([]commit.Item, error) {
 	return items, nil
 }
 
+// tokenLines reads and validates the `ID TOKEN` lines of the FILE
+// arguments or stdin.
+func tokenLines(c *cli.Context) ([]commit.Item, error) {
+	lines, err := readInput(c, c.Args().Slice())
+	if err != nil {
+		return nil, err
+	}
+	return parseItems(lines, true)
+}
+
 // idArgs reads claim-style input: IDs as arguments, or one per line from
 // stdin when the only argument is "-" or there is none.
 func idArgs(c *cli.Context) ([]commit.Item, error) {
@@ -352,6 +363,9 @@ func (e *env) printStats(cmd string, s commit.Snapshot) {
 	fmt.Fprintf(e.errw, "lease %s: batches=%d renewals=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
 		cmd, s.Batches, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
 		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
+	if s.Ranks > 0 {
+		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.3fs\n", cmd, s.Ranks, s.CollectiveS)
+	}
 }
 
 // snapshot returns the store's statistics so far.

@@ -2,6 +2,9 @@ package commands
 
 import (
 	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 var releaseCommand = &cli.Command{
@@ -16,21 +19,8 @@ var releaseCommand = &cli.Command{
 }
 
 func runRelease(c *cli.Context) error {
-	e, err := newEnv(c)
-	if err != nil {
-		return err
-	}
-	lines, err := readInput(c, c.Args().Slice())
-	if err != nil {
-		return err
-	}
-	items, err := parseItems(lines, true)
-	if err != nil {
-		return err
-	}
-	st, err := e.open(true)
-	if err != nil {
-		return err
-	}
-	return e.report("release", st.Release(items, e.now), e.snapshot(st))
+	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, create: true, spread: true, input: tokenLines,
+		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
+			return st.Release(items, e.now)
+		}})
 }

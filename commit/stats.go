@@ -42,6 +42,8 @@ type Snapshot struct {
 	LatencyP50            float64   `json:"latency_p50_s"`
 	LatencyP95            float64   `json:"latency_p95_s"`
 	LatencyP99            float64   `json:"latency_p99_s"`
+	Ranks                 int       `json:"ranks,omitempty"`
+	CollectiveS           float64   `json:"collective_s,omitempty"`
 	Latencies             []float64 `json:"-"`
 }
 

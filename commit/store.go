@@ -89,8 +89,7 @@ const DefaultWriters = 64
 
 // Open opens the table at root through f. When the root holds no TABLE and
 // create is nil, it returns ErrNoTable; with create it makes the table
-// durably (see Create). want, when not nil, is an explicit shard count
-// (work, target) that must match the table's.
+// durably (see create); a concurrent creator's header wins.
 func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters}
 	t, err := s.readTable()
@@ -98,6 +97,7 @@ func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 		if err := s.create(create); err != nil {
 			return nil, err
 		}
+		s.Stats.FileSyncs.Store(0) // creating the table is not part of the caller's batch
 		t, err = s.readTable()
 	}
 	if err != nil {
