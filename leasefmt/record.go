@@ -243,6 +243,9 @@ func (o *object) time(key string) (float64, error) {
 	if t < 0 {
 		return 0, bad(key, "negative time")
 	}
+	// Keep the precision records are written with (microseconds), so that a
+	// record read and written back is the record that was read.
+	t, _ = strconv.ParseFloat(string(AppendTime(nil, t)), 64)
 	return t, nil
 }
 
@@ -394,6 +397,12 @@ func Decode(data []byte, k Kind, name ID) (*Record, error) {
 			_ = json.Compact(&c, o.vals[key]) // already validated by the decoder
 			r.Extra = append(r.Extra, Field{Key: key, Value: c.Bytes()})
 		}
+	}
+	// A record lease could not write back within 4 KiB (a huge time written
+	// out in full, escapes that grow) is refused here rather than accepted
+	// by readers and found unwritable later.
+	if _, err := Encode(r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
