@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -289,6 +291,10 @@ func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) 
 	}
 	if errors.Is(err, ErrNotRegular) {
 		return nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
+	}
+	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+		// A link or a file where the shard directory must be (err names it).
+		return nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err)
 	}
 	if err != nil {
 		return nil, err

@@ -1,0 +1,236 @@
+package commit_test
+
+// Lock tests (SPEC §5). The cross-process tests re-run this test binary as
+// the lock holder, as Go's cmd/go/internal/lockedfile tests do: init sees
+// lockHelperEnv and turns the process into the helper before any test runs.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// lockHelperEnv holds "MODE ROOT ID": the helper takes the lock of work
+// record ID in the table at ROOT (MODE ofd: through Store.Lock; MODE posix:
+// a classic fcntl F_SETLK record lock, as another program would), prints
+// "locked" and holds it until killed or until its stdin closes.
+const lockHelperEnv = "LEASE_COMMIT_TEST_LOCK_HELPER"
+
+func init() {
+	if spec := os.Getenv(lockHelperEnv); spec != "" {
+		os.Exit(lockHelper(spec))
+	}
+}
+
+func lockHelper(spec string) int {
+	f := strings.Fields(spec)
+	if len(f) != 3 {
+		fmt.Fprintf(os.Stderr, "bad %s=%q\n", lockHelperEnv, spec)
+		return 2
+	}
+	mode, root, id := f[0], f[1], leasefmt.ID(f[2])
+	osfs, err := commit.OS(root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	st, err := commit.Open(root, osfs, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	switch mode {
+	case "ofd":
+		st.LockTimeout = 10 * time.Second
+		if _, err := st.Lock(leasefmt.Work, id); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	case "posix":
+		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table.WorkShards)), commit.LockFile), os.O_RDWR, 0)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: id.LockOffset(), Len: 1}
+		if err := unix.FcntlFlock(lf.Fd(), unix.F_SETLKW, &lk); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	default:
+		return 2
+	}
+	fmt.Println("locked")
+	io.Copy(io.Discard, os.Stdin) // hold until the parent goes away
+	return 0
+}
+
+// startLockHolder runs the helper and waits until it holds the lock.
+func startLockHolder(t *testing.T, mode, root string, id leasefmt.ID) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), lockHelperEnv+"="+mode+" "+root+" "+string(id))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close()
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || line != "locked\n" {
+		t.Fatalf("lock holder said %q, %v", line, err)
+	}
+	return cmd
+}
+
+// TestLockBetweenProcesses: a lock held by another process blocks Store.Lock
+// until the timeout (ErrLockTimeout, and lock-timeout in a batch), guards
+// only its own byte, and is granted once the holder is killed.
+func TestLockBetweenProcesses(t *testing.T) {
+	for _, mode := range []string{"ofd", "posix"} {
+		t.Run(mode, func(t *testing.T) {
+			st, _ := hookedTable(t, 4)
+			id := shardID(2, 7)
+			neighbour := shardID(2, 8) // same shard, another byte
+			if id.LockOffset() == neighbour.LockOffset() {
+				t.Fatal("test IDs share a lock byte")
+			}
+			holder := startLockHolder(t, mode, st.Root, id)
+
+			st.LockTimeout = 200 * time.Millisecond
+			unlock, err := st.Lock(leasefmt.Work, id)
+			if !errors.Is(err, commit.ErrLockTimeout) {
+				if err == nil {
+					unlock()
+				}
+				t.Fatalf("Lock while another process holds it = %v, want ErrLockTimeout", err)
+			}
+			res := st.Claim([]commit.Item{{ID: id}, {ID: neighbour}}, "host/w", 1000, 60)
+			if res[0].Outcome != commit.LockTimeout || res[0].Outcome.Exit() != 5 {
+				t.Errorf("claim of the locked ID: %s (%s), want lock-timeout", res[0].Outcome.Reason(), res[0].Detail)
+			}
+			if res[1].Outcome != commit.OK {
+				t.Errorf("claim of a neighbour in the same shard: %s (%s), want ok", res[1].Outcome.Reason(), res[1].Detail)
+			}
+			if r := readRecord(t, st, id); r != nil {
+				t.Errorf("record written without its lock: %+v", r)
+			}
+
+			if err := holder.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			holder.Wait()
+			st.LockTimeout = 10 * time.Second
+			unlock, err = st.Lock(leasefmt.Work, id)
+			if err != nil {
+				t.Fatalf("Lock after the holder was killed: %v", err)
+			}
+			unlock()
+			if r := st.Claim([]commit.Item{{ID: id}}, "host/w", 1000, 60)[0]; r.Outcome != commit.OK || r.Token != 1 {
+				t.Errorf("claim after the holder died: %s %s", r.Outcome.Reason(), r.Detail)
+			}
+		})
+	}
+}
+
+// TestLockBetweenGoroutines: two goroutines of one process exclude each
+// other on one record, and many of them serialise a read-modify-write.
+func TestLockBetweenGoroutines(t *testing.T) {
+	st, _ := hookedTable(t, 4)
+	id := shardID(1, 1)
+	unlock, err := st.Lock(leasefmt.Work, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.LockTimeout = 200 * time.Millisecond
+	errc := make(chan error)
+	go func() {
+		u, err := st.Lock(leasefmt.Work, id)
+		if err == nil {
+			u()
+		}
+		errc <- err
+	}()
+	if err := <-errc; !errors.Is(err, commit.ErrLockTimeout) {
+		t.Fatalf("second goroutine's Lock = %v, want ErrLockTimeout", err)
+	}
+	// Released, the waiter gets it.
+	st.LockTimeout = 10 * time.Second
+	got := make(chan struct{})
+	go func() {
+		u, err := st.Lock(leasefmt.Work, id)
+		if err != nil {
+			errc <- err
+			return
+		}
+		close(got)
+		u()
+		errc <- nil
+	}()
+	unlock()
+	if err := <-errc; err != nil {
+		t.Fatalf("waiter after unlock: %v", err)
+	}
+	<-got
+
+	// Many goroutines: at most one inside, no lost update of a file.
+	counter := filepath.Join(t.TempDir(), "counter")
+	os.WriteFile(counter, []byte("0"), 0o644)
+	var inside, maxInside atomic.Int32
+	var wg sync.WaitGroup
+	const workers, rounds = 8, 25
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				u, err := st.Lock(leasefmt.Work, id)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if n := inside.Add(1); n > maxInside.Load() {
+					maxInside.Store(n)
+				}
+				data, _ := os.ReadFile(counter)
+				var v int
+				fmt.Sscan(string(data), &v)
+				time.Sleep(50 * time.Microsecond)
+				os.WriteFile(counter, []byte(fmt.Sprint(v+1)), 0o644)
+				inside.Add(-1)
+				u()
+			}
+		}()
+	}
+	wg.Wait()
+	data, _ := os.ReadFile(counter)
+	if string(data) != fmt.Sprint(workers*rounds) || maxInside.Load() != 1 {
+		t.Errorf("counter %s, want %d; at most %d inside at once, want 1", data, workers*rounds, maxInside.Load())
+	}
+}
