@@ -13,14 +13,21 @@ var verifyCommand = &cli.Command{
 	ArgsUsage: "[FILE...]",
 	Description: "Reads `ID TOKEN` lines and prints those whose token is the record's current token of a\n" +
 		"live lease (leased or committing, not expired). It takes no lock and writes nothing; use\n" +
-		"it right before publishing: `lease verify < held | lease complete`.",
-	Flags:  commonFlags(),
+		"it right before publishing: `lease verify < held | lease complete`. With --groups it reads\n" +
+		"`GID TOKEN` lines and checks the group manifest and every target of the group.",
+	Flags: flags(commonFlags(), []cli.Flag{
+		&cli.BoolFlag{Name: "groups", Usage: "check GID TOKEN lines against group manifests and all their targets"},
+	}),
 	Action: runVerify,
 }
 
 func runVerify(c *cli.Context) error {
-	return runBatch(c, batchSpec{name: "verify", kind: leasefmt.Work, spread: true, input: tokenLines,
+	kind, verify := leasefmt.Work, (*commit.Store).Verify
+	if c.Bool("groups") {
+		kind, verify = leasefmt.Group, (*commit.Store).VerifyGroups
+	}
+	return runBatch(c, batchSpec{name: "verify", kind: kind, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Verify(items, e.now)
+			return verify(st, items, e.now)
 		}})
 }

@@ -1,0 +1,210 @@
+package commands
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/mpi"
+)
+
+var groupClaimCommand = &cli.Command{
+	Name:      "group-claim",
+	Usage:     "claim a group of targets all-or-nothing and print GID TOKEN",
+	ArgsUsage: "TARGET...|-",
+	Description: "Claims every TARGET (arguments, or one per line on stdin with - or no argument) and the\n" +
+		"group manifest groups/SS/GID.json with one token, strictly larger than every earlier token\n" +
+		"of the group and of each target, and one expires_at (now + --ttl); prints `GID TOKEN`.\n" +
+		"All or nothing: when the manifest is live, or any target is live under another lease,\n" +
+		"nothing is written and each conflicting target goes to stderr as\n" +
+		"`held GID - target ID: held by OWNER (group G, token T) for Ns more (PATH)` (exit 1); a\n" +
+		"manifest or target that exists but does not validate is never taken as free (exit 3).\n" +
+		"Without --group, GID is the SHA-256, in lowercase hex, of the target IDs sorted in byte\n" +
+		"order and joined by \"\\n\" with no trailing newline: for targets A < B, sha256sum of the\n" +
+		"129 bytes `printf '%s\\n%s' A B`. A group whose manifest would exceed 4 KiB (more than 57\n" +
+		"targets with a short owner) is refused with exit 2 before anything is written.\n" +
+		"Locks: the manifest's first, then the targets' in ascending ID order, so concurrent\n" +
+		"claims of overlapping groups never deadlock; past --lock-timeout the claim exits 5. If a\n" +
+		"write or a directory fsync fails, the records already replaced are restored under the\n" +
+		"locks and the command exits 4.",
+	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
+		&cli.StringFlag{Name: "group", Usage: "group `GID` (64 lowercase hex; default: SHA-256 of the sorted target IDs joined by \\n)"},
+	}),
+	Action: runGroupClaim,
+}
+
+func runGroupClaim(c *cli.Context) error {
+	if err := refuseGroupRanks(); err != nil {
+		return err
+	}
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	items, err := idArgs(c)
+	if err != nil {
+		return err
+	}
+	targets := make([]leasefmt.ID, len(items))
+	for i, it := range items {
+		targets[i] = it.ID
+	}
+	gid := commit.GroupID(targets)
+	if c.IsSet("group") {
+		if gid, err = leasefmt.ParseID(c.String("group")); err != nil {
+			return usageErr("--group: %v", err)
+		}
+	}
+	// Before the table is opened (and maybe created): nothing is written
+	// for a group that cannot be claimed at all.
+	if err := commit.CheckGroupInput(gid, targets, e.set.Owner, e.now, e.set.TTL); err != nil {
+		return groupInputErr(err)
+	}
+	st, err := e.open(true)
+	if err != nil {
+		return err
+	}
+	res, err := st.ClaimGroup(gid, targets, e.set.Owner, e.now, e.set.TTL)
+	if err != nil {
+		return groupInputErr(err)
+	}
+	return e.reportGroups("group-claim", []commit.GroupResult{res}, e.snapshot(st))
+}
+
+// refuseGroupRanks: group commands run as one process. Under mpirun with
+// several ranks each rank would claim or renew the same groups.
+func refuseGroupRanks() error {
+	if size, _, ok := mpi.Launched(); ok && size > 1 {
+		return usageErr("group commands run as one process, not as %d mpirun ranks", size)
+	}
+	return nil
+}
+
+func groupInputErr(err error) error {
+	if errors.Is(err, commit.ErrGroupInput) {
+		return usageErr("%s", strings.TrimPrefix(err.Error(), commit.ErrGroupInput.Error()+": "))
+	}
+	return cli.Exit(leasefmt.Bound(err.Error()), 4)
+}
+
+// runGroupFilter runs group-renew or group-release: a filter over
+// `GID TOKEN` lines, validated whole (no duplicate group) before the table
+// is opened.
+func runGroupFilter(c *cli.Context, run func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error)) error {
+	if err := refuseGroupRanks(); err != nil {
+		return err
+	}
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	items, err := tokenLines(c)
+	if err != nil {
+		return err
+	}
+	st, err := e.open(true)
+	if err != nil {
+		return err
+	}
+	res, err := run(e, st, items)
+	if err != nil {
+		return groupInputErr(err)
+	}
+	return e.reportGroups(c.Command.Name, res, e.snapshot(st))
+}
+
+// issueJSON is one target that refused its group, in --json output.
+type issueJSON struct {
+	Target string `json:"target"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	Path   string `json:"path"`
+}
+
+// groupResultJSON is one group of --json output: the fields of a work
+// lease's result (id is the GID, record the manifest), its targets, and
+// the targets that refused it.
+type groupResultJSON struct {
+	resultJSON
+	Targets []string    `json:"targets,omitempty"`
+	Issues  []issueJSON `json:"issues,omitempty"`
+}
+
+// reportGroups prints group results as the filter contract says and
+// returns the exit status: stdout carries `GID TOKEN` for each group that
+// succeeded, in input order; stderr carries `REASON GID TOKEN detail` for
+// each other group, one line per target that refused it when any did.
+func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Snapshot) error {
+	code := 0
+	for _, r := range res {
+		code = commit.Worse(code, r.Outcome.Exit())
+	}
+	if e.json {
+		doc := struct {
+			Command string            `json:"command"`
+			Results []groupResultJSON `json:"results"`
+			Stats   commit.Snapshot   `json:"stats"`
+			Counts  map[string]int    `json:"counts"`
+			Exit    int               `json:"exit"`
+		}{Command: cmd, Results: make([]groupResultJSON, 0, len(res)), Stats: snap, Counts: map[string]int{}, Exit: code}
+		for _, r := range res {
+			j := groupResultJSON{resultJSON: resultJSON{ID: string(r.ID), Token: r.Item.Token, OK: r.Outcome == commit.OK, Reason: r.Outcome.Reason(),
+				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path, LatencyS: r.Latency.Seconds()}}
+			if r.Manifest != nil {
+				for _, t := range r.Manifest.Targets {
+					j.Targets = append(j.Targets, string(t))
+				}
+				if b, err := leasefmt.Encode(r.Manifest); err == nil {
+					j.Record = json.RawMessage(strings.TrimSpace(string(b)))
+				}
+			}
+			for _, is := range r.Issues {
+				j.Issues = append(j.Issues, issueJSON{Target: string(is.Target), Reason: is.Outcome.Reason(), Detail: leasefmt.Bound(is.Detail), Path: is.Path})
+			}
+			doc.Counts[r.Outcome.Reason()]++
+			doc.Results = append(doc.Results, j)
+		}
+		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+		}
+	} else {
+		w := bufio.NewWriter(e.out)
+		ew := bufio.NewWriter(e.errw)
+		for _, r := range res {
+			if r.Outcome == commit.OK {
+				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				continue
+			}
+			tok := "-"
+			if r.Item.Token != 0 {
+				tok = fmt.Sprint(r.Item.Token)
+			} else if r.Token != 0 {
+				tok = fmt.Sprint(r.Token)
+			}
+			if len(r.Issues) == 0 {
+				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, tok, r.Detail, r.Path)))
+				continue
+			}
+			for _, is := range r.Issues {
+				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s target %s: %s (%s)", is.Outcome.Reason(), r.ID, tok, is.Target, is.Detail, is.Path)))
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+		}
+		ew.Flush()
+		if e.verbose {
+			e.printStats(cmd, snap)
+		}
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
