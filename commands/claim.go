@@ -50,7 +50,7 @@ func firstExit(res []commit.Result, reported error) error {
 		switch r.Outcome {
 		case commit.OK:
 			got++
-		case commit.Corrupt, commit.IOError:
+		case commit.Corrupt, commit.IOError, commit.LockTimeout:
 			code = commit.Worse(code, r.Outcome.Exit())
 		}
 	}

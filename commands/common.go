@@ -197,7 +197,7 @@ func readInput(c *cli.Context, args []string) ([]inputLine, error) {
 func scanLines(r io.Reader, src string) ([]inputLine, error) {
 	var out []inputLine
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), maxLine)
+	sc.Buffer(make([]byte, 0, maxLine), maxLine) // a larger buffer would raise the bound
 	n := 0
 	for sc.Scan() {
 		n++

@@ -183,7 +183,7 @@ func (s *Settings) resolve(vals map[string]any) error {
 	}
 	s.Root = str("root", defaultRoot)
 	s.Owner = str("owner", "")
-	if s.Owner == "" {
+	if _, given := vals["owner"]; !given { // an explicit empty owner is refused below
 		s.Owner = defaultOwner()
 		s.origin["owner"] = "default (USER@HOST)"
 	}
