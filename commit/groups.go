@@ -18,19 +18,22 @@ package commit
 //  2. Every record is read and validated under the locks, every token is
 //     checked, and every new record is encoded before the first write; a
 //     record that exists but does not validate is never taken as free.
-//  3. Each group's records are written (temp, fsync, rename; targets first,
-//     the manifest last) into one SyncBatch shared by every group of the
-//     call, and each touched directory is fsynced once, before the locks are
-//     released (G3, G4).
+//  3. The temp files of every record of every group are written and
+//     fsynced in parallel (G1); then they are renamed, group by group,
+//     targets first and the manifest last, into one SyncBatch shared by
+//     every group of the call, and each touched directory is fsynced once,
+//     before the locks are released (G3, G4).
 //  4. When any write or directory fsync fails, every record the call already
 //     replaced is put back, still under the locks: its previous bytes
 //     rewritten durably (temp, fsync, rename, directory fsync), or the new
 //     file removed when there was no record before. No group of the call is
 //     reported as written (G6, G9).
 //
-// A call holds at most about maxGroupLocks locks at once (one descriptor
-// each); a larger call is committed in chunks of whole groups, each chunk
-// fsyncing its directories once before it releases its locks.
+// A call holds at most about GroupChunkLocks locks at once (one descriptor
+// each); a larger call is committed in chunks of whole groups in GID order,
+// each chunk fsyncing its directories once before it releases its locks. A
+// failure in a later chunk restores that chunk only: the groups of earlier
+// chunks stay renewed (durably) but are not reported as renewed either.
 
 import (
 	"crypto/sha256"
@@ -53,8 +56,10 @@ import (
 // errors, found before anything is locked or written.
 var ErrGroupInput = errors.New("commit: bad group input")
 
-// maxGroupLocks bounds the locks one chunk of a group call holds at once.
-const maxGroupLocks = 4096
+// GroupChunkLocks bounds the locks (and so the open lock descriptors) one
+// chunk of a group call holds at once: a chunk takes whole groups until
+// its manifests and targets reach it. Tests lower it to make chunks.
+var GroupChunkLocks = 4096
 
 // GroupID is the default ID of the group of targets: the SHA-256, in
 // lowercase hex, of the target IDs sorted in byte order, deduplicated, and
@@ -613,7 +618,7 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 	return res
 }
 
-// groupChunk runs the groups sorted[pos:] until about maxGroupLocks locks
+// groupChunk runs the groups sorted[pos:] until about GroupChunkLocks locks
 // are held, and returns where the next chunk starts and the I/O error that
 // stops the call, if any. Every lock of the chunk is held until its
 // directories are fsynced or its records restored.
@@ -659,11 +664,11 @@ func (c *groupRun) failed() bool {
 }
 
 // manifests locks and reads the manifests of sorted[pos:], in ascending
-// GID order, until the locks planned reach maxGroupLocks; it returns where
+// GID order, until the locks planned reach GroupChunkLocks; it returns where
 // it stopped.
 func (c *groupRun) manifests(sorted []*groupOp, pos int) int {
 	s, planned := c.s, 0
-	for pos < len(sorted) && c.fatal == nil && (len(c.ops) == 0 || planned < maxGroupLocks) {
+	for pos < len(sorted) && c.fatal == nil && (len(c.ops) == 0 || planned < GroupChunkLocks) {
 		op := sorted[pos]
 		pos++
 		c.ops = append(c.ops, op)

@@ -273,6 +273,98 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 	}
 }
 
+// TestRenewGroupsInChunks: a call larger than GroupChunkLocks is committed
+// in chunks of whole groups in GID order, each fsyncing its directories
+// once; a failure in the last chunk restores that chunk, leaves earlier
+// chunks renewed, and reports no group as renewed.
+func TestRenewGroupsInChunks(t *testing.T) {
+	defer func(n int) { commit.GroupChunkLocks = n }(commit.GroupChunkLocks)
+	commit.GroupChunkLocks = 10 // two groups of 1+4 locks per chunk
+	const now, ttl = 1000.0, 100.0
+	var sets [][]leasefmt.ID
+	for g := range 6 {
+		sets = append(sets, grpIDs(fmt.Sprintf("chunk-%d", g), 4))
+	}
+	slices.SortFunc(sets, func(a, b []leasefmt.ID) int {
+		return strings.Compare(string(commit.GroupID(a)), string(commit.GroupID(b)))
+	})
+	layout := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+	wantDirs := 0
+	for c := 0; c < len(sets); c += 2 {
+		d := map[string]bool{}
+		for _, ts := range sets[c : c+2] {
+			d[path.Dir(layout.RecordPath(leasefmt.Group, commit.GroupID(ts)))] = true
+			for _, id := range ts {
+				d[path.Dir(layout.RecordPath(leasefmt.Target, id))] = true
+			}
+		}
+		wantDirs += len(d)
+	}
+	setup := func(t *testing.T, hook commit.Hook) (string, *commit.Store, []commit.Item) {
+		root := t.TempDir()
+		st := grpOpen(t, root, nil)
+		var items []commit.Item
+		for _, ts := range sets {
+			r, err := st.ClaimGroup(commit.GroupID(ts), ts, "me", now, ttl)
+			if err != nil || r.Outcome != commit.OK {
+				t.Fatalf("claim: %v %s", err, r.Detail)
+			}
+			items = append(items, commit.Item{ID: r.ID, Token: r.Token})
+		}
+		slices.Reverse(items) // input order does not matter
+		return root, grpOpen(t, root, hook), items
+	}
+	t.Run("all renewed", func(t *testing.T) {
+		_, st, items := setup(t, nil)
+		res, err := st.RenewGroups(items, now+10, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Outcome != commit.OK {
+				t.Errorf("group %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
+			}
+		}
+		if got := st.Stats.DirectorySyncs.Load(); got != int64(wantDirs) {
+			t.Errorf("%d directory fsyncs, want %d (each chunk's distinct directories once)", got, wantDirs)
+		}
+	})
+	t.Run("last chunk fails", func(t *testing.T) {
+		last := commit.GroupID(sets[len(sets)-1])
+		root, st, items := setup(t, func(op commit.Op, name string) error {
+			if op == commit.OpRename && strings.Contains(name, string(last)) {
+				return errors.New("injected failure")
+			}
+			return nil
+		})
+		before := grpSnapshot(t, root)
+		res, err := st.RenewGroups(items, now+10, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Outcome != commit.IOError {
+				t.Errorf("group %s: %s, want io-error", r.ID.Short(), r.Outcome.Reason())
+			}
+		}
+		after := grpSnapshot(t, root)
+		for g, ts := range sets {
+			ids := append([]leasefmt.ID{commit.GroupID(ts)}, ts...)
+			for i, id := range ids {
+				k := leasefmt.Target
+				if i == 0 {
+					k = leasefmt.Group
+				}
+				rel := filepath.FromSlash(layout.RecordPath(k, id))
+				changed := before[rel] != after[rel]
+				if inLast := g >= len(sets)-2; changed == inLast {
+					t.Errorf("group %d record %s: changed %v, want %v (only the failing chunk is restored)", g, id.Short(), changed, !inLast)
+				}
+			}
+		}
+	})
+}
+
 // TestClaimGroupTokenAndRecords: one token for the group, larger than every
 // earlier token of the manifest and of each target; targets carry the
 // group, unknown keys survive.
