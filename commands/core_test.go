@@ -953,3 +953,48 @@ func TestUnknownCommand(t *testing.T) {
 		coreMust(t, 0, "", "version")
 	}
 }
+
+// TestStatusFilters: only --owner filters status by holder; an owner from
+// the environment or a file is what this worker writes, not a filter. A
+// link planted as a shard directory is reported corrupt (exit 3), never
+// followed, and the other shards are still listed.
+func TestStatusFilters(t *testing.T) {
+	root := coreRoot(t)
+	a, b := coreInShard("a", 1), coreInShard("b", 2)
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "alice", "--now", "1000", string(a))
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "bob", "--now", "1000", string(b))
+	t.Setenv("LEASE_OWNER", "alice")
+	r := coreMust(t, 0, "", "status", "--root", root, "--now", "1000")
+	if !strings.Contains(r.out, string(a)) || !strings.Contains(r.out, string(b)) {
+		t.Errorf("status with LEASE_OWNER set lists only some records:\n%s", r.out)
+	}
+	r = coreMust(t, 0, "", "status", "--root", root, "--now", "1000", "--owner", "bob")
+	if strings.Contains(r.out, string(a)) || !strings.Contains(r.out, string(b)) {
+		t.Errorf("status --owner bob:\n%s", r.out)
+	}
+
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, string(b)+".json"), []byte("not a record"), 0o644)
+	shard := filepath.Dir(corePath(root, b))
+	if err := os.RemoveAll(shard); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, shard)
+	before, outsideBefore := coreSnapshot(t, root), coreSnapshot(t, outside)
+	r = coreMust(t, 3, "", "status", "--root", root, "--now", "1000")
+	if !strings.Contains(r.out, string(a)) || !strings.Contains(r.errOut, "corrupt") || !strings.Contains(r.errOut, shard) {
+		t.Errorf("status with a link as a shard directory: %s", r)
+	}
+	for _, args := range [][]string{
+		{"claim", "--root", root, "--owner", "w", "--now", "9999", string(b)},
+		{"renew-batch", "--root", root, "--now", "1000"},
+		{"verify", "--root", root, "--now", "1000"},
+	} {
+		r := coreMust(t, 3, string(b)+" 1\n", args...)
+		if coreReasons(t, r.errOut)[b] != "corrupt" {
+			t.Errorf("%v: %s", args, r)
+		}
+	}
+	coreSame(t, "link as a shard directory", before, coreSnapshot(t, root))
+	coreSame(t, "outside the table", outsideBefore, coreSnapshot(t, outside))
+}

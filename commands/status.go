@@ -3,12 +3,14 @@ package commands
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path"
 	"sort"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
@@ -65,7 +67,7 @@ func runStatus(c *cli.Context) error {
 		return err
 	}
 	owner := ""
-	if e.set.Explicit("owner") {
+	if c.IsSet("owner") { // LEASE_OWNER or a file's owner names this worker, not a filter
 		owner = e.set.Owner
 	}
 	kinds := []leasefmt.Kind{leasefmt.Work}
@@ -134,6 +136,11 @@ func scanRecords(st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *lea
 		ents, err := st.FS.ReadDir(dir)
 		if err != nil {
 			if isNotExist(err) {
+				continue
+			}
+			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				// A link or a file planted as the shard directory.
+				fn(dir, nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err))
 				continue
 			}
 			return err
