@@ -171,8 +171,10 @@ func (w *World) Bcast(root int, data []byte) ([]byte, error) {
 		if n == 0 {
 			return nil
 		}
-		copy(out, data)
-		return nil
+		if w.rank == root {
+			copy(out, data)
+		}
+		return w.t.bcast(root, out)
 	})
 	if err != nil {
 		return nil, err

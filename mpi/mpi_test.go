@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -338,12 +337,18 @@ func loopWorlds(n int, timeout time.Duration) ([]*World, *hub) {
 	return ws, h
 }
 
-// onAll runs f on every rank at once and returns the first error.
+// onAll runs f on every rank at once and returns their errors. A rank
+// that fails aborts the job, as a real one must, so that its peers do not
+// wait for it forever.
 func onAll(ws []*World, f func(w *World) error) error {
 	errs := make([]error, len(ws))
 	var wg sync.WaitGroup
 	for i, w := range ws {
-		wg.Go(func() { errs[i] = f(w) })
+		wg.Go(func() {
+			if errs[i] = f(w); errs[i] != nil {
+				w.Abort(1)
+			}
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -366,7 +371,7 @@ func TestFraming(t *testing.T) {
 				return err
 			}
 			if !bytes.Equal(b, mine(root)) || b == nil {
-				return fmt.Errorf("rank %d: Bcast from %d gave %d bytes, want %d", r, root, len(b), ls[root])
+				return fmt.Errorf("rank %d: Bcast from %d gave %d bytes, not root's %d", r, root, len(b), ls[root])
 			}
 			g, err := w.Gather(root, mine(r))
 			if err != nil {
@@ -429,11 +434,14 @@ func captureStderr(t *testing.T) *lockedBuffer {
 	return buf
 }
 
-// TestWatchdog leaves rank 2 of 3 out of a Gather: the two others must
-// each print the line and abort with status 4 once the timeout passes.
+// TestWatchdog leaves rank 2 of 3 out of a Gather: rank 0, whose timeout
+// is the shorter, must print the line and abort with status 4 once it
+// passes. (Rank 1's timeout is long so that exactly one timer fires: a late
+// callback would write into the next test's stderr.)
 func TestWatchdog(t *testing.T) {
 	errBuf := captureStderr(t)
 	ws, h := loopWorlds(3, 100*time.Millisecond)
+	ws[1].timeout = time.Minute
 	start := time.Now()
 	done := make(chan error, 1)
 	go func() {
@@ -451,21 +459,18 @@ func TestWatchdog(t *testing.T) {
 	if !errors.Is(err, errAborted) {
 		t.Errorf("Gather returned %v; want the abort", err)
 	}
-	if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second {
-		t.Errorf("aborted after %s; want just past 100ms", d)
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("aborted after %s, before the 100ms timeout", d)
 	}
 	h.mu.Lock()
 	codes := slices.Clone(h.aborted)
 	h.mu.Unlock()
-	if len(codes) == 0 || codes[0] != 4 {
-		t.Errorf("abort codes %v; want 4", codes)
+	if len(codes) == 0 || codes[0] != 4 { // then onAll's aborts for the failed ranks
+		t.Errorf("abort codes %v; want 4 first", codes)
 	}
-	line := regexp.MustCompile(`^lease: mpi: Gather did not complete within 100ms on rank [01] of 3 \(a peer rank is stuck or dead\); aborting$`)
-	lines := strings.Split(strings.TrimSpace(errBuf.String()), "\n")
-	for _, l := range lines {
-		if !line.MatchString(l) {
-			t.Errorf("stderr line %q does not match %s", l, line)
-		}
+	const want = "lease: mpi: Gather did not complete within 100ms on rank 0 of 3 (a peer rank is stuck or dead); aborting\n"
+	if got := errBuf.String(); got != want {
+		t.Errorf("stderr %q; want %q", got, want)
 	}
 }
 
