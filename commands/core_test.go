@@ -655,6 +655,8 @@ func TestConfigOrigins(t *testing.T) {
 		{"wrong type", "\nshards = \"many\"\n", []string{":2", "shards"}},
 		{"float shards", "shards = 1.5\n", []string{":1", "shards"}},
 		{"table", "[work]\nshards = 4\n", []string{":1", "work"}},
+		{"dotted key", "ttl = 100\nwork.shards = 4\n", []string{":2", "work"}},
+		{"quoted key", "ttl = 100\n\"bogus\" = 4\n", []string{":2", "bogus"}},
 		{"control owner", "owner = \"a\\u0007b\"\n", []string{"owner"}},
 	} {
 		bad := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".toml")

@@ -311,7 +311,9 @@ type fileValue struct {
 	line  int
 }
 
-var keyLine = regexp.MustCompile(`^\s*("?)([A-Za-z0-9_-]+)("?)\s*=`)
+// keyLine finds the line of a top-level key: `key =`, or the first part of a
+// dotted key (`work.shards = 4` defines the table work).
+var keyLine = regexp.MustCompile(`^\s*("?)([A-Za-z0-9_-]+)("?)\s*[=.]`)
 
 // ParseConfig reads a TOML configuration file: only the keys of
 // settingDefs, at top level, with the right types and ranges. Every error
