@@ -1,0 +1,1066 @@
+package safety
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+)
+
+// Recorder is a commit.FS in memory that logs every call made through it
+// and every effect of those calls on the namespace and on file data, so
+// that the states a crash could leave can be built afterwards.
+//
+// The persistence model (what a crash after call c may leave):
+//
+//   - A directory entry (the value of one name in one directory) is durable
+//     as of the last fsync of that directory before c. After a crash the
+//     name holds its durable value or any later value it took before c,
+//     chosen independently of every other name: an unsynced create, mkdir,
+//     rename or remove may be undone, one name at a time.
+//   - Renames are atomic in one direction only: a crash state in which a
+//     rename's source entry is gone also holds its destination entry (every
+//     journaled Linux filesystem gives at least that). Its destination may
+//     persist while the source also survives (the file under both names).
+//   - File data is durable as of the file's last fsync before c. Data
+//     written since may be lost or torn: a file holds its durable content,
+//     any complete version written since, or a torn version of the last
+//     one (the first byte, half, all but the last byte, the full length of
+//     zeros, or half followed by zeros).
+//   - A file or directory is in the crash state only if its name is; a
+//     directory whose own entry was undone takes its whole subtree with it.
+//   - The starting state (a Tree) is durable.
+//
+// What it does not model: reordering that the hardware does below the
+// filesystem after an fsync returned (fsync is trusted), metadata other than
+// names and data (modes, times), and symbolic links (security tests use the
+// kernel filesystem for those). Locks are byte-range locks between callers
+// of the same Recorder.
+type Recorder struct {
+	mu       sync.Mutex
+	root     *inode
+	nextIno  int
+	baseEnt  map[entKey]*inode // durable entries of the starting state
+	baseData map[*inode][]byte // durable data of the starting state's files
+	baseDir  map[*inode][]string
+	log      []event
+	calls    []Call
+	renames  int
+	locks    *byteLocks
+}
+
+// Call is one call through the seam, in the order the Recorder served it.
+type Call struct {
+	Op   commit.Op
+	Name string
+	Err  error
+	// Injected is set for a call a hook failed before it reached the FS.
+	Injected bool
+}
+
+type inode struct {
+	ino  int
+	dir  bool
+	data []byte
+	kids map[string]*inode
+}
+
+type entKey struct {
+	dir  *inode
+	name string
+}
+
+type evKind int
+
+const (
+	evEntry   evKind = iota // a directory entry changed
+	evData                  // a file's data changed
+	evFsync                 // a file's data was made durable
+	evSyncDir               // a directory's entries were made durable
+)
+
+type event struct {
+	kind   evKind
+	call   int
+	key    entKey // evEntry
+	val    *inode // evEntry: the new value, nil when removed
+	node   *inode // evData, evFsync, evSyncDir
+	data   []byte // evData: the file's whole content after the write
+	rename int    // evEntry: >0 for the two halves of one rename
+	dst    bool   // evEntry: the destination half of a rename
+}
+
+// NewRecorder returns a Recorder whose durable starting state is t (an
+// empty root when t is nil).
+func NewRecorder(t *Tree) *Recorder {
+	r := &Recorder{baseEnt: map[entKey]*inode{}, baseData: map[*inode][]byte{},
+		baseDir: map[*inode][]string{}, locks: newByteLocks()}
+	if t == nil {
+		t = &Tree{root: &tnode{dir: true, kids: map[string]*tnode{}}}
+	}
+	r.root = r.build(t.root)
+	return r
+}
+
+func (r *Recorder) newInode(dir bool) *inode {
+	r.nextIno++
+	n := &inode{ino: r.nextIno, dir: dir}
+	if dir {
+		n.kids = map[string]*inode{}
+	}
+	return n
+}
+
+func (r *Recorder) build(t *tnode) *inode {
+	n := r.newInode(t.dir)
+	if !t.dir {
+		n.data = bytes.Clone(t.data)
+		r.baseData[n] = n.data
+		return n
+	}
+	for name, k := range t.kids {
+		c := r.build(k)
+		n.kids[name] = c
+		r.baseEnt[entKey{n, name}] = c
+		r.baseDir[n] = append(r.baseDir[n], name)
+	}
+	return n
+}
+
+// Calls returns the calls served so far.
+func (r *Recorder) Calls() []Call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Call(nil), r.calls...)
+}
+
+// NumCalls is the number of calls served so far.
+func (r *Recorder) NumCalls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// Written returns every complete content a file was given by a write, in
+// the order written: the versions a reader may legitimately see.
+func (r *Recorder) Written() [][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out [][]byte
+	for _, e := range r.log {
+		if e.kind == evData {
+			out = append(out, e.data)
+		}
+	}
+	return out
+}
+
+// Injected logs a call that a hook failed with err before it reached the
+// Recorder, so the call log shows every attempt in order.
+func (r *Recorder) Injected(op commit.Op, name string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, Call{Op: op, Name: name, Err: err, Injected: true})
+}
+
+func (r *Recorder) call(op commit.Op, name string) int {
+	r.calls = append(r.calls, Call{Op: op, Name: name})
+	return len(r.calls) - 1
+}
+
+func (r *Recorder) fail(i int, err error) error {
+	r.calls[i].Err = err
+	return err
+}
+
+func (r *Recorder) emit(e event) { r.log = append(r.log, e) }
+
+func splitName(name string) ([]string, error) {
+	name = strings.Trim(name, "/")
+	if name == "" || name == "." {
+		return nil, nil
+	}
+	parts := strings.Split(name, "/")
+	for _, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return nil, fs.ErrInvalid
+		}
+	}
+	return parts, nil
+}
+
+// lookup resolves name to its inode (the root for "").
+func (r *Recorder) lookup(name string) (*inode, error) {
+	parts, err := splitName(name)
+	if err != nil {
+		return nil, err
+	}
+	n := r.root
+	for _, p := range parts {
+		if !n.dir {
+			return nil, errors.New("not a directory")
+		}
+		c, ok := n.kids[p]
+		if !ok {
+			return nil, fs.ErrNotExist
+		}
+		n = c
+	}
+	return n, nil
+}
+
+// parent resolves the directory of name and returns it with the base name.
+func (r *Recorder) parent(name string) (*inode, string, error) {
+	parts, err := splitName(name)
+	if err != nil {
+		return nil, "", err
+	}
+	if len(parts) == 0 {
+		return nil, "", fs.ErrInvalid
+	}
+	d, err := r.lookup(strings.Join(parts[:len(parts)-1], "/"))
+	if err != nil {
+		return nil, "", err
+	}
+	if !d.dir {
+		return nil, "", errors.New("not a directory")
+	}
+	return d, parts[len(parts)-1], nil
+}
+
+func perr(op, name string, err error) error { return &fs.PathError{Op: op, Path: name, Err: err} }
+
+// ReadFile implements commit.FS.
+func (r *Recorder) ReadFile(name string, max int) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpRead, name)
+	n, err := r.lookup(name)
+	if err != nil {
+		return nil, r.fail(i, perr("open", name, err))
+	}
+	if n.dir {
+		return nil, r.fail(i, perr("open", name, commit.ErrNotRegular))
+	}
+	d := n.data
+	if len(d) > max+1 {
+		d = d[:max+1]
+	}
+	return bytes.Clone(d), nil
+}
+
+// CreateExcl implements commit.FS.
+func (r *Recorder) CreateExcl(name string) (commit.File, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpCreate, name)
+	d, base, err := r.parent(name)
+	if err != nil {
+		return nil, r.fail(i, perr("create", name, err))
+	}
+	if _, ok := d.kids[base]; ok {
+		return nil, r.fail(i, perr("create", name, fs.ErrExist))
+	}
+	n := r.newInode(false)
+	d.kids[base] = n
+	r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	return &recFile{r: r, n: n, name: name}, nil
+}
+
+func (r *Recorder) rename(op commit.Op, oldname, newname string, replace bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(op, newname)
+	od, obase, err := r.parent(oldname)
+	if err != nil {
+		return r.fail(i, perr("rename", oldname, err))
+	}
+	n, ok := od.kids[obase]
+	if !ok {
+		return r.fail(i, perr("rename", oldname, fs.ErrNotExist))
+	}
+	nd, nbase, err := r.parent(newname)
+	if err != nil {
+		return r.fail(i, perr("rename", newname, err))
+	}
+	if old, ok := nd.kids[nbase]; ok {
+		if !replace {
+			return r.fail(i, perr("rename", newname, fs.ErrExist))
+		}
+		if old.dir {
+			return r.fail(i, perr("rename", newname, errors.New("is a directory")))
+		}
+		if old == n {
+			return nil // same file: rename(2) does nothing
+		}
+	}
+	if n.dir {
+		for p := nd; p != nil; p = r.parentOf(p) {
+			if p == n {
+				return r.fail(i, perr("rename", newname, fs.ErrInvalid))
+			}
+		}
+	}
+	r.renames++
+	delete(od.kids, obase)
+	nd.kids[nbase] = n
+	r.emit(event{kind: evEntry, call: i, key: entKey{od, obase}, rename: r.renames})
+	r.emit(event{kind: evEntry, call: i, key: entKey{nd, nbase}, val: n, rename: r.renames, dst: true})
+	return nil
+}
+
+// parentOf finds the directory holding d (nil for the root); directories
+// are few, a search is fine.
+func (r *Recorder) parentOf(d *inode) *inode {
+	var find func(p *inode) *inode
+	find = func(p *inode) *inode {
+		for _, c := range p.kids {
+			if c == d {
+				return p
+			}
+			if c.dir {
+				if f := find(c); f != nil {
+					return f
+				}
+			}
+		}
+		return nil
+	}
+	return find(r.root)
+}
+
+// Rename implements commit.FS.
+func (r *Recorder) Rename(oldname, newname string) error {
+	return r.rename(commit.OpRename, oldname, newname, true)
+}
+
+// RenameNoReplace implements commit.FS (renameat2 RENAME_NOREPLACE).
+func (r *Recorder) RenameNoReplace(oldname, newname string) error {
+	return r.rename(commit.OpRenameNoReplace, oldname, newname, false)
+}
+
+// Remove implements commit.FS.
+func (r *Recorder) Remove(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpRemove, name)
+	d, base, err := r.parent(name)
+	if err != nil {
+		return r.fail(i, perr("remove", name, err))
+	}
+	n, ok := d.kids[base]
+	if !ok {
+		return r.fail(i, perr("remove", name, fs.ErrNotExist))
+	}
+	if n.dir && len(n.kids) > 0 {
+		return r.fail(i, perr("remove", name, errors.New("directory not empty")))
+	}
+	delete(d.kids, base)
+	r.emit(event{kind: evEntry, call: i, key: entKey{d, base}})
+	return nil
+}
+
+// Mkdir implements commit.FS.
+func (r *Recorder) Mkdir(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpMkdir, name)
+	d, base, err := r.parent(name)
+	if err != nil {
+		return r.fail(i, perr("mkdir", name, err))
+	}
+	if _, ok := d.kids[base]; ok {
+		return r.fail(i, perr("mkdir", name, fs.ErrExist))
+	}
+	n := r.newInode(true)
+	d.kids[base] = n
+	r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	return nil
+}
+
+// SyncDir implements commit.FS.
+func (r *Recorder) SyncDir(name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpSyncDir, name)
+	d, err := r.lookup(name)
+	if err != nil {
+		return r.fail(i, perr("fsync", name, err))
+	}
+	if !d.dir {
+		return r.fail(i, perr("fsync", name, errors.New("not a directory")))
+	}
+	r.emit(event{kind: evSyncDir, call: i, node: d})
+	return nil
+}
+
+// ReadDir implements commit.FS, sorted by name.
+func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpReadDir, name)
+	d, err := r.lookup(name)
+	if err != nil {
+		return nil, r.fail(i, perr("open", name, err))
+	}
+	if !d.dir {
+		return nil, r.fail(i, perr("open", name, errors.New("not a directory")))
+	}
+	out := make([]fs.DirEntry, 0, len(d.kids))
+	for n, c := range d.kids {
+		out = append(out, fs.FileInfoToDirEntry(info{n, c.dir, int64(len(c.data))}))
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Name() < out[b].Name() })
+	return out, nil
+}
+
+// Lstat implements commit.FS.
+func (r *Recorder) Lstat(name string) (fs.FileInfo, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpLstat, name)
+	n, err := r.lookup(name)
+	if err != nil {
+		return nil, r.fail(i, perr("lstat", name, err))
+	}
+	return info{path.Base("/" + name), n.dir, int64(len(n.data))}, nil
+}
+
+// Lock implements commit.FS: the lock file is created when missing.
+func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+	r.mu.Lock()
+	i := r.call(commit.OpLock, name)
+	d, base, err := r.parent(name)
+	if err != nil {
+		err = r.fail(i, perr("open", name, err))
+		r.mu.Unlock()
+		return nil, err
+	}
+	n, ok := d.kids[base]
+	switch {
+	case ok && n.dir:
+		err = r.fail(i, perr("open", name, commit.ErrNotRegular))
+		r.mu.Unlock()
+		return nil, err
+	case !ok:
+		n = r.newInode(false)
+		d.kids[base] = n
+		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	}
+	r.mu.Unlock()
+	unlock, err := r.locks.lock(n, off, timeout)
+	if err != nil {
+		r.mu.Lock()
+		r.fail(i, err)
+		r.mu.Unlock()
+		return nil, perr("Lock", name, err)
+	}
+	return unlock, nil
+}
+
+type recFile struct {
+	r      *Recorder
+	n      *inode
+	name   string
+	closed bool
+}
+
+func (f *recFile) Write(p []byte) (int, error) {
+	r := f.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpWrite, f.name)
+	if f.closed {
+		return 0, r.fail(i, perr("write", f.name, fs.ErrClosed))
+	}
+	f.n.data = append(bytes.Clone(f.n.data), p...)
+	r.emit(event{kind: evData, call: i, node: f.n, data: f.n.data})
+	return len(p), nil
+}
+
+func (f *recFile) Sync() error {
+	r := f.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpFsync, f.name)
+	if f.closed {
+		return r.fail(i, perr("fsync", f.name, fs.ErrClosed))
+	}
+	r.emit(event{kind: evFsync, call: i, node: f.n})
+	return nil
+}
+
+func (f *recFile) Close() error {
+	r := f.r
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpClose, f.name)
+	if f.closed {
+		return r.fail(i, perr("close", f.name, fs.ErrClosed))
+	}
+	f.closed = true
+	return nil
+}
+
+type info struct {
+	name string
+	dir  bool
+	size int64
+}
+
+func (i info) Name() string { return i.name }
+func (i info) Size() int64  { return i.size }
+func (i info) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o777
+	}
+	return 0o666
+}
+func (i info) ModTime() time.Time { return time.Time{} }
+func (i info) IsDir() bool        { return i.dir }
+func (i info) Sys() any           { return nil }
+
+// byteLocks is a table of held (file, byte) locks with bounded waits.
+type byteLocks struct {
+	mu   sync.Mutex
+	held map[lockKey]bool
+}
+
+type lockKey struct {
+	n   *inode
+	off int64
+}
+
+func newByteLocks() *byteLocks { return &byteLocks{held: map[lockKey]bool{}} }
+
+func (l *byteLocks) lock(n *inode, off int64, timeout time.Duration) (func(), error) {
+	k := lockKey{n, off}
+	deadline := time.Now().Add(timeout)
+	backoff := 50 * time.Microsecond
+	for {
+		l.mu.Lock()
+		if !l.held[k] {
+			l.held[k] = true
+			l.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					l.mu.Lock()
+					delete(l.held, k)
+					l.mu.Unlock()
+				})
+			}, nil
+		}
+		l.mu.Unlock()
+		if !time.Now().Before(deadline) {
+			return nil, commit.ErrLockTimeout
+		}
+		time.Sleep(backoff)
+		if backoff < 5*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// Tree is a filesystem state: a starting point, the current state of a
+// Recorder, or a state a crash left. Trees are not modified once built.
+type Tree struct {
+	root *tnode
+}
+
+type tnode struct {
+	dir  bool
+	data []byte
+	kids map[string]*tnode
+}
+
+// Snapshot returns the current state, as if everything were durable.
+func (r *Recorder) Snapshot() *Tree {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[*inode]bool{}
+	var conv func(n *inode) *tnode
+	conv = func(n *inode) *tnode {
+		if !n.dir {
+			return &tnode{data: bytes.Clone(n.data)}
+		}
+		t := &tnode{dir: true, kids: map[string]*tnode{}}
+		if seen[n] {
+			return t
+		}
+		seen[n] = true
+		for name, c := range n.kids {
+			t.kids[name] = conv(c)
+		}
+		return t
+	}
+	return &Tree{root: conv(r.root)}
+}
+
+// Hash identifies the tree's contents.
+func (t *Tree) Hash() [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	t.Walk(func(p string, dir bool, data []byte) {
+		if dir {
+			h.Write([]byte{'d'})
+		} else {
+			h.Write([]byte{'f'})
+		}
+		binary.LittleEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+		binary.LittleEndian.PutUint64(n[:], uint64(len(data)))
+		h.Write(n[:])
+		h.Write(data)
+	})
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// Walk calls fn for every name below the root in lexical order.
+func (t *Tree) Walk(fn func(p string, dir bool, data []byte)) {
+	var walk func(prefix string, n *tnode)
+	walk = func(prefix string, n *tnode) {
+		names := make([]string, 0, len(n.kids))
+		for k := range n.kids {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			c := n.kids[k]
+			p := path.Join(prefix, k)
+			fn(p, c.dir, c.data)
+			if c.dir {
+				walk(p, c)
+			}
+		}
+	}
+	walk("", t.root)
+}
+
+// Get returns the node at p.
+func (t *Tree) Get(p string) (data []byte, dir, ok bool) {
+	parts, err := splitName(p)
+	if err != nil {
+		return nil, false, false
+	}
+	n := t.root
+	for _, c := range parts {
+		if !n.dir {
+			return nil, false, false
+		}
+		k, found := n.kids[c]
+		if !found {
+			return nil, false, false
+		}
+		n = k
+	}
+	return n.data, n.dir, true
+}
+
+// String lists the tree, for failure messages.
+func (t *Tree) String() string {
+	var b strings.Builder
+	t.Walk(func(p string, dir bool, data []byte) {
+		if dir {
+			fmt.Fprintf(&b, "%s/\n", p)
+		} else {
+			fmt.Fprintf(&b, "%s %d %q\n", p, len(data), trunc(data, 160))
+		}
+	})
+	return b.String()
+}
+
+func trunc(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// crashSpace is every choice a crash after a given call leaves open.
+type crashSpace struct {
+	ents  []entDim
+	files []fileDim
+	fixed map[entKey]*inode // entries with one possible value
+	data  map[*inode][]byte // files with one possible content
+	names map[*inode][]string
+	cons  []renameCons
+}
+
+type entDim struct {
+	key   entKey
+	cands []entCand
+}
+
+type entCand struct {
+	seq int // log index of the event that set it; -1 for the starting state
+	val *inode
+}
+
+type fileDim struct {
+	n     *inode
+	cands [][]byte
+}
+
+// renameCons: if entry src takes a value set at or after srcSeq, entry dst
+// must take a value set at or after dstSeq.
+type renameCons struct {
+	src, dst       int // indexes into ents
+	srcSeq, dstSeq int
+}
+
+// space computes the choices a crash right after call c (the first c calls
+// done) leaves.
+func (r *Recorder) space(c int) *crashSpace {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type hist struct {
+		h       []entCand
+		durable int
+	}
+	ents := map[entKey]*hist{}
+	var order []entKey
+	names := map[*inode][]string{}
+	for d, ns := range r.baseDir {
+		names[d] = append(names[d], ns...)
+	}
+	get := func(k entKey) *hist {
+		h, ok := ents[k]
+		if !ok {
+			v, inBase := r.baseEnt[k]
+			if !inBase {
+				names[k.dir] = append(names[k.dir], k.name)
+			}
+			h = &hist{h: []entCand{{-1, v}}}
+			ents[k] = h
+			order = append(order, k)
+		}
+		return h
+	}
+	type fhist struct {
+		durable []byte
+		since   [][]byte
+	}
+	files := map[*inode]*fhist{}
+	fget := func(n *inode) *fhist {
+		f, ok := files[n]
+		if !ok {
+			f = &fhist{durable: r.baseData[n]}
+			files[n] = f
+		}
+		return f
+	}
+	lastSync := map[*inode]int{}
+	for seq, e := range r.log {
+		if e.call >= c {
+			break
+		}
+		switch e.kind {
+		case evEntry:
+			h := get(e.key)
+			h.h = append(h.h, entCand{seq, e.val})
+		case evData:
+			f := fget(e.node)
+			f.since = append(f.since, e.data)
+		case evFsync:
+			f := fget(e.node)
+			if len(f.since) > 0 {
+				f.durable = f.since[len(f.since)-1]
+				f.since = nil
+			}
+		case evSyncDir:
+			lastSync[e.node] = seq
+		}
+	}
+	sp := &crashSpace{fixed: map[entKey]*inode{}, data: map[*inode][]byte{}, names: names}
+	for k, v := range r.baseEnt {
+		sp.fixed[k] = v
+	}
+	for n, d := range r.baseData {
+		sp.data[n] = d
+	}
+	idx := map[entKey]int{}
+	for _, k := range order {
+		h := ents[k]
+		durable := 0
+		if s, ok := lastSync[k.dir]; ok {
+			for i, cand := range h.h {
+				if cand.seq < s {
+					durable = i
+				}
+			}
+		}
+		cands := h.h[durable:]
+		if len(cands) == 1 {
+			sp.fixed[k] = cands[0].val
+			continue
+		}
+		delete(sp.fixed, k)
+		idx[k] = len(sp.ents)
+		sp.ents = append(sp.ents, entDim{key: k, cands: cands})
+	}
+	for n, f := range files {
+		cands := fileVersions(f.durable, f.since)
+		if len(cands) == 1 {
+			sp.data[n] = cands[0]
+			continue
+		}
+		sp.files = append(sp.files, fileDim{n: n, cands: cands})
+	}
+	sort.Slice(sp.files, func(a, b int) bool { return sp.files[a].n.ino < sp.files[b].n.ino })
+	// Rename constraints between entries that still have a choice; an
+	// entry whose source half is durable has a durable destination too
+	// unless the destination directory was not synced, which the
+	// constraint must then force.
+	for seq, e := range r.log {
+		if e.call >= c {
+			break
+		}
+		if e.kind != evEntry || e.rename == 0 || e.dst {
+			continue
+		}
+		d := r.log[seq+1] // the destination half follows its source half
+		si, sok := idx[e.key]
+		di, dok := idx[d.key]
+		switch {
+		case !dok:
+			continue // destination fixed: at or after its half, or overwritten later (fine)
+		case !sok:
+			// the source is fixed; if it is fixed at or after its removal the
+			// destination must be at or after its half: drop earlier candidates.
+			if sp.fixedSeq(r, e.key, c) >= seq {
+				dim := &sp.ents[di]
+				var keep []entCand
+				for _, cand := range dim.cands {
+					if cand.seq >= seq+1 {
+						keep = append(keep, cand)
+					}
+				}
+				dim.cands = keep
+			}
+		default:
+			sp.cons = append(sp.cons, renameCons{src: si, dst: di, srcSeq: seq, dstSeq: seq + 1})
+		}
+	}
+	return sp
+}
+
+// fixedSeq is the log index of the last event on key before call c (-1
+// when none): the seq of a fixed entry's only value.
+func (sp *crashSpace) fixedSeq(r *Recorder, k entKey, c int) int {
+	s := -1
+	for seq, e := range r.log {
+		if e.call >= c {
+			break
+		}
+		if e.kind == evEntry && e.key == k {
+			s = seq
+		}
+	}
+	return s
+}
+
+// fileVersions is what a file may hold after a crash: its durable content,
+// each complete version written since, and torn versions of the last.
+func fileVersions(durable []byte, since [][]byte) [][]byte {
+	out := [][]byte{durable}
+	add := func(b []byte) {
+		for _, o := range out {
+			if bytes.Equal(o, b) {
+				return
+			}
+		}
+		out = append(out, b)
+	}
+	for _, s := range since {
+		add(s)
+	}
+	if len(since) > 0 {
+		last := since[len(since)-1]
+		n := len(last)
+		if n > 0 {
+			add(last[:1])
+			add(last[:n/2])
+			add(last[:n-1])
+			add(make([]byte, n))
+			add(append(bytes.Clone(last[:n/2]), make([]byte, n-n/2)...))
+		}
+	}
+	return out
+}
+
+// size is the number of combinations, capped at limit+1.
+func (sp *crashSpace) size(limit int) int {
+	n := 1
+	for _, d := range sp.ents {
+		n *= len(d.cands)
+		if n > limit {
+			return limit + 1
+		}
+	}
+	for _, f := range sp.files {
+		n *= len(f.cands)
+		if n > limit {
+			return limit + 1
+		}
+	}
+	return n
+}
+
+// choice picks one candidate per dimension: entries first, then files.
+type choice []int
+
+func (sp *crashSpace) dims() []int {
+	out := make([]int, 0, len(sp.ents)+len(sp.files))
+	for _, d := range sp.ents {
+		out = append(out, len(d.cands))
+	}
+	for _, f := range sp.files {
+		out = append(out, len(f.cands))
+	}
+	return out
+}
+
+func (sp *crashSpace) valid(ch choice) bool {
+	for _, c := range sp.cons {
+		if sp.ents[c.src].cands[ch[c.src]].seq >= c.srcSeq && sp.ents[c.dst].cands[ch[c.dst]].seq < c.dstSeq {
+			return false
+		}
+	}
+	return true
+}
+
+// choices enumerates every combination when there are at most budget,
+// else the all-durable and all-newest states, each single step away from
+// them, and random combinations until budget.
+func (sp *crashSpace) choices(budget int, rng *rand.Rand) []choice {
+	dims := sp.dims()
+	var out []choice
+	if sp.size(budget) <= budget {
+		ch := make(choice, len(dims))
+		var rec func(i int)
+		rec = func(i int) {
+			if i == len(dims) {
+				if sp.valid(ch) {
+					out = append(out, append(choice(nil), ch...))
+				}
+				return
+			}
+			for v := 0; v < dims[i]; v++ {
+				ch[i] = v
+				rec(i + 1)
+			}
+		}
+		rec(0)
+		return out
+	}
+	seen := map[string]bool{}
+	add := func(ch choice) {
+		k := fmt.Sprint([]int(ch))
+		if !seen[k] && sp.valid(ch) {
+			seen[k] = true
+			out = append(out, ch)
+		}
+	}
+	oldest := make(choice, len(dims))
+	newest := make(choice, len(dims))
+	for i, d := range dims {
+		newest[i] = d - 1
+	}
+	add(oldest)
+	add(newest)
+	for i, d := range dims {
+		for v := 0; v < d; v++ {
+			a := append(choice(nil), oldest...)
+			a[i] = v
+			add(a)
+			b := append(choice(nil), newest...)
+			b[i] = v
+			add(b)
+		}
+	}
+	for tries := 0; len(out) < budget && tries < 4*budget; tries++ {
+		ch := make(choice, len(dims))
+		for i, d := range dims {
+			ch[i] = rng.IntN(d)
+		}
+		add(ch)
+	}
+	return out
+}
+
+// materialize builds the tree of one combination.
+func (sp *crashSpace) materialize(r *Recorder, ch choice) *Tree {
+	ent := make(map[entKey]*inode, len(sp.fixed)+len(sp.ents))
+	for k, v := range sp.fixed {
+		ent[k] = v
+	}
+	for i, d := range sp.ents {
+		ent[d.key] = d.cands[ch[i]].val
+	}
+	data := make(map[*inode][]byte, len(sp.data)+len(sp.files))
+	for n, d := range sp.data {
+		data[n] = d
+	}
+	for i, f := range sp.files {
+		data[f.n] = f.cands[ch[len(sp.ents)+i]]
+	}
+	onPath := map[*inode]bool{}
+	var conv func(n *inode) *tnode
+	conv = func(n *inode) *tnode {
+		if !n.dir {
+			return &tnode{data: data[n]}
+		}
+		t := &tnode{dir: true, kids: map[string]*tnode{}}
+		if onPath[n] {
+			return t // a directory inside itself: can only come from undone directory renames
+		}
+		onPath[n] = true
+		for _, name := range sp.names[n] {
+			if c := ent[entKey{n, name}]; c != nil {
+				t.kids[name] = conv(c)
+			}
+		}
+		onPath[n] = false
+		return t
+	}
+	return &Tree{root: conv(r.root)}
+}
+
+// CrashStates returns the distinct states a crash right after the first c
+// calls may leave: all of them when there are at most budget combinations,
+// else a systematic sample (see choices). rng drives the random part.
+func (r *Recorder) CrashStates(c, budget int, rng *rand.Rand) []*Tree {
+	sp := r.space(c)
+	seen := map[[32]byte]bool{}
+	var out []*Tree
+	for _, ch := range sp.choices(budget, rng) {
+		t := sp.materialize(r, ch)
+		h := t.Hash()
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Durable returns the state a crash right now leaves when nothing unsynced
+// survives: only what was made durable.
+func (r *Recorder) Durable() *Tree {
+	sp := r.space(r.NumCalls())
+	return sp.materialize(r, make(choice, len(sp.ents)+len(sp.files)))
+}

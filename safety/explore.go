@@ -1,0 +1,771 @@
+package safety
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Root is the table root every explored store names in its messages.
+const Root = "/table"
+
+// Scenario is one operation to explore: a starting table built without
+// recording, and the operation run over a Recorder.
+type Scenario struct {
+	Name string
+	// Table is the header of the starting table; nil starts from an empty
+	// root (the operation creates the table).
+	Table *leasefmt.Table
+	// Setup builds the starting state; it is not recorded and is durable.
+	Setup func(st *commit.Store, fsys commit.FS) error
+	// Run performs the operation and calls ack for everything it reports
+	// as done, at the moment it reports it.
+	Run func(r *Run)
+	// Writers is the writer pool of batches; 1 gives one call order.
+	Writers int
+	// Now is the operation's clock: liveness is judged at Now.
+	Now float64
+}
+
+// Run is what an operation gets.
+type Run struct {
+	FS    commit.FS
+	Store *commit.Store // nil when the scenario starts without a table
+	Rec   *Recorder     // nil when the operation runs on another FS
+	calls func() int    // calls made so far
+	acks  []Ack
+	exit  int // the exit status the command would return
+	mu    sync.Mutex
+}
+
+// Outcome notes an outcome the command would report.
+func (r *Run) Outcome(o commit.Outcome) {
+	r.mu.Lock()
+	r.exit = commit.Worse(r.exit, o.Exit())
+	r.mu.Unlock()
+}
+
+// Exit is the exit status the command would return (SPEC §7).
+func (r *Run) Exit() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exit
+}
+
+// Ack is something an operation reported as done.
+type Ack struct {
+	// Record is the record version reported (a claimed, renewed, released
+	// or completed lease), nil for a table creation.
+	Record *leasefmt.Record
+	// Published and PublishedData name a file complete --publish reported
+	// as published, and its bytes.
+	Published     string
+	PublishedData []byte
+	// Table is set when the operation reported the table created.
+	Table *leasefmt.Table
+	// Op names the operation, for messages.
+	Op string
+	// call is the number of calls made when it was reported.
+	call int
+}
+
+// Ack records a as reported now.
+func (r *Run) Ack(a Ack) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a.call = r.calls()
+	r.acks = append(r.acks, a)
+}
+
+// AckResults acknowledges every OK result of a batch.
+func (r *Run) AckResults(op string, res []commit.Result) {
+	for _, x := range res {
+		r.Outcome(x.Outcome)
+		if x.Outcome == commit.OK {
+			r.Ack(Ack{Op: op, Record: x.Record})
+		}
+	}
+}
+
+// Repairer repairs a crashed table through fsys at now, as `lease fsck
+// --repair` would; check is the read-only run that must then find nothing.
+type Repairer interface {
+	Repair(fsys commit.FS, now float64) error
+	Check(fsys commit.FS, now float64) (errs int, err error)
+}
+
+// Explorer runs scenarios and checks every crash state.
+type Explorer struct {
+	// Repair is fsck; nil checks the crash states as they are, with no
+	// repair (the minimal check).
+	Repair Repairer
+	// Budget bounds the states built per crash point.
+	Budget int
+	// Seed drives sampling.
+	Seed uint64
+	// ClaimAfter: in one crash state out of ClaimAfter (by hash), claim
+	// every ID the operation touched at a far future time after recovery
+	// and check the tokens; 0 never. It costs a batch per state.
+	ClaimAfter int
+	// Wrap, when set, wraps the recording FS the operation runs on (tests
+	// of the explorer break the protocol with it).
+	Wrap func(commit.FS) commit.FS
+}
+
+// Result sums an exploration.
+type Result struct {
+	Scenario    string
+	Calls       int // calls the operation made
+	CrashPoints int // call prefixes crashed after
+	States      int // distinct crash states checked
+	Checked     int // crash states checked, duplicates across prefixes included
+	Acks        int
+	Violations  []string
+}
+
+// Base builds the starting state of sc.
+func Base(sc *Scenario) (*Tree, error) {
+	rec := NewRecorder(nil)
+	if sc.Table == nil {
+		return rec.Snapshot(), nil
+	}
+	st, err := commit.Open(Root, rec, sc.Table)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Setup != nil {
+		if err := sc.Setup(st, rec); err != nil {
+			return nil, fmt.Errorf("setup of %s: %w", sc.Name, err)
+		}
+	}
+	return rec.Snapshot(), nil
+}
+
+// Record runs sc over a Recorder on its starting state and returns it.
+func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
+	base, err := Base(sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := NewRecorder(base)
+	var f commit.FS = rec
+	if fsys != nil {
+		f = fsys(rec)
+	}
+	run := &Run{FS: f, Rec: rec, calls: rec.NumCalls}
+	if err := run.start(sc); err != nil {
+		return nil, nil, err
+	}
+	return run, base, nil
+}
+
+// start opens the store of a scenario that has a table, and runs it.
+func (run *Run) start(sc *Scenario) error {
+	f := run.FS
+	if sc.Table != nil {
+		st, err := commit.Open(Root, f, nil)
+		if err != nil {
+			run.Outcome(commit.IOError) // the commands exit 4 when the table cannot be read
+			return fmt.Errorf("open %s: %w", sc.Name, err)
+		}
+		st.Writers = max(sc.Writers, 1)
+		run.Store = st
+	}
+	sc.Run(run)
+	return nil
+}
+
+// Explore records sc and checks every crash state of every call prefix.
+func (x *Explorer) Explore(sc *Scenario) (*Result, error) {
+	var wrap func(*Recorder) commit.FS
+	if x.Wrap != nil {
+		wrap = func(r *Recorder) commit.FS { return x.Wrap(r) }
+	}
+	run, base, err := Record(sc, wrap)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: sc.Name, Calls: run.Rec.NumCalls(), Acks: len(run.acks)}
+	chk := newChecker(x, sc, base, run.acks, run.Rec.Written(), run.Rec.Calls())
+	budget := x.Budget
+	if budget <= 0 {
+		budget = 64
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[[32]byte]bool{}
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				rng := rand.New(rand.NewPCG(x.Seed, uint64(c)))
+				for _, t := range run.Rec.CrashStates(c, budget, rng) {
+					h := t.Hash()
+					mu.Lock()
+					res.Checked++
+					dup := seen[h]
+					if !dup {
+						seen[h] = true
+						res.States++
+					}
+					mu.Unlock()
+					// The same state after a later prefix differs only by the
+					// acks made since: check it again only when there are new ones.
+					if dup && !chk.acksAt(c) {
+						continue
+					}
+					vs := chk.check(t, c, x.ClaimAfter > 0 && int(h[0])%x.ClaimAfter == 0)
+					mu.Lock()
+					for _, v := range vs {
+						res.Violations = append(res.Violations, fmt.Sprintf("%s: crash after call %d/%d (%s): %s", sc.Name, c, res.Calls, chk.callName(c), v))
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for c := 0; c <= res.Calls; c++ {
+		res.CrashPoints++
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	sort.Strings(res.Violations)
+	return res, nil
+}
+
+// checker holds what the checks of one scenario need.
+type checker struct {
+	x        *Explorer
+	sc       *Scenario
+	base     *Tree
+	calls    []Call
+	acks     []Ack
+	allowed  map[string]bool           // every complete content written, or in the base
+	versions map[recKey][]*versionInfo // record versions written by the operation, in order
+	baseRecs map[recKey]*leasefmt.Record
+	staged   map[string][]byte // stage/ files of the base: never lost
+
+	cacheMu sync.Mutex
+	cache   map[string]*leasefmt.Record // decoded record files by path and content; nil: invalid
+}
+
+// decode decodes the record file p holding data, remembering the answer:
+// the same few versions recur in thousands of crash states.
+func (c *checker) decode(p string, k leasefmt.Kind, id leasefmt.ID, data []byte) *leasefmt.Record {
+	key := p + "\x00" + string(data)
+	c.cacheMu.Lock()
+	r, ok := c.cache[key]
+	c.cacheMu.Unlock()
+	if ok {
+		return r
+	}
+	r, err := leasefmt.Decode(data, k, id)
+	if err != nil {
+		r = nil
+	}
+	c.cacheMu.Lock()
+	c.cache[key] = r
+	c.cacheMu.Unlock()
+	return r
+}
+
+type recKey struct {
+	kind leasefmt.Kind
+	id   leasefmt.ID
+}
+
+func (k recKey) String() string { return k.kind.Dir() + "/" + string(k.id) }
+
+type versionInfo struct {
+	data []byte
+	rec  *leasefmt.Record
+}
+
+func newChecker(x *Explorer, sc *Scenario, base *Tree, acks []Ack, written [][]byte, calls []Call) *checker {
+	c := &checker{x: x, sc: sc, base: base, calls: calls, acks: acks,
+		allowed: map[string]bool{}, versions: map[recKey][]*versionInfo{},
+		baseRecs: map[recKey]*leasefmt.Record{}, staged: map[string][]byte{}, cache: map[string]*leasefmt.Record{}}
+	base.Walk(func(p string, dir bool, data []byte) {
+		if dir {
+			return
+		}
+		c.allowed[string(data)] = true
+		if k, r := decodeAny(data); r != nil && isRecordPath(p, k.kind) {
+			c.baseRecs[k] = r
+		}
+		if strings.HasPrefix(p, commit.StageDir+"/") {
+			c.staged[strings.TrimPrefix(p, commit.StageDir+"/")] = data
+		}
+	})
+	for _, d := range written {
+		c.allowed[string(d)] = true
+		if k, r := decodeAny(d); r != nil {
+			c.versions[k] = append(c.versions[k], &versionInfo{data: d, rec: r})
+		}
+	}
+	return c
+}
+
+func (c *checker) callName(n int) string {
+	if n == 0 {
+		return "before the first call"
+	}
+	cl := c.calls[n-1]
+	s := string(cl.Op) + " " + cl.Name
+	if cl.Err != nil {
+		s += " (failed)"
+	}
+	return s
+}
+
+// acksAt reports whether an ack was made exactly at call n (so a state
+// seen at an earlier prefix has new obligations now).
+func (c *checker) acksAt(n int) bool {
+	for _, a := range c.acks {
+		if a.call == n {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeAny decodes data as a record of whichever kind its schema names.
+func decodeAny(data []byte) (recKey, *leasefmt.Record) {
+	for _, k := range []leasefmt.Kind{leasefmt.Work, leasefmt.Target, leasefmt.Group} {
+		if !strings.Contains(string(data), `"schema":"`+k.Schema()+`"`) {
+			continue
+		}
+		i := strings.Index(string(data), `"id":"`)
+		if i < 0 || i+6+leasefmt.IDLen > len(data) {
+			return recKey{}, nil
+		}
+		id, err := leasefmt.ParseID(string(data[i+6 : i+6+leasefmt.IDLen]))
+		if err != nil {
+			return recKey{}, nil
+		}
+		r, err := leasefmt.Decode(data, k, id)
+		if err != nil {
+			return recKey{}, nil
+		}
+		return recKey{k, id}, r
+	}
+	return recKey{}, nil
+}
+
+// isRecordPath reports whether p is KIND/SS/ID.json for a record of kind k.
+func isRecordPath(p string, k leasefmt.Kind) bool {
+	parts := strings.Split(p, "/")
+	return len(parts) == 3 && parts[0] == k.Dir() && strings.HasSuffix(parts[2], ".json") && !strings.HasPrefix(parts[2], ".")
+}
+
+// records lists the record files of a tree: KIND/SS/ID.json, valid or not.
+func records(t *Tree) map[string][]byte {
+	out := map[string][]byte{}
+	t.Walk(func(p string, dir bool, data []byte) {
+		if dir {
+			return
+		}
+		for _, k := range []leasefmt.Kind{leasefmt.Work, leasefmt.Target, leasefmt.Group} {
+			if isRecordPath(p, k) {
+				out[p] = data
+			}
+		}
+	})
+	return out
+}
+
+func kindOf(p string) leasefmt.Kind {
+	switch {
+	case strings.HasPrefix(p, "targets/"):
+		return leasefmt.Target
+	case strings.HasPrefix(p, "groups/"):
+		return leasefmt.Group
+	}
+	return leasefmt.Work
+}
+
+// validRecords decodes the record files of t that validate, by key, and
+// reports any that validates with bytes no writer ever wrote in full (a
+// torn or half-written record taken as valid).
+func (c *checker) validRecords(t *Tree, extra [][]byte, where string) (map[recKey]*leasefmt.Record, map[recKey]string, []string) {
+	var bad []string
+	out := map[recKey]*leasefmt.Record{}
+	paths := map[recKey]string{}
+	ok := func(d []byte) bool {
+		if c.allowed[string(d)] {
+			return true
+		}
+		for _, e := range extra {
+			if string(e) == string(d) {
+				return true
+			}
+		}
+		return false
+	}
+	for p, data := range records(t) {
+		k := kindOf(p)
+		id, err := leasefmt.ParseID(strings.TrimSuffix(p[strings.LastIndexByte(p, '/')+1:], ".json"))
+		if err != nil {
+			continue
+		}
+		r := c.decode(p, k, id, data)
+		if r == nil {
+			continue
+		}
+		if !ok(data) {
+			bad = append(bad, fmt.Sprintf("%s: %s validates but was never written in full: %q", where, p, trunc(data, 200)))
+		}
+		key := recKey{k, id}
+		if prev, dup := paths[key]; dup {
+			bad = append(bad, fmt.Sprintf("%s: %s has two valid records: %s and %s", where, key, prev, p))
+		}
+		out[key] = r
+		paths[key] = p
+	}
+	return out, paths, bad
+}
+
+// Repair state error when the table is gone.
+var errNoTable = errors.New("no table")
+
+// check checks one crash state t, left by a crash after the first n calls.
+func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
+	var v []string
+	var acks []Ack
+	for _, a := range c.acks {
+		if a.call <= n {
+			acks = append(acks, a)
+		}
+	}
+	// 1. Before any repair, nothing torn reads as valid.
+	_, _, bad := c.validRecords(t, nil, "before repair")
+	v = append(v, bad...)
+	_, _, hasTable := t.Get(commit.TableFile)
+	_, _, baseTable := c.base.Get(commit.TableFile)
+	tableAcked := false
+	for _, a := range acks {
+		if a.Table != nil {
+			tableAcked = true
+		}
+	}
+	if !hasTable && (baseTable || tableAcked) {
+		v = append(v, "TABLE is gone although it was durable or reported created")
+	}
+	if !hasTable && !baseTable {
+		// The table was never reported created; a crash may leave no table
+		// (fsck refuses an empty root, or infers the header from the shard
+		// directories). Without a repair there is nothing more to check.
+		if _, _, any := t.Get("work"); !any || c.x.Repair == nil {
+			return v
+		}
+	}
+	// 2. Repair.
+	fr := NewRecorder(t)
+	after := t
+	if c.x.Repair != nil {
+		if err := c.x.Repair.Repair(fr, c.sc.Now); err != nil {
+			return append(v, fmt.Sprintf("fsck --repair: %v", err))
+		}
+		after = fr.Snapshot()
+		errs, err := c.x.Repair.Check(NewRecorder(after), c.sc.Now)
+		if err != nil || errs != 0 {
+			v = append(v, fmt.Sprintf("fsck after repair still finds %d errors (%v)", errs, err))
+		}
+	}
+	recs, _, bad := c.validRecords(after, fr.Written(), "after repair")
+	v = append(v, bad...)
+	// 3. Every acknowledged record, or a later version of it, is there; no
+	// token went backwards; no valid record vanished.
+	latest := map[recKey]Ack{}
+	for _, a := range acks {
+		if a.Record != nil {
+			latest[recKey{a.Record.Kind, a.Record.ID}] = a
+		}
+	}
+	for k, a := range latest {
+		got := recs[k]
+		if got == nil {
+			v = append(v, fmt.Sprintf("%s: acknowledged by %s (token %d, %s) but missing after recovery", k, a.Op, a.Record.Token, a.Record.Status))
+			continue
+		}
+		if msg := c.laterVersion(k, a.Record, got); msg != "" {
+			v = append(v, fmt.Sprintf("%s: acknowledged by %s as token %d %s until %v; after recovery %s", k, a.Op, a.Record.Token, a.Record.Status, a.Record.ExpiresAt, msg))
+		}
+	}
+	for k, b := range c.baseRecs {
+		got := recs[k]
+		if got == nil {
+			v = append(v, fmt.Sprintf("%s: durable before the operation (token %d) but missing after recovery", k, b.Token))
+			continue
+		}
+		if got.Token < b.Token {
+			v = append(v, fmt.Sprintf("%s: token went back from %d to %d", k, b.Token, got.Token))
+		}
+	}
+	for k, got := range recs {
+		if msg := c.knownVersion(k, got); msg != "" {
+			v = append(v, fmt.Sprintf("%s: %s", k, msg))
+		}
+	}
+	// 4. Acknowledged holders still hold: one live holder per ID.
+	v = append(v, c.holders(recs, acks)...)
+	// 5. Groups: every live manifest's targets carry its token, and no
+	// target is live under two groups.
+	v = append(v, groupInvariant(recs, c.sc.Now)...)
+	// 6. Published and staged results.
+	v = append(v, c.published(after, recs, acks)...)
+	// 7. A fresh claim after recovery gets a larger token than any handed out.
+	if claimAfter {
+		v = append(v, c.claimAfter(after, acks)...)
+	}
+	return v
+}
+
+// laterVersion checks that got is the acknowledged version a, a version
+// the operation wrote after it, or what fsck makes of one of those.
+func (c *checker) laterVersion(k recKey, a, got *leasefmt.Record) string {
+	if got.Token < a.Token {
+		return fmt.Sprintf("the token went back to %d", got.Token)
+	}
+	vs := c.versions[k]
+	from := -1
+	for i, vi := range vs {
+		if sameRecord(vi.rec, a) {
+			from = i
+		}
+	}
+	if from < 0 {
+		if sameRecord(got, a) {
+			return ""
+		}
+		return fmt.Sprintf("is token %d %s, and the acknowledged version was never written", got.Token, got.Status)
+	}
+	for _, vi := range vs[from:] {
+		if sameRecord(got, vi.rec) || rolledForward(vi.rec, got) || releasedByRepair(vi.rec, got) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("is token %d %s until %v, not that version or a later one", got.Token, got.Status, got.ExpiresAt)
+}
+
+// knownVersion checks that a record after recovery is one that existed:
+// the starting one, one the operation wrote, or a repair of one of those.
+func (c *checker) knownVersion(k recKey, got *leasefmt.Record) string {
+	cands := []*leasefmt.Record{}
+	if b := c.baseRecs[k]; b != nil {
+		cands = append(cands, b)
+	}
+	for _, vi := range c.versions[k] {
+		cands = append(cands, vi.rec)
+	}
+	for _, r := range cands {
+		if sameRecord(got, r) || rolledForward(r, got) || releasedByRepair(r, got) {
+			return ""
+		}
+	}
+	return fmt.Sprintf("after recovery is token %d %s, which no writer wrote", got.Token, got.Status)
+}
+
+func sameRecord(a, b *leasefmt.Record) bool {
+	ea, err1 := leasefmt.Encode(a)
+	eb, err2 := leasefmt.Encode(b)
+	return err1 == nil && err2 == nil && string(ea) == string(eb)
+}
+
+// rolledForward: got is fsck's roll-forward of a committing record r to
+// done under the same token.
+func rolledForward(r, got *leasefmt.Record) bool {
+	return r.Status == leasefmt.Committing && got.Status == leasefmt.Done && got.Token == r.Token &&
+		got.Owner == r.Owner && got.Publish == r.Publish && got.Kind == r.Kind
+}
+
+// releasedByRepair: got is fsck's release of r (a group it found torn)
+// under the same token.
+func releasedByRepair(r, got *leasefmt.Record) bool {
+	return got.Status == leasefmt.Released && got.Token == r.Token && got.Owner == r.Owner && got.Kind == r.Kind &&
+		r.Kind != leasefmt.Work
+}
+
+// holders: for every ID whose last acknowledged version is a live lease at
+// the operation's clock, the recovered record still is that holder's live
+// lease (or the holder's own later change of it).
+func (c *checker) holders(recs map[recKey]*leasefmt.Record, acks []Ack) []string {
+	var v []string
+	last := map[recKey]*leasefmt.Record{}
+	for _, a := range acks {
+		if a.Record != nil {
+			last[recKey{a.Record.Kind, a.Record.ID}] = a.Record
+		}
+	}
+	now := c.sc.Now
+	for k, a := range last {
+		if !a.Live(now) {
+			continue
+		}
+		got := recs[k]
+		switch {
+		case got == nil:
+			v = append(v, fmt.Sprintf("%s: holder %s (token %d) acknowledged live, no record after recovery", k, a.Owner, a.Token))
+		case got.Token != a.Token:
+			v = append(v, fmt.Sprintf("%s: holder %s (token %d) acknowledged live until %v, but after recovery the token is %d (%s)", k, a.Owner, a.Token, a.ExpiresAt, got.Token, got.Owner))
+		case got.Status == leasefmt.Released && a.Status != leasefmt.Released:
+			// the holder's own release, not yet acknowledged: fine when the
+			// operation wrote it; a repair's release of a live lease is not.
+			if !c.wrote(k, got) {
+				v = append(v, fmt.Sprintf("%s: holder %s (token %d) acknowledged live until %v, released by recovery", k, a.Owner, a.Token, a.ExpiresAt))
+			}
+		case (got.Status == leasefmt.Leased || got.Status == leasefmt.Committing) && got.ExpiresAt < a.ExpiresAt:
+			v = append(v, fmt.Sprintf("%s: holder %s acknowledged live until %v, after recovery only until %v", k, a.Owner, a.ExpiresAt, got.ExpiresAt))
+		}
+	}
+	return v
+}
+
+func (c *checker) wrote(k recKey, r *leasefmt.Record) bool {
+	for _, vi := range c.versions[k] {
+		if sameRecord(vi.rec, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// groupInvariant: SPEC §3, all targets of a live group carry the group's
+// token, owner and expires_at; and a live target belongs to a live group
+// that lists it.
+func groupInvariant(recs map[recKey]*leasefmt.Record, now float64) []string {
+	var v []string
+	for k, g := range recs {
+		if k.kind != leasefmt.Group || !g.Live(now) {
+			continue
+		}
+		for _, tid := range g.Targets {
+			t := recs[recKey{leasefmt.Target, tid}]
+			switch {
+			case t == nil:
+				v = append(v, fmt.Sprintf("live group %s (token %d): target %s has no record", g.ID.Short(), g.Token, tid.Short()))
+			case t.Group != g.ID || t.Token != g.Token || t.Owner != g.Owner || t.ExpiresAt != g.ExpiresAt || !t.Live(now):
+				v = append(v, fmt.Sprintf("live group %s (token %d %s until %v): target %s is group %s token %d %s %s until %v",
+					g.ID.Short(), g.Token, g.Owner, g.ExpiresAt, tid.Short(), t.Group.Short(), t.Token, t.Owner, t.Status, t.ExpiresAt))
+			}
+		}
+	}
+	for k, t := range recs {
+		if k.kind != leasefmt.Target || !t.Live(now) {
+			continue
+		}
+		g := recs[recKey{leasefmt.Group, t.Group}]
+		listed := false
+		if g != nil {
+			for _, x := range g.Targets {
+				if x == t.ID {
+					listed = true
+				}
+			}
+		}
+		if g == nil || !g.Live(now) || !listed || g.Token != t.Token {
+			v = append(v, fmt.Sprintf("live target %s (group %s token %d) has no live group manifest listing it with that token", t.ID.Short(), t.Group.Short(), t.Token))
+		}
+	}
+	sort.Strings(v)
+	return v
+}
+
+// published: a staged result is never lost and never torn; an
+// acknowledged publish is in public/; a done record that names a result
+// has it in public/.
+func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ack) []string {
+	var v []string
+	for name, data := range c.staged {
+		s, _, inStage := t.Get(commit.StageDir + "/" + name)
+		p, _, inPublic := t.Get(commit.PublicDir + "/" + name)
+		if inStage && string(s) != string(data) {
+			v = append(v, fmt.Sprintf("stage/%s changed: %q", name, trunc(s, 80)))
+		}
+		if inPublic && string(p) != string(data) {
+			v = append(v, fmt.Sprintf("public/%s is not the staged result: %q", name, trunc(p, 80)))
+		}
+		if !inStage && !inPublic {
+			v = append(v, fmt.Sprintf("staged result %s is in neither stage/ nor public/", name))
+		}
+	}
+	for _, a := range acks {
+		if a.Published == "" {
+			continue
+		}
+		p, _, ok := t.Get(commit.PublicDir + "/" + a.Published)
+		if !ok || string(p) != string(a.PublishedData) {
+			v = append(v, fmt.Sprintf("public/%s acknowledged as published but missing or different after recovery", a.Published))
+		}
+	}
+	for k, r := range recs {
+		if k.kind == leasefmt.Work && r.Status == leasefmt.Done && r.Publish != "" {
+			if _, _, ok := t.Get(commit.PublicDir + "/" + r.Publish); !ok {
+				v = append(v, fmt.Sprintf("%s is done with publish %s, but public/%s is missing", k, r.Publish, r.Publish))
+			}
+		}
+	}
+	return v
+}
+
+// claimAfter claims every known work ID long after every lease expired:
+// nothing may be corrupt, and each token granted must exceed every token
+// acknowledged for that ID.
+func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
+	var v []string
+	rec := NewRecorder(t)
+	st, err := commit.Open(Root, rec, nil)
+	if err != nil {
+		return []string{fmt.Sprintf("after recovery the table does not open: %v", err)}
+	}
+	st.Writers = 1
+	maxTok := map[leasefmt.ID]int64{}
+	ids := map[leasefmt.ID]bool{}
+	for k := range c.versions {
+		if k.kind == leasefmt.Work {
+			ids[k.id] = true
+			if b := c.baseRecs[k]; b != nil {
+				maxTok[k.id] = b.Token
+			}
+		}
+	}
+	for _, a := range acks {
+		if a.Record != nil && a.Record.Kind == leasefmt.Work {
+			ids[a.Record.ID] = true
+			maxTok[a.Record.ID] = max(maxTok[a.Record.ID], a.Record.Token)
+		}
+	}
+	var items []commit.Item
+	for id := range ids {
+		items = append(items, commit.Item{ID: id})
+	}
+	sort.Slice(items, func(a, b int) bool { return items[a].ID < items[b].ID })
+	for _, r := range st.Claim(items, "checker", c.sc.Now+1e6, 10) {
+		switch r.Outcome {
+		case commit.OK:
+			if r.Token <= maxTok[r.ID] {
+				v = append(v, fmt.Sprintf("work/%s: a claim after recovery got token %d, not above %d", r.ID, r.Token, maxTok[r.ID]))
+			}
+		case commit.Done:
+		default:
+			v = append(v, fmt.Sprintf("work/%s: a claim after recovery got %s: %s", r.ID, r.Outcome.Reason(), r.Detail))
+		}
+	}
+	return v
+}
+
+// isNotExist is errors.Is(err, fs.ErrNotExist).
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

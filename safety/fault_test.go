@@ -1,0 +1,190 @@
+package safety
+
+import (
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/leasetool/lease/commit"
+)
+
+// faultRun is one run of a scenario with a fault injected through
+// commit.WithHook.
+type faultRun struct {
+	rec     *Recorder
+	run     *Run
+	fired   int // calls failed by the hook
+	openErr error
+}
+
+// runWithFault runs sc from base, failing call at (counting from 0) with
+// errno once, or, when sticky, every call from there on.
+func runWithFault(sc *Scenario, base *Tree, at int, errno syscall.Errno, sticky bool) *faultRun {
+	return runWithFaultWrap(sc, base, at, errno, sticky, nil)
+}
+
+func runWithFaultWrap(sc *Scenario, base *Tree, at int, errno syscall.Errno, sticky bool, wrap func(commit.FS) commit.FS) *faultRun {
+	fr := &faultRun{rec: NewRecorder(base)}
+	var mu sync.Mutex
+	n := 0
+	hook := func(op commit.Op, name string) error {
+		mu.Lock()
+		k := n
+		n++
+		mu.Unlock()
+		if k == at || sticky && k > at {
+			err := &fs.PathError{Op: string(op), Path: name, Err: errno}
+			fr.rec.Injected(op, name, err)
+			mu.Lock()
+			fr.fired++
+			mu.Unlock()
+			return err
+		}
+		return nil
+	}
+	f := commit.WithHook(fr.rec, hook)
+	if wrap != nil {
+		f = wrap(f)
+	}
+	fr.run = &Run{FS: f, Rec: fr.rec, calls: fr.rec.NumCalls}
+	s := *sc
+	s.Writers = 1 // one call order, so call i is the same call in every run
+	fr.openErr = fr.run.start(&s)
+	return fr
+}
+
+// g5 checks that every rename that succeeded was followed by an attempt to
+// fsync its destination directory before the operation returned.
+func g5(calls []Call) []string {
+	var v []string
+	for i, c := range calls {
+		if c.Err != nil || (c.Op != commit.OpRename && c.Op != commit.OpRenameNoReplace) {
+			continue
+		}
+		dir := path.Dir(c.Name)
+		if dir == "." {
+			dir = ""
+		}
+		synced := false
+		for _, d := range calls[i+1:] {
+			if d.Op == commit.OpSyncDir && strings.Trim(d.Name, "/") == dir {
+				synced = true
+				break
+			}
+		}
+		if !synced {
+			v = append(v, fmt.Sprintf("G5: %s into %s/ succeeded, and %s/ was never fsynced afterwards", c.Op, dir, dir))
+		}
+	}
+	return v
+}
+
+// TestFaultInjection fails every call of every work operation with EIO,
+// ENOSPC and EINVAL, once and from then on, and checks: the command would
+// exit 4; nothing reported as done is lost by a crash right after (only
+// durable state survives); G5; and fsck --repair of the state left, and of
+// the durable state, gives a clean table with every acknowledged lease.
+func TestFaultInjection(t *testing.T) {
+	x := explorer()
+	errnos := []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EINVAL}
+	points := 0
+	var rows []string
+	for _, sc := range WorkScenarios() {
+		base, err := Base(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clean := runWithFault(sc, base, -1, 0, false)
+		calls := clean.rec.NumCalls()
+		if clean.run.Exit() == 4 {
+			t.Fatalf("%s: exit 4 without a fault", sc.Name)
+		}
+		step := 1
+		if !isLong() && calls > 64 {
+			step = 3 // the big batches: every third call by default, every call with -long
+		}
+		n := 0
+		for at := 0; at < calls; at += step {
+			for _, errno := range errnos {
+				for _, sticky := range []bool{false, true} {
+					mode := "once"
+					if sticky {
+						mode = "sticky"
+					}
+					fr := runWithFault(sc, base, at, errno, sticky)
+					if fr.fired == 0 {
+						continue
+					}
+					n++
+					where := fmt.Sprintf("%s: %v %s at call %d", sc.Name, errno, mode, at)
+					for _, v := range faultViolations(x, sc, base, fr) {
+						t.Errorf("%s: %s", where, v)
+					}
+				}
+			}
+		}
+		points += n
+		rows = append(rows, fmt.Sprintf("| %s | %d | %d |", sc.Name, calls, n))
+	}
+	t.Logf("fault points:\n| operation | calls | faults injected |\n|---|---|---|\n%s\ntotal %d", strings.Join(rows, "\n"), points)
+}
+
+func faultViolations(x *Explorer, sc *Scenario, base *Tree, fr *faultRun) []string {
+	var v []string
+	if code := fr.run.Exit(); code != 4 {
+		v = append(v, fmt.Sprintf("exit status %d, want 4 (I/O error); %d acks", code, len(fr.run.acks)))
+	}
+	calls := fr.rec.Calls()
+	v = append(v, g5(calls)...)
+	chk := newChecker(x, sc, base, fr.run.acks, fr.rec.Written(), calls)
+	n := len(calls)
+	for _, s := range chk.check(fr.rec.Durable(), n, true) {
+		v = append(v, "crash right after (durable state only): "+s)
+	}
+	for _, s := range chk.check(fr.rec.Snapshot(), n, true) {
+		v = append(v, "no crash (state as left): "+s)
+	}
+	return v
+}
+
+// swallowSyncDir hides directory fsync errors, as a careless engine would.
+type swallowSyncDir struct{ commit.FS }
+
+func (s swallowSyncDir) SyncDir(name string) error {
+	s.FS.SyncDir(name)
+	return nil
+}
+
+// TestFaultHarnessFindsSwallowedErrors: an engine that ignores a failed
+// directory fsync reports unsynced records as renewed; the checks of
+// TestFaultInjection must catch it.
+func TestFaultHarnessFindsSwallowedErrors(t *testing.T) {
+	sc := scenario("renew-batch")
+	base, err := Base(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := runWithFault(sc, base, -1, 0, false)
+	found := map[string]bool{}
+	for at, c := range clean.rec.Calls() {
+		if c.Op != commit.OpSyncDir {
+			continue
+		}
+		fr := runWithFaultWrap(sc, base, at, syscall.EIO, false, func(f commit.FS) commit.FS { return swallowSyncDir{f} })
+		for _, v := range faultViolations(explorer(), sc, base, fr) {
+			switch {
+			case strings.HasPrefix(v, "exit status"):
+				found["exit"] = true
+			case strings.Contains(v, "acknowledged"):
+				found["lost"] = true
+			}
+		}
+	}
+	if !found["exit"] || !found["lost"] {
+		t.Fatalf("swallowed fsync errors: found %v, want both a wrong exit status and a lost acknowledged renewal", found)
+	}
+}

@@ -1,0 +1,435 @@
+package safety
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// The model of one work ID (porcupine partitions the history by ID).
+//
+// State: the record as the table holds it. Every operation is judged at
+// its process's clock (--now, the wall clock when the process was
+// started; a paused process keeps its clock, which is the hazard under
+// test). Operations whose process was killed have an unknown outcome: they
+// may have taken effect or not.
+type leaseState struct {
+	Token   int64
+	Status  leasefmt.Status // "" when there is no record
+	Expires float64
+}
+
+func (s leaseState) live(now float64) bool {
+	return (s.Status == leasefmt.Leased || s.Status == leasefmt.Committing) && now < s.Expires
+}
+
+type leaseInput struct {
+	Op    string // claim, renew, verify, release, complete
+	ID    leasefmt.ID
+	Token int64
+	Now   float64
+	TTL   float64
+	Owner string
+}
+
+type leaseOutput struct {
+	Unknown bool   // the process was killed: the outcome is unknown
+	Reason  string // "ok" or the reason word
+	Token   int64  // the token granted (claim ok)
+}
+
+// fenced is commit's fencing check, in its order of reasons.
+func (s leaseState) fenced(tok int64, now float64) string {
+	switch {
+	case s.Status == "":
+		return "missing"
+	case s.Token != tok:
+		return "stale-token"
+	case s.Status == leasefmt.Done:
+		return "done"
+	case s.Status == leasefmt.Released:
+		return "released"
+	case !s.live(now):
+		return "expired"
+	}
+	return "ok"
+}
+
+// leaseStep lists the states an operation can lead to with the output seen.
+func leaseStep(st, in, out any) []any {
+	s := st.(leaseState)
+	i := in.(leaseInput)
+	o := out.(leaseOutput)
+	var next []any
+	// possible: (reason the operation would report at this point, new state)
+	type effect struct {
+		reason string
+		to     leaseState
+	}
+	var effects []effect
+	switch i.Op {
+	case "claim":
+		switch {
+		case s.Status == leasefmt.Done:
+			effects = append(effects, effect{"done", s})
+		case s.live(i.Now):
+			effects = append(effects, effect{"held", s})
+		default:
+			effects = append(effects, effect{"ok", leaseState{s.Token + 1, leasefmt.Leased, i.Now + i.TTL}})
+		}
+	case "renew", "verify", "release":
+		r := s.fenced(i.Token, i.Now)
+		to := s
+		if r == "ok" && i.Op == "renew" {
+			to.Expires = i.Now + i.TTL
+		}
+		if r == "ok" && i.Op == "release" {
+			to.Status, to.Expires = leasefmt.Released, i.Now
+		}
+		effects = append(effects, effect{r, to})
+	case "complete":
+		r := s.fenced(i.Token, i.Now)
+		if r != "ok" {
+			effects = append(effects, effect{r, s})
+			break
+		}
+		committing := s
+		committing.Status = leasefmt.Committing
+		done := s
+		done.Status = leasefmt.Done
+		effects = append(effects, effect{"ok", done})
+		// committing was written, then the lock was let go; the done step
+		// can then find the token changed (another claim of an expired
+		// committing record) and report that.
+		for _, why := range []string{"stale-token", "held", "missing"} {
+			effects = append(effects, effect{why, committing})
+		}
+	}
+	for _, e := range effects {
+		switch {
+		case o.Unknown:
+			next = append(next, e.to)
+		case o.Reason == e.reason && (i.Op != "claim" || o.Reason != "ok" || o.Token == e.to.Token):
+			next = append(next, e.to)
+		}
+	}
+	if o.Unknown {
+		next = append(next, s) // it may not have happened at all
+	}
+	return next
+}
+
+var leaseModel = porcupine.NondeterministicModel{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[leasefmt.ID][]porcupine.Operation{}
+		var ids []leasefmt.ID
+		for _, op := range history {
+			id := op.Input.(leaseInput).ID
+			if _, ok := by[id]; !ok {
+				ids = append(ids, id)
+			}
+			by[id] = append(by[id], op)
+		}
+		sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+		out := make([][]porcupine.Operation, len(ids))
+		for i, id := range ids {
+			out[i] = by[id]
+		}
+		return out
+	},
+	Init: func() []any { return []any{leaseState{}} },
+	Step: leaseStep,
+	DescribeOperation: func(in, out any) string {
+		i, o := in.(leaseInput), out.(leaseOutput)
+		res := o.Reason
+		if o.Unknown {
+			res = "unknown (killed)"
+		} else if o.Token != 0 {
+			res += " " + strconv.FormatInt(o.Token, 10)
+		}
+		return fmt.Sprintf("%s %s tok=%d now=%.3f -> %s", i.Op, i.ID.Short(), i.Token, i.Now, res)
+	},
+	DescribeState: func(st any) string {
+		s := st.(leaseState)
+		return fmt.Sprintf("{%d %s until %.3f}", s.Token, s.Status, s.Expires)
+	},
+}
+
+// jsonReport is what --json prints.
+type jsonReport struct {
+	Results []struct {
+		ID           string `json:"id"`
+		OK           bool   `json:"ok"`
+		Reason       string `json:"reason"`
+		CurrentToken int64  `json:"current_token"`
+	} `json:"results"`
+	Exit int `json:"exit"`
+}
+
+// workload runs the clients and returns the history.
+type workload struct {
+	bin, root string
+	ttl       float64
+	ids       []leasefmt.ID
+	start     time.Time
+	ops       atomic.Int64
+	pauses    atomic.Int64
+	kills     atomic.Int64
+	mu        sync.Mutex
+	history   []porcupine.Operation
+	problems  []string
+}
+
+// run starts one lease process for in, maybe pauses it past the TTL or
+// kills it, and records the operation.
+func (w *workload) run(client int, rng *rand.Rand, in leaseInput, stdin string) leaseOutput {
+	args := []string{"--root", w.root, "--owner", in.Owner, "--now", strconv.FormatFloat(in.Now, 'f', 6, 64),
+		"--lock-timeout", "30", "--json"}
+	switch in.Op {
+	case "claim":
+		args = append([]string{"claim"}, append(args, "--ttl", strconv.FormatFloat(in.TTL, 'f', 3, 64), string(in.ID))...)
+	case "renew":
+		args = append([]string{"renew-batch", "--ttl", strconv.FormatFloat(in.TTL, 'f', 3, 64)}, args...)
+	default:
+		args = append([]string{in.Op}, args...)
+	}
+	cmd := exec.Command(w.bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	call := time.Since(w.start).Nanoseconds()
+	if err := cmd.Start(); err != nil {
+		w.problem("start: %v", err)
+		return leaseOutput{Unknown: true}
+	}
+	switch p := rng.IntN(100); {
+	case p < 4: // pause it past the TTL, mid-operation
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Microsecond)
+		if cmd.Process.Signal(syscall.SIGSTOP) == nil {
+			w.pauses.Add(1)
+			time.Sleep(time.Duration((w.ttl*1.2+rng.Float64()*w.ttl)*1e9) * time.Nanosecond)
+			if p == 0 { // and kill it while paused
+				cmd.Process.Signal(syscall.SIGKILL)
+				w.kills.Add(1)
+			}
+			cmd.Process.Signal(syscall.SIGCONT)
+		}
+	case p < 8: // kill -9 it, mid-operation
+		time.Sleep(time.Duration(rng.IntN(6000)) * time.Microsecond)
+		if cmd.Process.Signal(syscall.SIGKILL) == nil {
+			w.kills.Add(1)
+		}
+	}
+	err := cmd.Wait()
+	ret := time.Since(w.start).Nanoseconds()
+	o := leaseOutput{}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		o.Unknown = true
+	} else {
+		// it finished before any signal: its answer stands
+		var rep jsonReport
+		if jerr := json.Unmarshal(out.Bytes(), &rep); jerr != nil || len(rep.Results) != 1 {
+			w.problem("%s %s: exit %v, unparsable output %q, stderr %q", in.Op, in.ID.Short(), err, out.String(), errb.String())
+			o.Unknown = true
+		} else {
+			r := rep.Results[0]
+			o.Reason = r.Reason
+			if r.OK && in.Op == "claim" {
+				o.Token = r.CurrentToken
+			}
+			switch rep.Exit {
+			case 0, 1:
+			default:
+				w.problem("%s %s: exit %d (%s): %s", in.Op, in.ID.Short(), rep.Exit, r.Reason, errb.String())
+			}
+		}
+	}
+	w.ops.Add(1)
+	w.mu.Lock()
+	w.history = append(w.history, porcupine.Operation{ClientId: client, Input: in, Output: o, Call: call, Return: ret})
+	w.mu.Unlock()
+	return o
+}
+
+func (w *workload) problem(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.problems) < 20 {
+		w.problems = append(w.problems, fmt.Sprintf(format, args...))
+	}
+}
+
+func wallNow() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
+
+// client loops: claim an ID, then renew, verify, complete or release it,
+// or sit on it past its TTL, until the workload has enough operations.
+func (w *workload) client(k int, want int64, deadline time.Time) {
+	rng := rand.New(rand.NewPCG(uint64(k), 99))
+	owner := fmt.Sprintf("client-%d", k)
+	var held leasefmt.ID
+	var tok int64
+	for w.ops.Load() < want && time.Now().Before(deadline) {
+		if held == "" {
+			id := w.ids[rng.IntN(len(w.ids))]
+			o := w.run(k, rng, leaseInput{Op: "claim", ID: id, Now: wallNow(), TTL: w.ttl, Owner: owner}, "")
+			if !o.Unknown && o.Reason == "ok" {
+				held, tok = id, o.Token
+			}
+			continue
+		}
+		line := fmt.Sprintf("%s %d\n", held, tok)
+		in := leaseInput{ID: held, Token: tok, TTL: w.ttl, Owner: owner}
+		switch p := rng.IntN(100); {
+		case p < 45:
+			in.Op = "renew"
+		case p < 70:
+			in.Op = "verify"
+		case p < 78:
+			in.Op = "complete"
+		case p < 86:
+			in.Op = "release"
+		default:
+			// hold on past the TTL, then try to renew: another client may
+			// have claimed it meanwhile
+			time.Sleep(time.Duration(w.ttl*1.1*1e9) * time.Nanosecond)
+			in.Op = "renew"
+		}
+		in.Now = wallNow()
+		o := w.run(k, rng, in, line)
+		if o.Unknown || o.Reason != "ok" || in.Op == "complete" || in.Op == "release" {
+			held = ""
+		}
+	}
+}
+
+// TestLinearizability runs 8 clients, each running real lease processes
+// (claim, renew-batch, verify, complete, release) against one table with
+// a short TTL; some processes are paused with SIGSTOP past the TTL and
+// some are killed with SIGKILL. The history must be linearizable under the
+// model: per ID at most one live holder, tokens strictly increasing, a
+// stale token never renews, completes or passes verify.
+func TestLinearizability(t *testing.T) {
+	bin := leaseBinary(t)
+	want, limit, ttl := int64(1200), 50*time.Second, 1.5
+	if isLong() {
+		want, limit = 5000, 10*time.Minute
+	}
+	w := &workload{bin: bin, root: filepath.Join(t.TempDir(), "table"), ttl: ttl, start: time.Now()}
+	for i := 0; i < 12; i++ {
+		w.ids = append(w.ids, TestID(1000+i))
+	}
+	if out, err := exec.Command(bin, "init", "--root", w.root, "--shards", "4").CombinedOutput(); err != nil {
+		t.Fatalf("lease init: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(limit)
+	var wg sync.WaitGroup
+	for k := 0; k < 8; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.client(k, want, deadline)
+		}()
+	}
+	wg.Wait()
+	for _, p := range w.problems {
+		t.Error(p)
+	}
+	unknown := 0
+	for _, op := range w.history {
+		if op.Output.(leaseOutput).Unknown {
+			unknown++
+		}
+	}
+	model := leaseModel.ToModel()
+	res, info := porcupine.CheckOperationsVerbose(model, w.history, 60*time.Second)
+	t.Logf("history: %d operations from 8 clients on %d IDs, %d paused past the TTL (%.1fs), %d killed, %d with unknown outcome; porcupine: %s",
+		len(w.history), len(w.ids), w.pauses.Load(), ttl, w.kills.Load(), unknown, res)
+	if res != porcupine.Ok {
+		f := filepath.Join(os.TempDir(), "lease-linearizability.html")
+		if out, err := os.Create(f); err == nil {
+			porcupine.Visualize(model, info, out)
+			out.Close()
+			t.Logf("visualization: %s", f)
+		}
+		t.Fatalf("history is %s under the lease model", res)
+	}
+	if len(w.history) < 1000 && !testing.Short() {
+		t.Errorf("only %d operations in %v; want at least 1000", len(w.history), limit)
+	}
+	if w.pauses.Load() == 0 || w.kills.Load() == 0 {
+		t.Errorf("no pauses (%d) or no kills (%d): the workload did not exercise them", w.pauses.Load(), w.kills.Load())
+	}
+}
+
+// TestLeaseModelRejects: the model must refuse the histories it exists to
+// catch, or a clean run proves nothing.
+func TestLeaseModelRejects(t *testing.T) {
+	id := TestID(1)
+	op := func(client int, call, ret int64, in leaseInput, out leaseOutput) porcupine.Operation {
+		in.ID = id
+		return porcupine.Operation{ClientId: client, Input: in, Output: out, Call: call, Return: ret}
+	}
+	ok := func(tok int64) leaseOutput { return leaseOutput{Reason: "ok", Token: tok} }
+	cases := []struct {
+		name    string
+		history []porcupine.Operation
+		want    bool
+	}{
+		{"two live holders", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, ok(1)),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 105, TTL: 10}, ok(2)),
+		}, false},
+		{"claim after expiry", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, ok(1)),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 111, TTL: 10}, ok(2)),
+		}, true},
+		{"token reused", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, ok(1)),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 111, TTL: 10}, ok(1)),
+		}, false},
+		{"stale token completes", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, ok(1)),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 111, TTL: 10}, ok(2)),
+			op(0, 40, 50, leaseInput{Op: "complete", Token: 1, Now: 112}, ok(0)),
+		}, false},
+		{"stale token verifies", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, ok(1)),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 111, TTL: 10}, ok(2)),
+			op(0, 40, 50, leaseInput{Op: "verify", Token: 1, Now: 105}, ok(0)),
+		}, false},
+		{"killed claim may have happened", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, leaseOutput{Unknown: true}),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 105, TTL: 10}, leaseOutput{Reason: "held"}),
+		}, true},
+		{"killed claim may not have happened", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, leaseOutput{Unknown: true}),
+			op(1, 20, 30, leaseInput{Op: "claim", Now: 105, TTL: 10}, ok(1)),
+		}, true},
+		{"renew of an expired lease", []porcupine.Operation{
+			op(0, 0, 10, leaseInput{Op: "claim", Now: 100, TTL: 10}, ok(1)),
+			op(0, 20, 30, leaseInput{Op: "renew", Token: 1, Now: 111, TTL: 10}, ok(0)),
+		}, false},
+	}
+	model := leaseModel.ToModel()
+	for _, tc := range cases {
+		if got := porcupine.CheckOperations(model, tc.history); got != tc.want {
+			t.Errorf("%s: linearizable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
