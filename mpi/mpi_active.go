@@ -32,6 +32,9 @@ const Compiled = true
 // gone), the rank exits on its own.
 const abortGrace = 10 * time.Second
 
+// initTimeoutFloor is the least time MPI_Init gets when Init has a timeout.
+const initTimeoutFloor = 30 * time.Second
+
 // join initializes MPI for a process started by a launcher that announced
 // size ranks (0 when unknown) and this process as rank.
 func join(w *World, size, rank int) error {
@@ -42,7 +45,15 @@ func join(w *World, size, rank int) error {
 	// Until MPI answers, the launcher's numbers name this rank in the
 	// watchdog's line.
 	w.rank, w.size, w.t = rank, max(size, 1), t
-	if err := w.collective("Init", 0, t.init); err != nil {
+	// MPI_Init wires up the whole job, which may take longer than any
+	// collective after it, the more so on a loaded host.
+	timeout := w.timeout
+	if timeout > 0 {
+		w.timeout = max(timeout, initTimeoutFloor)
+	}
+	err := w.collective("Init", 0, t.init)
+	w.timeout = timeout
+	if err != nil {
 		return err
 	}
 	w.rank, w.size = t.comm.Rank(), t.comm.Size()

@@ -67,10 +67,12 @@ func mpirun(t *testing.T, bin string, np int, bound time.Duration, args ...strin
 	cmd := exec.CommandContext(ctx, "mpirun", argv...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // mpirun then kills its ranks
 	cmd.WaitDelay = 5 * time.Second
-	for _, kv := range os.Environ() {
-		// A test run itself under a launcher must not hand its rank on.
-		if !strings.HasPrefix(kv, "OMPI_") && !strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMI_") {
-			cmd.Env = append(cmd.Env, kv)
+	if _, _, ok := Launched(); ok {
+		// A test run itself under a launcher must not hand its job on.
+		for _, kv := range os.Environ() {
+			if !strings.HasPrefix(kv, "OMPI_") && !strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMI_") {
+				cmd.Env = append(cmd.Env, kv)
+			}
 		}
 	}
 	var stdout, stderr strings.Builder
