@@ -41,7 +41,7 @@ func runComplete(c *cli.Context) error {
 		return err
 	}
 	if !c.IsSet("publish") {
-		st, err := e.open(true)
+		st, err := e.open(false)
 		if err != nil {
 			return err
 		}
@@ -54,7 +54,7 @@ func runComplete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.open(true)
+	st, err := e.open(false)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -31,9 +32,8 @@ func runInit(c *cli.Context) error {
 		return err
 	}
 	if e.json {
-		fmt.Fprintf(e.out, "{\"root\":%q,\"work_shards\":%d,\"target_shards\":%d,\"created_at\":%v}\n",
-			st.Root, st.Table.WorkShards, st.Table.TargetShards, st.Table.CreatedAt)
-		return nil
+		return json.NewEncoder(e.out).Encode(map[string]any{"root": st.Root, "work_shards": st.Table.WorkShards,
+			"target_shards": st.Table.TargetShards, "created_at": st.Table.CreatedAt})
 	}
 	fmt.Fprintf(e.out, "lease table at %s: %d work shards, %d target shards\n", st.Root, st.Table.WorkShards, st.Table.TargetShards)
 	return nil
