@@ -123,7 +123,8 @@ func envInt(names ...string) int {
 // than one rank.
 //
 // timeout bounds every later collective, and MPI_Init itself (which gets
-// at least 30s); 0 means no bound. See the package doc for what happens when it passes.
+// at least 30s); 0 means no bound. See the package doc for what happens
+// when it passes.
 func Init(timeout time.Duration) (*World, error) {
 	if timeout < 0 {
 		return nil, fmt.Errorf("mpi: negative timeout %s", timeout)

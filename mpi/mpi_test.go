@@ -270,21 +270,13 @@ func (l loop) bcast(root int, buf []byte) error {
 }
 
 func (l loop) gather(root int, dst, src []byte) error {
-	all, err := l.h.exchange(l.rank, src)
-	if err != nil {
-		return err
-	}
-	t, err := tiles(all)
-	if err != nil {
-		return err
-	}
-	if (l.rank == root) != (dst != nil) || (dst != nil && len(dst) != len(t)) {
+	if (l.rank == root) != (dst != nil) {
 		return fmt.Errorf("rank %d gather(root %d) given dst of %d bytes (nil %v)", l.rank, root, len(dst), dst == nil)
 	}
-	copy(dst, t)
-	return nil
+	return l.allGather(dst, src)
 }
 
+// allGather also serves gather: MPI ignores dst off root, here nil.
 func (l loop) allGather(dst, src []byte) error {
 	all, err := l.h.exchange(l.rank, src)
 	if err != nil {
@@ -294,8 +286,8 @@ func (l loop) allGather(dst, src []byte) error {
 	if err != nil {
 		return err
 	}
-	if len(dst) != len(t) {
-		return fmt.Errorf("allGather given dst of %d bytes for %d", len(dst), len(t))
+	if dst != nil && len(dst) != len(t) {
+		return fmt.Errorf("rank %d given dst of %d bytes for %d", l.rank, len(dst), len(t))
 	}
 	copy(dst, t)
 	return nil
