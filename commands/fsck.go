@@ -1,0 +1,382 @@
+package commands
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/fsck"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+var fsckCommand = &cli.Command{
+	Name:      "fsck",
+	Usage:     "check the table and, with --repair, repair it (exit 0 clean, 1 corrected, 4 left, 8 operational, 16 usage)",
+	ArgsUsage: "[SHARD...]",
+	Description: "Checks the table at --root: the TABLE header, the layout, every record of every shard\n" +
+		"directory (or only the SHARDs given, as SS or KIND/SS), stray temp files, misplaced records,\n" +
+		"symbolic links, group manifests against their targets, and committing records against\n" +
+		"stage/ and public/. It prints a line per finding (path, ID, what was found and what was\n" +
+		"expected), a summary with counts by kind, and the exact command that repairs what is left.\n" +
+		"Without --repair nothing is written. With --repair each error is fixed under the record's\n" +
+		"lock with the same durable writes as the other commands, so workers may keep running:\n" +
+		"stray temp files are removed; records that do not validate, symbolic links and anything\n" +
+		"in the way of the layout are moved to lost+found/ beside a NAME.why note (never deleted);\n" +
+		"misplaced records are moved to their shard; committing records whose result is published\n" +
+		"are rolled forward to done; leftover staged results are removed; groups whose targets\n" +
+		"disagree are released. Unknown files are reported and left alone; expired leases are\n" +
+		"counted and not touched. --json prints one JSON object per finding and a summary object.\n" +
+		"A progress bar goes to stderr when it is a terminal (--progress always|never overrides).\n\n" +
+		"EXIT STATUS (fsck(8), a sum of): 0 no errors; 1 errors corrected; 4 errors left\n" +
+		"uncorrected; 8 operational error; 16 usage error.",
+	Flags: flags(commonFlags(), []cli.Flag{
+		&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired (default: check only, write nothing)"},
+		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never"},
+	}),
+	Action: runFsck,
+}
+
+// fsck exit statuses (fsck(8)).
+const (
+	fsckOperational = 8
+	fsckUsage       = 16
+)
+
+// fsckErr turns the usage errors of the shared helpers (exit 2) into fsck's
+// usage status (16) and everything else that stops the check into 8.
+func fsckErr(err error) error {
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		switch ec.ExitCode() {
+		case 2:
+			return cli.Exit(ec.Error(), fsckUsage)
+		case fsckUsage, fsckOperational:
+			return err
+		}
+		return cli.Exit(ec.Error(), fsckOperational)
+	}
+	return cli.Exit(leasefmt.Bound(err.Error()), fsckOperational)
+}
+
+func runFsck(c *cli.Context) error {
+	mode := c.String("progress")
+	if mode != "auto" && mode != "always" && mode != "never" {
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("usage: --progress %s: want auto, always or never", leasefmt.Quote(mode))), fsckUsage)
+	}
+	e, err := newEnv(c)
+	if err != nil {
+		return fsckErr(err)
+	}
+	root := e.root()
+	opt := fsck.Options{
+		Repair:      c.Bool("repair"),
+		Now:         e.now,
+		LockTimeout: time.Duration(e.set.LockTimeout * float64(time.Second)),
+		Shards:      c.Args().Slice(),
+	}
+	if e.set.Explicit("shards") {
+		opt.WorkShards = e.set.Shards
+	}
+	if e.set.Explicit("target_shards") {
+		opt.TargetShards = e.set.TargetShards
+	}
+	f, err := commit.OS(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("no lease table at %s: the directory does not exist", root)), fsckOperational)
+		}
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), fsckOperational)
+	}
+	defer f.Close()
+
+	p := &fsckPrinter{root: root, json: e.json, w: bufio.NewWriter(e.out), repairCmd: repairCommand(root, opt)}
+	if showProgress(mode, e.errw) {
+		bar := newFsckBar(e.errw)
+		defer bar.finish()
+		opt.Progress = bar.update
+		p.before = bar.clear
+	}
+	sum, err := fsck.Check(root, f, opt, p.finding)
+	if err != nil {
+		p.w.Flush()
+		switch {
+		case errors.Is(err, fsck.ErrUsage):
+			return cli.Exit(leasefmt.Bound("usage: "+strings.TrimPrefix(err.Error(), fsck.ErrUsage.Error()+": ")), fsckUsage)
+		case errors.Is(err, fsck.ErrNoTable):
+			return cli.Exit(leasefmt.Bound(strings.TrimPrefix(err.Error(), "fsck: ")), fsckOperational)
+		}
+		return cli.Exit(leasefmt.Bound(err.Error()), fsckOperational)
+	}
+	p.summary(sum)
+	if err := p.w.Flush(); err != nil {
+		return cli.Exit(fmt.Sprintf("stdout: %v", err), fsckOperational)
+	}
+	if code := sum.Exit(); code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
+
+// repairCommand is the command that repairs what a run leaves.
+func repairCommand(root string, opt fsck.Options) string {
+	parts := []string{"lease", "fsck", "--repair", "--root", shellQuote(root)}
+	if opt.WorkShards != 0 {
+		parts = append(parts, "--shards", fmt.Sprint(opt.WorkShards))
+	}
+	if opt.TargetShards != 0 {
+		parts = append(parts, "--target-shards", fmt.Sprint(opt.TargetShards))
+	}
+	for _, s := range opt.Shards {
+		parts = append(parts, shellQuote(s))
+	}
+	return strings.Join(parts, " ")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-=,:@") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// fsckPrinter prints findings as they stream and the summary at the end.
+type fsckPrinter struct {
+	root      string
+	json      bool
+	w         *bufio.Writer
+	repairCmd string
+	before    func() // clears the progress bar before a line
+}
+
+func (p *fsckPrinter) abs(rel string) string {
+	if rel == "" {
+		return p.root
+	}
+	return filepath.Join(p.root, filepath.FromSlash(rel))
+}
+
+// findingJSON is one finding of --json output.
+type findingJSON struct {
+	Type        string `json:"type"`
+	Kind        string `json:"kind"`
+	Severity    string `json:"severity"`
+	Path        string `json:"path"`
+	ID          string `json:"id,omitempty"`
+	Found       string `json:"found"`
+	Expected    string `json:"expected,omitempty"`
+	Repair      string `json:"repair,omitempty"`
+	Repaired    bool   `json:"repaired"`
+	Done        string `json:"done,omitempty"`
+	RepairError string `json:"repair_error,omitempty"`
+	MovedTo     string `json:"moved_to,omitempty"`
+}
+
+func (p *fsckPrinter) finding(f *fsck.Finding) {
+	if p.before != nil {
+		p.before()
+	}
+	defer p.w.Flush()
+	if p.json {
+		j := findingJSON{Type: "finding", Kind: string(f.Kind), Severity: f.Severity().String(), Path: p.abs(f.Path), ID: string(f.ID),
+			Found: leasefmt.Bound(f.Found), Expected: leasefmt.Bound(f.Expected), Repair: f.Repair, Repaired: f.Repaired, Done: leasefmt.Bound(p.absDone(f))}
+		if f.RepairErr != nil {
+			j.RepairError = leasefmt.Bound(f.RepairErr.Error())
+		}
+		if f.MovedTo != "" {
+			j.MovedTo = p.abs(f.MovedTo)
+		}
+		json.NewEncoder(p.w).Encode(j)
+		return
+	}
+	status := f.Severity().String()
+	switch {
+	case f.Repaired:
+		status = "repaired"
+	case f.RepairErr != nil:
+		status = "unrepaired"
+	}
+	// Each part is bounded and escaped on its own (a file name may hold a
+	// newline), so a long part cannot cut off what was done.
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s", status, f.Kind, leasefmt.Bound(p.abs(f.Path)))
+	if f.ID != "" {
+		fmt.Fprintf(&b, " id %s", f.ID)
+	}
+	fmt.Fprintf(&b, ": %s", leasefmt.Bound(f.Found))
+	if f.Expected != "" {
+		fmt.Fprintf(&b, "; want %s", leasefmt.Bound(f.Expected))
+	}
+	switch {
+	case f.Repaired:
+		fmt.Fprintf(&b, " => %s", leasefmt.Bound(p.absDone(f)))
+	case f.RepairErr != nil:
+		fmt.Fprintf(&b, " => repair failed: %s", leasefmt.Bound(f.RepairErr.Error()))
+	case f.Severity() == fsck.Notice:
+		b.WriteString(" (left alone)")
+	case f.Repair != "":
+		fmt.Fprintf(&b, " (repair: %s)", leasefmt.Bound(f.Repair))
+	}
+	fmt.Fprintln(p.w, b.String())
+}
+
+// absDone renders what a repair did with the moved-to name made absolute.
+func (p *fsckPrinter) absDone(f *fsck.Finding) string {
+	if f.MovedTo == "" {
+		return f.Done
+	}
+	return strings.ReplaceAll(f.Done, f.MovedTo, p.abs(f.MovedTo))
+}
+
+// summaryJSON is the last object of --json output.
+type summaryJSON struct {
+	Type          string         `json:"type"`
+	Root          string         `json:"root"`
+	Repair        bool           `json:"repair"`
+	WorkShards    int            `json:"work_shards,omitempty"`
+	TargetShards  int            `json:"target_shards,omitempty"`
+	Directories   int            `json:"directories"`
+	Records       map[string]int `json:"records"`
+	Live          int            `json:"live"`
+	Expired       int            `json:"expired"`
+	Errors        int            `json:"errors"`
+	Found         map[string]int `json:"found"`
+	Repaired      map[string]int `json:"repaired"`
+	Left          map[string]int `json:"left"`
+	Exit          int            `json:"exit"`
+	RepairCommand string         `json:"repair_command,omitempty"`
+}
+
+func kindCounts(m map[fsck.Kind]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[string(k)] = v
+	}
+	return out
+}
+
+func listCounts(m map[fsck.Kind]int) string {
+	var parts []string
+	for _, k := range fsck.Kinds(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (p *fsckPrinter) summary(s *fsck.Summary) {
+	if p.before != nil {
+		p.before()
+	}
+	left := fsck.Count(s.Left)
+	cmd := ""
+	if left > 0 {
+		cmd = p.repairCmd
+	}
+	if p.json {
+		j := summaryJSON{Type: "summary", Root: p.root, Repair: s.Repair, Directories: s.Dirs, Records: s.Records,
+			Live: s.Live, Expired: s.Expired, Errors: s.Errors(), Found: kindCounts(s.Found), Repaired: kindCounts(s.Repaired),
+			Left: kindCounts(s.Left), Exit: s.Exit(), RepairCommand: cmd}
+		if s.Table != nil {
+			j.WorkShards, j.TargetShards = s.Table.WorkShards, s.Table.TargetShards
+		}
+		json.NewEncoder(p.w).Encode(j)
+		return
+	}
+	total := 0
+	for _, n := range s.Records {
+		total += n
+	}
+	fmt.Fprintf(p.w, "checked %d records in %d directories of %s (work %d, targets %d, groups %d): %d live, %d expired (expiry is normal; expired leases are not touched)\n",
+		total, s.Dirs, p.root, s.Records["work"], s.Records["targets"], s.Records["groups"], s.Live, s.Expired)
+	errs := map[fsck.Kind]int{}
+	notices := map[fsck.Kind]int{}
+	for k, v := range s.Found {
+		switch k.Severity() {
+		case fsck.Error:
+			errs[k] = v
+		case fsck.Notice:
+			notices[k] = v
+		}
+	}
+	if n := fsck.Count(errs); n > 0 {
+		fmt.Fprintf(p.w, "errors: %d (%s)\n", n, listCounts(errs))
+	} else {
+		fmt.Fprintln(p.w, "errors: none")
+	}
+	if n := fsck.Count(notices); n > 0 {
+		fmt.Fprintf(p.w, "notices: %d (%s), left alone\n", n, listCounts(notices))
+	}
+	if n := s.Found[fsck.KindIO]; n > 0 {
+		fmt.Fprintf(p.w, "operational errors: %d (see the io lines); the check is incomplete\n", n)
+	}
+	if s.Repair {
+		if n := fsck.Count(s.Repaired); n > 0 {
+			fmt.Fprintf(p.w, "repaired: %d (%s)\n", n, listCounts(s.Repaired))
+		}
+		if left > 0 {
+			fmt.Fprintf(p.w, "left: %d (%s); see the unrepaired lines, fix their cause, then run:\n  %s\n", left, listCounts(s.Left), cmd)
+		}
+		return
+	}
+	if left > 0 {
+		fmt.Fprintf(p.w, "the table has errors; to repair them run:\n  %s\n", cmd)
+	}
+}
+
+// showProgress decides whether a progress bar is drawn on w.
+func showProgress(mode string, w io.Writer) bool {
+	switch mode {
+	case "always":
+		return true
+	case "never":
+		return false
+	}
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// fsckBar is the progress bar over shard directories.
+type fsckBar struct {
+	w   io.Writer
+	bar *progressbar.ProgressBar
+}
+
+func newFsckBar(w io.Writer) *fsckBar { return &fsckBar{w: w} }
+
+func (b *fsckBar) update(done, total, records int) {
+	if b.bar == nil {
+		b.bar = progressbar.NewOptions(total,
+			progressbar.OptionSetWriter(b.w),
+			progressbar.OptionSetDescription("checking shard directories"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetItsString("dirs"),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+	}
+	b.bar.Describe(fmt.Sprintf("checked %d records", records))
+	b.bar.Set(done)
+}
+
+func (b *fsckBar) clear() {
+	if b.bar != nil {
+		b.bar.Clear()
+	}
+}
+
+func (b *fsckBar) finish() {
+	if b.bar != nil {
+		b.bar.Finish()
+	}
+}

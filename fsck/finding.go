@@ -1,0 +1,242 @@
+package fsck
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Kind is the type of a finding. The names are stable: they appear in the
+// text report, in --json output and in the notes fsck leaves in lost+found/.
+type Kind string
+
+// The kinds of findings, in the order the report lists them.
+const (
+	// KindTable: the TABLE header is missing or does not validate. Repair
+	// quarantines a bad header and writes one with the shard counts read
+	// from the shard directories (or given by --shards/--target-shards).
+	KindTable Kind = "table"
+	// KindLayout: a top-level directory of the layout is missing or is not
+	// a directory. Repair quarantines what is in its place and creates it.
+	KindLayout Kind = "layout"
+	// KindTemp: a stray temp file .ID.json.tmp.* of a writer that died.
+	// Repair removes it under the record's lock, where no writer can be
+	// active.
+	KindTemp Kind = "temp"
+	// KindInvalid: a record file that does not parse or validate (torn,
+	// truncated, empty, NaN, wrong schema, ID different from the file name,
+	// bad token, not a regular file). Repair quarantines it.
+	KindInvalid Kind = "invalid"
+	// KindMisplaced: a valid record in a directory that is not its shard's.
+	// Repair moves it to its shard when no record is there, else
+	// quarantines it.
+	KindMisplaced Kind = "misplaced"
+	// KindSymlink: a symbolic link anywhere in the table; never followed.
+	// Repair quarantines the link itself (its target is not touched).
+	KindSymlink Kind = "symlink"
+	// KindLock: a shard's .lock that is not a regular file, so no record of
+	// the shard can be locked. Repair quarantines it; the next lock
+	// creates a fresh one.
+	KindLock Kind = "lock"
+	// KindUnfinishedPublish: a committing record whose staged result is
+	// already in public/. Repair rolls it forward to done.
+	KindUnfinishedPublish Kind = "unfinished-publish"
+	// KindPublishLeftover: a staged result whose publication finished (the
+	// same file is in public/, a link left by a crash mid-move). Repair
+	// removes the stage/ name; the bytes stay in public/.
+	KindPublishLeftover Kind = "publish-leftover"
+	// KindGroup: a group manifest whose targets disagree with it (group,
+	// token, owner, expiry, status). Repair releases the group and its
+	// targets that still carry its token, so the group can be claimed
+	// again; the old holder is fenced out by the token.
+	KindGroup Kind = "group"
+	// KindUnknown: a file that is not part of a lease table. Reported, left
+	// alone; a notice, not an error.
+	KindUnknown Kind = "unknown"
+	// KindIO: the check itself failed (a directory could not be read). An
+	// operational error: exit 8.
+	KindIO Kind = "io"
+)
+
+var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
+	KindUnfinishedPublish, KindPublishLeftover, KindGroup, KindUnknown, KindIO}
+
+// Severity says how a finding counts towards the exit status.
+type Severity int
+
+// The severities.
+const (
+	// Error: damage; exit 4 while left, 1 once repaired.
+	Error Severity = iota
+	// Notice: reported, never changed, no effect on the exit status.
+	Notice
+	// Operational: fsck could not do its job here; exit 8.
+	Operational
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Notice:
+		return "notice"
+	case Operational:
+		return "operational"
+	}
+	return "error"
+}
+
+// Severity is the severity of findings of kind k.
+func (k Kind) Severity() Severity {
+	switch k {
+	case KindUnknown:
+		return Notice
+	case KindIO:
+		return Operational
+	}
+	return Error
+}
+
+// Finding is one thing fsck found: what and where, what was expected, and,
+// on a repair run, what was done about it.
+type Finding struct {
+	Kind Kind
+	// Path is the table-relative, slash-separated name of the file.
+	Path string
+	// ID is the record the finding is about, "" when there is none.
+	ID leasefmt.ID
+	// Found says what is there; Expected what should be.
+	Found, Expected string
+	// Err is the underlying cause, when there is one.
+	Err error
+	// Repair says what --repair does about it ("" for notices).
+	Repair string
+
+	// Repaired is set when a repair run fixed it; Done then says how.
+	Repaired bool
+	Done     string
+	// RepairErr is why a repair run could not fix it.
+	RepairErr error
+	// MovedTo is the table-relative name in lost+found/ (or the shard) the
+	// file was moved to.
+	MovedTo string
+}
+
+// Severity is the severity of f's kind.
+func (f *Finding) Severity() Severity { return f.Kind.Severity() }
+
+// Error renders f on one line, table-relative.
+func (f *Finding) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", f.Kind, f.Path)
+	if f.ID != "" {
+		fmt.Fprintf(&b, " id %s", f.ID)
+	}
+	fmt.Fprintf(&b, ": %s", f.Found)
+	if f.Expected != "" {
+		fmt.Fprintf(&b, "; want %s", f.Expected)
+	}
+	return b.String()
+}
+
+// Unwrap returns the underlying cause.
+func (f *Finding) Unwrap() error { return f.Err }
+
+// Left reports whether f is an error a repair did not fix.
+func (f *Finding) Left() bool { return f.Severity() == Error && !f.Repaired }
+
+// Summary counts what a check found and did.
+type Summary struct {
+	// Table is the header used for the check (read, or inferred when the
+	// header was missing or bad); nil when the shard counts were unknown.
+	Table *leasefmt.Table
+	// Repair is whether this was a repair run.
+	Repair bool
+	// Dirs is the number of shard directories scanned.
+	Dirs int
+	// Records counts the valid records checked, by kind directory.
+	Records map[string]int
+	// Live and Expired count leased or committing records by whether
+	// now < expires_at. Expiry is normal; expired leases are not touched.
+	Live, Expired int
+	// Found counts the findings by kind; Repaired the ones a repair fixed;
+	// Left the errors still there.
+	Found, Repaired, Left map[Kind]int
+}
+
+func newSummary(repair bool) *Summary {
+	return &Summary{Repair: repair, Records: map[string]int{}, Found: map[Kind]int{}, Repaired: map[Kind]int{}, Left: map[Kind]int{}}
+}
+
+func (s *Summary) add(f *Finding) {
+	s.Found[f.Kind]++
+	switch {
+	case f.Repaired:
+		s.Repaired[f.Kind]++
+	case f.Severity() == Error:
+		s.Left[f.Kind]++
+	}
+}
+
+// Count sums m.
+func Count(m map[Kind]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// Errors counts the error findings (repaired or not).
+func (s *Summary) Errors() int {
+	n := 0
+	for k, v := range s.Found {
+		if k.Severity() == Error {
+			n += v
+		}
+	}
+	return n
+}
+
+// Exit is the fsck(8) exit status, a sum of bits: 1 errors corrected,
+// 4 errors left uncorrected, 8 operational error; 0 when clean.
+func (s *Summary) Exit() int {
+	code := 0
+	if Count(s.Repaired) > 0 {
+		code |= 1
+	}
+	if Count(s.Left) > 0 {
+		code |= 4
+	}
+	if s.Found[KindIO] > 0 {
+		code |= 8
+	}
+	return code
+}
+
+// Kinds returns the kinds present in m in report order.
+func Kinds(m map[Kind]int) []Kind {
+	var out []Kind
+	for _, k := range kindOrder {
+		if m[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	var extra []Kind
+	for k, v := range m {
+		if v > 0 && !known(k) {
+			extra = append(extra, k)
+		}
+	}
+	sort.Slice(extra, func(a, b int) bool { return extra[a] < extra[b] })
+	return append(out, extra...)
+}
+
+func known(k Kind) bool {
+	for _, o := range kindOrder {
+		if o == k {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,236 @@
+// Package fsck checks a lease table and repairs it: the checker behind
+// `lease fsck` (SPEC §7; fsck(8) exit codes).
+//
+// Check runs phases in a fixed order and streams typed findings (*Finding,
+// one Kind each) to a callback as it goes:
+//
+//  1. header: TABLE is read and validated; when it is missing or bad the
+//     shard counts are read from the shard directories;
+//  2. layout: the top-level directories (lost+found/ first, since repairs
+//     move things into it), stray .TABLE.tmp.* files, unknown files;
+//  3. records: every shard directory of work/, then targets/, then groups/,
+//     scanned by a pool of workers and reported in shard order; each entry
+//     is a record, the shard's .lock, a stray temp file or something
+//     unknown; live group manifests are checked against their targets;
+//  4. publish: stage/ and public/ against the committing work records.
+//
+// A read-only run changes nothing: it takes record locks only on lock files
+// that exist (to tell a stray temp file from one a live writer holds, and to
+// re-check a group under its locks) and never writes. A repair run fixes
+// each error under the same locks, with the same durable primitives, as the
+// normal commands, re-reading and re-validating under the lock first, so it
+// can run while workers renew and claim. Findings stream; records do not
+// accumulate (only committing records that name a published result are
+// kept for the publish phase).
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Options select what Check does.
+type Options struct {
+	// Repair fixes what can be fixed; without it nothing is written.
+	Repair bool
+	// Now is the clock for expiry and for the times repairs write.
+	Now float64
+	// LockTimeout bounds every record lock wait (default 10 s).
+	LockTimeout time.Duration
+	// Shards restricts the record scan to these shard directories: "SS"
+	// (that shard of every kind) or "KIND/SS" with KIND work, targets or
+	// groups. Empty means all.
+	Shards []string
+	// WorkShards and TargetShards, when not 0, are shard counts given
+	// explicitly: they must agree with TABLE, and they are used to rewrite a
+	// missing or bad TABLE instead of the counts read from the directories.
+	WorkShards, TargetShards int
+	// Workers is the number of shard directories scanned at once
+	// (default 8).
+	Workers int
+	// Progress, when set, is called after each shard directory with the
+	// directories done, their total and the records checked so far.
+	Progress func(done, total, records int)
+}
+
+// Errors of Check that are not findings.
+var (
+	// ErrNoTable: the root holds neither a TABLE nor any record directory.
+	ErrNoTable = errors.New("fsck: not a lease table")
+	// ErrUsage: a SHARD argument or an explicit shard count is wrong.
+	ErrUsage = errors.New("fsck: usage")
+)
+
+// checker is one run of Check.
+type checker struct {
+	fs     commit.FS
+	st     *commit.Store
+	opt    Options
+	sum    *Summary
+	report func(*Finding)
+
+	mu         sync.Mutex
+	committing []committingRec
+	records    atomic.Int64
+}
+
+// committingRec is a committing work record that names a published result.
+type committingRec struct {
+	id      leasefmt.ID
+	token   int64
+	publish string
+}
+
+// Check checks the table at root through fsys and calls report with every
+// finding, in a stable order, after any repair of it was made. The error is
+// ErrNoTable, ErrUsage or an I/O error that stopped the check; I/O errors
+// that only stop part of it are KindIO findings.
+func Check(root string, fsys commit.FS, opt Options, report func(*Finding)) (*Summary, error) {
+	if opt.LockTimeout <= 0 {
+		opt.LockTimeout = 10 * time.Second
+	}
+	if opt.Workers < 1 {
+		opt.Workers = 8
+	}
+	c := &checker{
+		fs:     fsys,
+		st:     &commit.Store{Root: root, FS: fsys, LockTimeout: opt.LockTimeout, Writers: 1},
+		opt:    opt,
+		sum:    newSummary(opt.Repair),
+		report: report,
+	}
+	if err := c.run(); err != nil {
+		return c.sum, err
+	}
+	return c.sum, nil
+}
+
+func (c *checker) emit(f *Finding) {
+	if f == nil {
+		return
+	}
+	c.sum.add(f)
+	c.report(f)
+}
+
+func (c *checker) ioFinding(rel string, what string, err error) *Finding {
+	return &Finding{Kind: KindIO, Path: rel, Found: what + ": " + err.Error(), Err: err}
+}
+
+func (c *checker) run() error {
+	hdr, err := c.readHeader()
+	if err != nil {
+		return err
+	}
+	if hdr.table != nil {
+		if err := c.checkExplicit(hdr.table); err != nil {
+			return err
+		}
+	}
+	tasks, err := c.selectShards(hdr.tableOrInferred())
+	if err != nil {
+		return err
+	}
+	c.checkLostFound()
+	c.emit(c.fixHeader(hdr))
+	t := hdr.tableOrInferred()
+	c.sum.Table = t
+	c.checkTop()
+	if t == nil {
+		return nil // the shard counts are unknown: records cannot be checked
+	}
+	c.st.Table = t
+	if tasks == nil {
+		tasks = c.checkKindDirs()
+	}
+	c.scanRecords(tasks)
+	c.checkPublish()
+	return nil
+}
+
+func (c *checker) checkExplicit(t *leasefmt.Table) error {
+	if c.opt.WorkShards != 0 && c.opt.WorkShards != t.WorkShards {
+		return fmt.Errorf("%w: --shards %d, but TABLE has work_shards %d", ErrUsage, c.opt.WorkShards, t.WorkShards)
+	}
+	if c.opt.TargetShards != 0 && c.opt.TargetShards != t.TargetShards {
+		return fmt.Errorf("%w: --target-shards %d, but TABLE has target_shards %d", ErrUsage, c.opt.TargetShards, t.TargetShards)
+	}
+	return nil
+}
+
+// task is one directory of records to scan.
+type task struct {
+	kind leasefmt.Kind
+	dir  string
+	// shard is the shard the directory holds, -1 for a directory that is
+	// not a shard directory (every valid record in it is misplaced).
+	shard int
+}
+
+var kinds = []leasefmt.Kind{leasefmt.Work, leasefmt.Target, leasefmt.Group}
+
+// selectShards resolves the SHARD arguments; nil means every shard (the
+// directories are listed by checkKindDirs).
+func (c *checker) selectShards(t *leasefmt.Table) ([]task, error) {
+	if len(c.opt.Shards) == 0 {
+		return nil, nil
+	}
+	if t == nil {
+		return nil, fmt.Errorf("%w: SHARD arguments need the shard counts, and TABLE is missing or bad (check the whole table)", ErrUsage)
+	}
+	seen := map[string]bool{}
+	var out []task
+	for _, arg := range c.opt.Shards {
+		n := 0
+		for _, k := range kinds {
+			name := arg
+			if i := strings.IndexByte(arg, '/'); i >= 0 {
+				if arg[:i] != k.Dir() {
+					continue
+				}
+				name = arg[i+1:]
+			}
+			sh, ok := leasefmt.ParseShardDirName(name, t.Shards(k))
+			if !ok {
+				continue
+			}
+			n++
+			dir := path.Join(k.Dir(), name)
+			if !seen[dir] {
+				seen[dir] = true
+				out = append(out, task{kind: k, dir: dir, shard: sh})
+			}
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("%w: SHARD %s is not a shard directory of this table (SS or KIND/SS, KIND one of work, targets, groups; %d work and %d target shards)",
+				ErrUsage, leasefmt.Quote(arg), t.WorkShards, t.TargetShards)
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].kind != out[b].kind {
+			return out[a].kind < out[b].kind
+		}
+		return out[a].dir < out[b].dir
+	})
+	return out, nil
+}
+
+// readDirSorted lists dir by name.
+func (c *checker) readDirSorted(dir string) ([]fs.DirEntry, error) {
+	ents, err := c.fs.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(ents, func(a, b int) bool { return ents[a].Name() < ents[b].Name() })
+	return ents, nil
+}
