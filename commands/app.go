@@ -39,6 +39,7 @@ func NewApp() *cli.App {
 			groupRenewCommand,
 			groupReleaseCommand,
 			statusCommand,
+			fsckCommand,
 			configCommand,
 			versionCommand,
 		},
