@@ -38,6 +38,7 @@ func NewApp() *cli.App {
 			groupClaimCommand,
 			groupRenewCommand,
 			groupReleaseCommand,
+			runCommand,
 			statusCommand,
 			fsckCommand,
 			configCommand,

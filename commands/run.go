@@ -1,0 +1,435 @@
+package commands
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+var runCommand = &cli.Command{
+	Name:      "run",
+	Usage:     "hold a work lease exactly as long as a command runs",
+	ArgsUsage: "ID -- CMD [ARG...]",
+	Description: "Claims ID (or, with --token, adopts the lease ID already held with that token), then runs\n" +
+		"CMD with LEASE_ID, LEASE_TOKEN and LEASE_ROOT in its environment and renews the lease every\n" +
+		"renewal interval while CMD runs. CMD runs in its own process group; SIGINT, SIGTERM, SIGHUP,\n" +
+		"SIGQUIT, SIGUSR1 and SIGUSR2 sent to lease run are forwarded to that group. When the lease\n" +
+		"is lost (a renewal is refused because the token is stale, the lease expired, was released\n" +
+		"or is done, or no renewal succeeded before the lease's expiry), the group gets SIGTERM and,\n" +
+		"--grace seconds later, SIGKILL, and lease run exits 124. When CMD exits, the lease is\n" +
+		"released, or with --complete and status 0 marked done; a lease that CMD itself completed or\n" +
+		"released with its LEASE_TOKEN counts as finished. Renewals take at most ttl - interval for\n" +
+		"a record lock, so a renewal that waits cannot arrive after the expiry it was meant to\n" +
+		"prevent. CMD's standard streams are lease run's own; lease run writes only to stderr.",
+	Flags: flags(commonFlags(), []cli.Flag{
+		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
+		&cli.Float64Flag{Name: "grace", Usage: "seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE, default 10)"},
+		&cli.Float64Flag{Name: "interval", Usage: "renewal interval in seconds, less than the TTL (env LEASE_RENEW_INTERVAL, default max(0.1, min(30, ttl/3)))"},
+		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
+	}),
+	Action: runRun,
+}
+
+// Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
+const (
+	exitLost       = 124
+	exitToolFailed = 125
+	exitCannotRun  = 126
+	exitNotFound   = 127
+)
+
+// forwardedSignals are passed on to CMD's process group.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
+
+// toolFailed turns an error of lease run's own into exit 125, keeping its
+// text: a usage or table error must not be mistaken for CMD's status.
+func toolFailed(err error) error {
+	if err == nil {
+		return nil
+	}
+	return cli.Exit(err.Error(), exitToolFailed)
+}
+
+// splitRunArgs splits `ID -- CMD ARG...` (the "--" is optional, and may
+// already have been consumed by the flag parser when it came first).
+func splitRunArgs(args []string) (leasefmt.ID, []string, error) {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return "", nil, fmt.Errorf("want ID -- CMD [ARG...]")
+	}
+	id, err := leasefmt.ParseID(args[0])
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := args[1:]
+	if len(cmd) > 0 && cmd[0] == "--" {
+		cmd = cmd[1:]
+	}
+	if len(cmd) == 0 {
+		return "", nil, fmt.Errorf("no command to run after %s (want ID -- CMD [ARG...])", id)
+	}
+	return id, cmd, nil
+}
+
+// lookCommand resolves CMD before anything is claimed, so that a typo
+// costs no token: exit 127 when it is not found, 126 when it cannot run.
+func lookCommand(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p, nil
+	}
+	switch {
+	case errors.Is(err, exec.ErrDot):
+		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("%s resolves to the current directory; name it ./%s", leasefmt.Quote(name), name)), exitNotFound)
+	case errors.Is(err, fs.ErrPermission):
+		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: %v", leasefmt.Quote(name), err)), exitCannotRun)
+	}
+	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitNotFound)
+}
+
+// renewLockTimeout bounds the lock wait of a renewal to ttl - interval:
+// a renewal started one interval after the last must land before expiry.
+func renewLockTimeout(set *Settings) time.Duration {
+	return time.Duration(min(set.LockTimeout, set.TTL-set.RenewInterval) * float64(time.Second))
+}
+
+// childEnv is the environment of CMD: lease run's own with LEASE_ID,
+// LEASE_TOKEN and LEASE_ROOT set.
+func childEnv(id leasefmt.ID, token int64, root string) []string {
+	set := map[string]string{"LEASE_ID": string(id), "LEASE_TOKEN": strconv.FormatInt(token, 10), "LEASE_ROOT": root}
+	var out []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); set[k] != "" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, k := range []string{"LEASE_ID", "LEASE_TOKEN", "LEASE_ROOT"} {
+		out = append(out, k+"="+set[k])
+	}
+	return out
+}
+
+// runSummary is what lease run prints with --json (on stderr: stdout
+// belongs to CMD).
+type runSummary struct {
+	Command     string          `json:"command"`
+	ID          string          `json:"id"`
+	Token       int64           `json:"token"`
+	Exit        int             `json:"exit"`
+	ChildStatus *int            `json:"child_status"`
+	ChildSignal string          `json:"child_signal,omitempty"`
+	Lost        bool            `json:"lost"`
+	LostReason  string          `json:"lost_reason,omitempty"`
+	Finish      string          `json:"finish"`
+	Stats       commit.Snapshot `json:"stats"`
+}
+
+func runRun(c *cli.Context) error {
+	e, err := newEnv(c)
+	if err != nil {
+		return toolFailed(err)
+	}
+	if c.IsSet("now") {
+		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitToolFailed)
+	}
+	id, argv, err := splitRunArgs(c.Args().Slice())
+	if err != nil {
+		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitToolFailed)
+	}
+	var adopt int64
+	if c.IsSet("token") {
+		if adopt, err = leasefmt.ParseToken(c.String("token")); err != nil {
+			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitToolFailed)
+		}
+	}
+	path, err := lookCommand(argv[0])
+	if err != nil {
+		return err
+	}
+	st, err := e.open(true)
+	if err != nil {
+		return toolFailed(err)
+	}
+
+	// Claim (or adopt) the lease.
+	item := commit.Item{ID: id, Token: adopt}
+	start := time.Now()
+	now := e.clock()
+	var res []commit.Result
+	if adopt != 0 {
+		res = st.Renew([]commit.Item{item}, now, e.set.TTL)
+	} else {
+		res = st.Claim([]commit.Item{item}, e.set.Owner, now, e.set.TTL)
+	}
+	if r := res[0]; r.Outcome != commit.OK {
+		fmt.Fprintln(e.errw, failLine(r))
+		verb := "claimed"
+		if adopt != 0 {
+			verb = "adopted"
+		}
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s: %s; %s not run", id, verb, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
+	}
+	item.Token = res[0].Token
+	st.LockTimeout = renewLockTimeout(e.set)
+	if e.verbose {
+		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %gs, renewing every %gs\n", id, item.Token, e.set.TTL, e.set.RenewInterval)
+	}
+
+	h := &holder{e: e, st: st, item: item, argv: argv, deadline: start.Add(seconds(e.set.TTL))}
+	code, status := h.run(path, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+	if e.json {
+		sum := runSummary{Command: "run", ID: string(id), Token: item.Token, Exit: code, ChildStatus: status.code,
+			ChildSignal: status.signal, Lost: h.lost, LostReason: h.lostReason, Finish: h.finish, Stats: e.snapshot(st)}
+		json.NewEncoder(e.errw).Encode(sum)
+	} else if e.verbose {
+		s := e.snapshot(st)
+		fmt.Fprintf(e.errw, "lease run: %s token %d: renewals=%d lost=%t finish=%s exit=%d duration=%.3fs\n",
+			id, item.Token, h.renewals, h.lost, h.finish, code, s.DurationS)
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// holder runs CMD while keeping one lease alive.
+type holder struct {
+	e    *env
+	st   *commit.Store
+	item commit.Item
+	argv []string
+	// deadline is when the lease runs out by the local monotonic clock,
+	// counted from before the write that last extended it.
+	deadline time.Time
+
+	renewals   int
+	byCommand  bool // CMD finished the lease itself: renewals stopped
+	lost       bool
+	lostReason string
+	finish     string // released, done, lost, or the failure's reason word
+}
+
+// childStatus is how CMD ended.
+type childStatus struct {
+	code   *int
+	signal string
+}
+
+// run starts CMD, keeps the lease until CMD exits, finishes the lease and
+// returns lease run's exit status.
+func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (int, childStatus) {
+	e := h.e
+	cmd := exec.Command(path, h.argv[1:]...)
+	cmd.Args[0] = h.argv[0]
+	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root())
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
+	// Its own process group, so that signals reach CMD's children too and
+	// a terminal's ^C reaches CMD once (through us), not twice. Pdeathsig:
+	// if lease run itself is killed, CMD is told, as its lease will lapse.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.WaitDelay = time.Second
+
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwardedSignals...)
+	defer signal.Stop(sigc)
+
+	if err := cmd.Start(); err != nil {
+		code := exitCannotRun
+		if errors.Is(err, fs.ErrNotExist) {
+			code = exitNotFound
+		}
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: cannot run %s: %v", leasefmt.Quote(h.argv[0]), err)))
+		if h.end(false); h.lost {
+			return exitLost, childStatus{}
+		}
+		return code, childStatus{}
+	}
+	pgid := cmd.Process.Pid
+	waitc := make(chan error, 1)
+	go func() { waitc <- cmd.Wait() }()
+
+	ticker := time.NewTicker(seconds(e.set.RenewInterval))
+	defer ticker.Stop()
+	expiry := time.NewTimer(time.Until(h.deadline))
+	defer expiry.Stop()
+	var killc <-chan time.Time
+	renewc := make(chan renewal, 1)
+	renewing := false
+
+	stopRenewing := func() {
+		ticker.Stop()
+		expiry.Stop()
+	}
+	loseLease := func(why string) {
+		if h.lost {
+			return
+		}
+		h.lost, h.lostReason = true, why
+		stopRenewing()
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %gs",
+			why, leasefmt.Quote(h.argv[0]), pgid, e.set.Grace)))
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		killc = time.After(seconds(e.set.Grace))
+	}
+
+	var waitErr error
+loop:
+	for {
+		select {
+		case waitErr = <-waitc:
+			break loop
+		case sig := <-sigc:
+			if s, ok := sig.(syscall.Signal); ok {
+				syscall.Kill(-pgid, s)
+			}
+		case <-killc:
+			killc = nil
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running %gs after SIGTERM; sending SIGKILL to process group %d",
+				leasefmt.Quote(h.argv[0]), e.set.Grace, pgid)))
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-ticker.C:
+			if renewing || h.lost || h.byCommand {
+				continue
+			}
+			renewing = true
+			go h.renew(renewc)
+		case r := <-renewc:
+			renewing = false
+			h.renewed(r, loseLease, stopRenewing, expiry)
+		case <-expiry.C:
+			if !h.lost && !h.byCommand {
+				loseLease(fmt.Sprintf("expired %s %d: no renewal succeeded within the TTL of %gs", h.item.ID, h.item.Token, e.set.TTL))
+			}
+		}
+	}
+	if renewing { // let the renewal in flight land before finishing
+		h.renewed(<-renewc, loseLease, stopRenewing, expiry)
+	}
+
+	status := childStatus{}
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil || errors.As(waitErr, &ee):
+		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
+			status.signal = unix.SignalName(ws.Signal())
+		} else {
+			code = ws.ExitStatus()
+		}
+		c := code
+		status.code = &c
+	default: // only I/O copying errors reach here; CMD did end
+		code = exitToolFailed
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: waiting for %s: %v", leasefmt.Quote(h.argv[0]), waitErr)))
+	}
+	fc := h.end(code == 0 && e.c.Bool("complete"))
+	switch {
+	case h.lost:
+		return exitLost, status
+	case fc != 0 && code == 0:
+		return fc, status
+	}
+	return code, status
+}
+
+// renewal is the result of one renewal attempt.
+type renewal struct {
+	started time.Time
+	res     commit.Result
+}
+
+func (h *holder) renew(out chan<- renewal) {
+	started := time.Now()
+	res := h.st.Renew([]commit.Item{h.item}, h.e.clock(), h.e.set.TTL)
+	out <- renewal{started, res[0]}
+}
+
+// renewed handles the result of a renewal: a success extends the local
+// deadline, a refusal loses the lease, and a failure (lock timeout, I/O,
+// corrupt record) is reported and retried until the deadline passes.
+func (h *holder) renewed(r renewal, lose func(string), stop func(), expiry *time.Timer) {
+	if h.lost || h.byCommand {
+		return
+	}
+	switch {
+	case r.res.Outcome == commit.OK:
+		h.renewals++
+		h.deadline = r.started.Add(seconds(h.e.set.TTL))
+		expiry.Reset(time.Until(h.deadline))
+		if h.e.verbose {
+			fmt.Fprintf(h.e.errw, "lease run: renewed %s token %d until %.6f\n", h.item.ID, h.item.Token, r.res.Record.ExpiresAt)
+		}
+	case finishedByCommand(r.res.Outcome):
+		h.byCommand = true
+		stop()
+		if h.e.verbose {
+			fmt.Fprintf(h.e.errw, "lease run: %s token %d was finished by the command (%s); renewals stop\n", h.item.ID, h.item.Token, r.res.Outcome.Reason())
+		}
+	case lostOutcome(r.res.Outcome):
+		lose(failLine(r.res))
+	default:
+		fmt.Fprintln(h.e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.res))
+	}
+}
+
+// end finishes the lease after CMD exited: complete (done) when asked and
+// CMD succeeded, else release. A lease CMD finished itself under our token
+// (done or released) is fine. It returns 0, exitLost when the lease turns
+// out to be gone, or exitToolFailed when the table could not be written.
+func (h *holder) end(complete bool) int {
+	now := h.e.clock()
+	var res []commit.Result
+	verb := "release"
+	if complete {
+		res, verb = h.st.Complete([]commit.Item{h.item}, now), "complete"
+	} else {
+		res = h.st.Release([]commit.Item{h.item}, now)
+	}
+	switch r := res[0]; {
+	case r.Outcome == commit.OK:
+		h.finish = map[bool]string{true: "done", false: "released"}[complete]
+		return 0
+	case finishedByCommand(r.Outcome):
+		h.finish = "by-command-" + r.Outcome.Reason()
+		return 0
+	case h.lost:
+		h.finish = "lost"
+		return exitLost
+	case lostOutcome(r.Outcome):
+		h.finish = "lost"
+		h.lost, h.lostReason = true, failLine(r)
+		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before it could be finished: "+failLine(r)))
+		return exitLost
+	default:
+		h.finish = r.Outcome.Reason()
+		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: could not %s the lease: %s", verb, failLine(r))))
+		return exitToolFailed
+	}
+}
+
+// finishedByCommand: a renewal or release refused as done or released
+// passed the token check first (fenced), so CMD (or someone it gave
+// LEASE_TOKEN to) finished the lease itself.
+func finishedByCommand(o commit.Outcome) bool { return o == commit.Done || o == commit.Released }

@@ -1,0 +1,76 @@
+// Package examples holds the demo campaign, a fuzz-wrapper script and an
+// mpirun job script; this test runs the demo as the README tells a new user.
+package examples
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestDemo runs ./examples/demo.sh from the repository root on a fresh table
+// in a temp dir and checks that it ends with its summary and exit 0.
+func TestDemo(t *testing.T) {
+	for _, tool := range []string{"bash", "go", "sha256sum"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
+				t.Fatalf("%s is not installed (LEASE_TEST_REQUIRE=all)", tool)
+			}
+			t.Skipf("the demo needs %s, which is not installed", tool)
+		}
+	}
+	if testing.Short() {
+		t.Skip("the demo takes about 10 s; skipped with -short")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("bash", "examples/demo.sh")
+	cmd.Dir = ".."
+	env := []string{"DEMO_ROOT=" + filepath.Join(dir, "demo-table"), "DEMO_BIN_DIR=" + filepath.Join(dir, "bin")}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEASE_") && !strings.HasPrefix(kv, "DEMO_") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = env
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Minute): // a hang, not a slow machine
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("demo.sh did not finish:\n%s", out)
+	}
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	text := string(out)
+	for _, want := range []string{
+		"== summary",
+		"items done:  12 of 12",
+		"refusals:    1 stale publish refused",
+		"late publish with token 1 refused (exit 1), nothing moved",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	if m := regexp.MustCompile(`reclaimed:   (\d+) `).FindStringSubmatch(text); m == nil || m[1] == "0" {
+		t.Errorf("the dead holder's item was not reclaimed")
+	}
+	if !strings.HasSuffix(text, "demo: OK\n") {
+		t.Errorf("demo output does not end with its verdict")
+	}
+	if t.Failed() {
+		t.Logf("demo output:\n%s", text)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "demo-table", "public")); err != nil {
+		t.Errorf("the demo table is not where DEMO_ROOT said: %v", err)
+	}
+}
