@@ -42,6 +42,7 @@ func NewApp() *cli.App {
 			statusCommand,
 			fsckCommand,
 			configCommand,
+			qualifyCommand,
 			versionCommand,
 		},
 	}

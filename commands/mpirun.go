@@ -1,10 +1,12 @@
 package commands
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -98,11 +100,20 @@ type wireRank struct {
 	Results []wireResult    `json:"results"`
 	Stats   commit.Snapshot `json:"stats"`
 	Lat     []float64       `json:"lat"`
+	// CollS is the time this rank spent in collectives before the gather
+	// of the results completed.
+	CollS float64 `json:"coll_s"`
+	Host  string  `json:"host"`
 }
 
 type wireErr struct {
 	Err  string `json:"err,omitempty"`
 	Code int    `json:"code,omitempty"`
+	Host string `json:"host,omitempty"`
+	// Root and Table name the table this rank opened (see
+	// tableIdentity).
+	Root  string `json:"root,omitempty"`
+	Table string `json:"table,omitempty"`
 }
 
 func errValue(err error) wireErr {
@@ -114,35 +125,100 @@ func errValue(err error) wireErr {
 	if errors.As(err, &ec) {
 		code = ec.ExitCode()
 	}
-	return wireErr{Err: err.Error(), Code: code}
+	msg := err.Error()
+	if msg == "" {
+		msg = "failed"
+	}
+	return wireErr{Err: msg, Code: code}
 }
 
 // agree makes every rank see the same error: the first failing rank's,
 // named with its rank and host.
 func agree(w *mpi.World, err error, coll *time.Duration) (wireErr, error) {
-	mine, _ := json.Marshal(errValue(err))
+	_, we, cerr := exchange(w, errValue(err), coll)
+	return we, cerr
+}
+
+// exchange gathers every rank's message on every rank and returns them
+// with the agreed error (the first failing rank's, named with its rank and
+// host); every rank computes the same answer from the same messages.
+func exchange(w *mpi.World, mine wireErr, coll *time.Duration) ([]wireErr, wireErr, error) {
+	mine.Host = w.Host()
+	b, _ := json.Marshal(mine)
 	t := time.Now()
-	all, cerr := w.AllGather(mine)
+	all, cerr := w.AllGather(b)
 	*coll += time.Since(t)
 	if cerr != nil {
-		return wireErr{}, cerr
+		return nil, wireErr{}, cerr
 	}
+	msgs := make([]wireErr, len(all))
 	for r, b := range all {
-		var we wireErr
-		if json.Unmarshal(b, &we) != nil {
-			return wireErr{Err: fmt.Sprintf("rank %d sent a malformed message", r), Code: 4}, nil
+		if json.Unmarshal(b, &msgs[r]) != nil {
+			return nil, wireErr{Err: fmt.Sprintf("rank %d of %d sent a malformed message", r, w.Size()), Code: 4}, nil
 		}
+	}
+	for r, we := range msgs {
 		if we.Code != 0 {
 			if we.Err == "" {
 				we.Err = "failed"
 			}
 			if w.Size() > 1 {
-				we.Err = fmt.Sprintf("rank %d of %d: %s", r, w.Size(), we.Err)
+				we.Err = fmt.Sprintf("rank %d of %d (host %s): %s", r, w.Size(), leasefmt.Quote(we.Host), we.Err)
 			}
-			return we, nil
+			return msgs, we, nil
 		}
 	}
-	return wireErr{}, nil
+	return msgs, wireErr{}, nil
+}
+
+// tableIdentity names the table st opened so that ranks can check they
+// all opened the same one: its header and the modification time of the
+// TABLE file, which is written once and never changes, and which every
+// client of a shared filesystem sees alike.
+func tableIdentity(st *commit.Store) string {
+	hdr, _ := leasefmt.EncodeTable(st.Table)
+	id := string(bytes.TrimSpace(hdr))
+	if fi, err := st.FS.Lstat(commit.TableFile); err == nil {
+		id += fmt.Sprintf(" mtime=%d", fi.ModTime().UnixNano())
+	}
+	return id
+}
+
+// openAll opens the table on every rank. Rank 0 opens it first (and
+// creates it if the command does); the other ranks then open it without
+// creating it, so that a rank whose view of the root is missing fails
+// instead of making a table of its own. Every rank must have opened the
+// same table as rank 0.
+func openAll(w *mpi.World, e *env, spec batchSpec, coll *time.Duration) (*commit.Store, wireErr, error) {
+	var st *commit.Store
+	var err error
+	if w.Rank() == 0 {
+		st, err = e.open(spec.create)
+	}
+	if we, cerr := agree(w, err, coll); cerr != nil || we.Code != 0 {
+		return nil, we, cerr
+	}
+	var mine wireErr
+	if w.Rank() != 0 {
+		st, err = e.open(false)
+		mine = errValue(err)
+	}
+	if st != nil {
+		mine.Root, mine.Table = e.root(), tableIdentity(st)
+	}
+	msgs, we, cerr := exchange(w, mine, coll)
+	if cerr != nil || we.Code != 0 {
+		return nil, we, cerr
+	}
+	for r := 1; r < len(msgs); r++ {
+		if msgs[r].Table != msgs[0].Table {
+			return nil, wireErr{Code: 2, Err: leasefmt.Bound(fmt.Sprintf(
+				"rank %d of %d (host %s) opened another table than rank 0 (host %s): %s holds %s, %s holds %s; every rank must see the same table",
+				r, w.Size(), leasefmt.Quote(msgs[r].Host), leasefmt.Quote(msgs[0].Host),
+				msgs[r].Root, msgs[r].Table, msgs[0].Root, msgs[0].Table))}, nil
+		}
+	}
+	return st, wireErr{}, nil
 }
 
 func runDistributed(c *cli.Context, spec batchSpec) (result error) {
@@ -192,15 +268,21 @@ func runDistributed(c *cli.Context, spec batchSpec) (result error) {
 	if err != nil {
 		return quiet(cli.Exit(leasefmt.Bound(err.Error()), 4))
 	}
+	// A rank that cannot decode the input must not leave the others
+	// waiting: the decode error is agreed like any other.
+	var decodeErr error
 	if err := json.Unmarshal(payload, &in); err != nil {
-		return quiet(cli.Exit("mpi: malformed input broadcast", 4))
+		decodeErr = cli.Exit(leasefmt.Bound(fmt.Sprintf("mpi: malformed input broadcast (%d bytes): %v", len(payload), err)), 4)
+	}
+	if we, err := agree(w, decodeErr, &coll); err != nil || we.Code != 0 {
+		return quiet(agreedErr(we, err))
 	}
 	if in.Code != 0 {
 		return quiet(cli.Exit(in.Err, in.Code))
 	}
 	// Every rank opens the table; a rank that cannot fails them all.
-	st, openErr := e.open(spec.create)
-	if we, err := agree(w, openErr, &coll); err != nil || we.Code != 0 {
+	st, we, err := openAll(w, e, spec, &coll)
+	if err != nil || we.Code != 0 {
 		return quiet(agreedErr(we, err))
 	}
 	mine := in.Items
@@ -226,7 +308,7 @@ func runDistributed(c *cli.Context, spec batchSpec) (result error) {
 		res = spec.run(e, st, mine)
 	}
 	snap := e.snapshot(st)
-	out := wireRank{Stats: snap, Lat: snap.Latencies}
+	out := wireRank{Stats: snap, Lat: snap.Latencies, CollS: coll.Seconds(), Host: w.Host()}
 	for j, r := range res {
 		i := j
 		if j < len(index) {
@@ -250,66 +332,15 @@ func runDistributed(c *cli.Context, spec batchSpec) (result error) {
 	code := 0
 	var reported error
 	if rank0 {
-		merged := make([]commit.Result, len(in.Items))
-		filled := make([]bool, len(in.Items))
-		var total commit.Snapshot
-		for r, p := range parts {
-			var wr wireRank
-			if err := json.Unmarshal(p, &wr); err != nil {
-				return cli.Exit(fmt.Sprintf("mpi: rank %d sent malformed results", r), 4)
-			}
-			wr.Stats.Latencies = wr.Lat
-			if r == 0 {
-				total = wr.Stats
-			} else {
-				total.Add(wr.Stats)
-			}
-			for _, x := range wr.Results {
-				if x.I < 0 || x.I >= len(merged) {
-					continue
-				}
-				it := in.Items[x.I]
-				m := commit.Result{Item: it, Outcome: x.O, Token: x.T, Detail: x.D, Path: x.P, Latency: time.Duration(x.L)}
-				if x.R != "" {
-					m.Record, _ = leasefmt.Decode([]byte(x.R), spec.kind, it.ID)
-				}
-				merged[x.I], filled[x.I] = m, true
-			}
-		}
-		// G6 across ranks: an I/O error on any rank fails the whole batch.
-		var ioErr string
-		for i := range merged {
-			if !filled[i] && spec.spread {
-				merged[i] = commit.Result{Item: in.Items[i], Outcome: commit.IOError, Detail: "no rank reported this item"}
-			}
-			if merged[i].Outcome == commit.IOError && ioErr == "" {
-				ioErr = merged[i].Detail
-			}
-		}
-		if !spec.spread { // rank 0 ran a prefix of the input (claim --first)
-			kept := merged[:0]
-			for i := range merged {
-				if filled[i] {
-					kept = append(kept, merged[i])
-				}
-			}
-			merged = kept
-		}
-		if ioErr != "" {
-			for i := range merged {
-				if merged[i].Outcome == commit.OK {
-					merged[i].Outcome, merged[i].Detail = commit.IOError, "batch failed on another rank, not renewed: "+ioErr
-				}
-			}
-		}
-		total.Ranks = w.Size()
-		total.CollectiveS = coll.Seconds()
-		reported = spec.finish(merged, e.report(spec.name, merged, total))
+		reported = mergeAndReport(w, e, spec, in.Items, parts, coll)
 		var ec cli.ExitCoder
 		if errors.As(reported, &ec) {
 			code = ec.ExitCode()
+		} else if reported != nil {
+			code = 1
 		}
 	}
+	// Every rank exits with the status rank 0 reported.
 	cb, _ := json.Marshal(code)
 	agreed, err := w.Bcast(0, cb)
 	if err != nil {
@@ -318,11 +349,102 @@ func runDistributed(c *cli.Context, spec batchSpec) (result error) {
 	if rank0 {
 		return reported
 	}
-	json.Unmarshal(agreed, &code)
+	if json.Unmarshal(agreed, &code) != nil {
+		code = 4
+	}
 	if code != 0 {
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// mergeAndReport is rank 0's part: it puts the gathered results back in
+// input order, sums the statistics, applies G6 across ranks and prints
+// what one process would print. It returns the exit error.
+func mergeAndReport(w *mpi.World, e *env, spec batchSpec, items []commit.Item, parts [][]byte, coll time.Duration) error {
+	merged := make([]commit.Result, len(items))
+	filled := make([]bool, len(items))
+	from := make([]int, len(items)) // the rank that reported each item
+	hosts := make([]string, len(parts))
+	var total commit.Snapshot
+	// collective_s is the least time any rank spent in collectives: the
+	// cost of the collectives themselves, without the time a rank waited
+	// for slower peers to finish their shards.
+	collS := coll.Seconds()
+	var bad []string
+	for r, p := range parts {
+		var wr wireRank
+		if err := json.Unmarshal(p, &wr); err != nil {
+			bad = append(bad, fmt.Sprintf("rank %d sent malformed results", r))
+			continue
+		}
+		wr.Stats.Latencies = wr.Lat
+		hosts[r] = wr.Host
+		if r == 0 {
+			total = wr.Stats
+		} else {
+			total.Add(wr.Stats)
+			collS = min(collS, wr.CollS)
+		}
+		for _, x := range wr.Results {
+			if x.I < 0 || x.I >= len(merged) || filled[x.I] {
+				bad = append(bad, fmt.Sprintf("rank %d reported item %d twice or out of range", r, x.I))
+				continue
+			}
+			it := items[x.I]
+			m := commit.Result{Item: it, Outcome: x.O, Token: x.T, Detail: x.D, Path: x.P, Latency: time.Duration(x.L)}
+			if x.R != "" {
+				m.Record, _ = leasefmt.Decode([]byte(x.R), spec.kind, it.ID)
+			}
+			merged[x.I], filled[x.I], from[x.I] = m, true, r
+		}
+	}
+	// G6 across ranks: an I/O error on any rank fails the whole batch.
+	// The cause named is the first error a rank met itself, not one of
+	// the items its batch then gave up.
+	ioErr := ""
+	if len(bad) > 0 {
+		ioErr = "mpi: " + strings.Join(bad, "; ")
+	}
+	for i := range merged {
+		if !filled[i] && spec.spread {
+			merged[i] = commit.Result{Item: items[i], Outcome: commit.IOError, Detail: "no rank reported this item"}
+			filled[i], from[i] = true, -1
+		}
+	}
+	derived := func(d string) bool {
+		return strings.HasPrefix(d, "not attempted: ") || strings.HasPrefix(d, "batch failed, not renewed: ")
+	}
+	for pass := 0; pass < 2 && ioErr == ""; pass++ {
+		for i := range merged {
+			if filled[i] && merged[i].Outcome == commit.IOError && (pass == 1 || !derived(merged[i].Detail)) {
+				ioErr = merged[i].Detail
+				if r := from[i]; r >= 0 && w.Size() > 1 {
+					ioErr = fmt.Sprintf("rank %d of %d (host %s): %s", r, w.Size(), leasefmt.Quote(hosts[r]), ioErr)
+				}
+				break
+			}
+		}
+	}
+	if !spec.spread { // rank 0 ran a prefix of the input (claim --first)
+		kept := merged[:0]
+		for i := range merged {
+			if filled[i] {
+				kept = append(kept, merged[i])
+			}
+		}
+		merged = kept
+	}
+	if ioErr != "" {
+		for i := range merged {
+			if merged[i].Outcome == commit.OK {
+				merged[i].Outcome, merged[i].Detail = commit.IOError, leasefmt.Bound("batch failed, not renewed: "+ioErr)
+			}
+		}
+	}
+	total.Ranks = w.Size()
+	total.CollectiveS = collS
+	return spec.finish(merged, e.report(spec.name, merged, total))
 }
 
 func agreedErr(we wireErr, err error) error {

@@ -151,16 +151,24 @@ func qualifyAll(e *env, w *mpi.World, rounds int, maxSkew float64) proof {
 	root := e.root()
 	dir := filepath.Join(root, string(name))
 	var local []check
+	usable := true
 	if err := commit.MkdirRoot(root); err != nil {
 		local = append(local, check{Name: "root", Pass: false, Detail: err.Error()})
+		// A root that was made but whose parent directory could not be
+		// fsynced is still checked, so that the proof names every check
+		// that fails rather than only the first.
+		if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+			usable = false
+		}
 	}
-	if w.Rank() == 0 && len(local) == 0 {
+	if w.Rank() == 0 && usable {
 		if err := os.Mkdir(dir, 0o777); err != nil {
 			local = append(local, check{Name: "scratch-directory", Pass: false, Detail: err.Error()})
+			usable = false
 		}
 	}
 	w.Barrier()
-	if len(local) == 0 {
+	if usable {
 		local = append(local, localChecks(dir, w.Rank(), maxSkew)...)
 	}
 	if w.Size() > 1 {
