@@ -20,23 +20,23 @@ func TestCrashStates(t *testing.T) {
 	x := explorer()
 	total := 0
 	var rows []string
-	for _, sc := range WorkScenarios() {
+	var tally Tally
+	for _, sc := range allScenarios() {
 		res, err := x.Explore(sc)
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
 		}
 		total += res.States
 		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %d | %d |", res.Scenario, res.Calls, res.CrashPoints, res.States, res.Acks))
-		for i, v := range res.Violations {
-			if i == 20 {
-				t.Errorf("... and %d more", len(res.Violations)-20)
-				break
-			}
-			t.Error(v)
-		}
+		tally.Add(res.Violations...)
 	}
+	report(t, &tally)
 	t.Logf("crash states (budget %d per crash point):\n| operation | calls | crash points | distinct states | acks |\n|---|---|---|---|---|\n%s\ntotal %d", x.Budget, strings.Join(rows, "\n"), total)
 	if total < 10000 {
 		t.Errorf("explored %d crash states, want at least 10000", total)
 	}
+}
+
+func allScenarios() []*Scenario {
+	return append(append(WorkScenarios(), GroupScenarios()...), FsckScenarios()...)
 }

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/leasetool/lease/commit"
@@ -108,7 +109,7 @@ func NewRecorder(t *Tree) *Recorder {
 	if t == nil {
 		t = &Tree{root: &tnode{dir: true, kids: map[string]*tnode{}}}
 	}
-	r.root = r.build(t.root)
+	r.root = r.build(t.root, map[*tnode]*inode{})
 	return r
 }
 
@@ -121,15 +122,21 @@ func (r *Recorder) newInode(dir bool) *inode {
 	return n
 }
 
-func (r *Recorder) build(t *tnode) *inode {
+// build makes the inodes of t; a file node met twice (a file with two
+// names) becomes one inode.
+func (r *Recorder) build(t *tnode, seen map[*tnode]*inode) *inode {
+	if n, ok := seen[t]; ok && !t.dir {
+		return n
+	}
 	n := r.newInode(t.dir)
 	if !t.dir {
 		n.data = bytes.Clone(t.data)
 		r.baseData[n] = n.data
+		seen[t] = n
 		return n
 	}
 	for name, k := range t.kids {
-		c := r.build(k)
+		c := r.build(k, seen)
 		n.kids[name] = c
 		r.baseEnt[entKey{n, name}] = c
 		r.baseDir[n] = append(r.baseDir[n], name)
@@ -418,7 +425,7 @@ func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, 0, len(d.kids))
 	for n, c := range d.kids {
-		out = append(out, fs.FileInfoToDirEntry(info{n, c.dir, int64(len(c.data))}))
+		out = append(out, fs.FileInfoToDirEntry(info{n, c.dir, int64(len(c.data)), c.ino}))
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name() < out[b].Name() })
 	return out, nil
@@ -433,7 +440,7 @@ func (r *Recorder) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, r.fail(i, perr("lstat", name, err))
 	}
-	return info{path.Base("/" + name), n.dir, int64(len(n.data))}, nil
+	return info{path.Base("/" + name), n.dir, int64(len(n.data)), n.ino}, nil
 }
 
 // Lock implements commit.FS: the lock file is created when missing.
@@ -516,6 +523,7 @@ type info struct {
 	name string
 	dir  bool
 	size int64
+	ino  int
 }
 
 func (i info) Name() string { return i.name }
@@ -528,7 +536,10 @@ func (i info) Mode() fs.FileMode {
 }
 func (i info) ModTime() time.Time { return time.Time{} }
 func (i info) IsDir() bool        { return i.dir }
-func (i info) Sys() any           { return nil }
+
+// Sys gives the inode number, so that a file with two names (a rename
+// whose source reappeared after a crash) reads as one file, as on disk.
+func (i info) Sys() any { return &syscall.Stat_t{Dev: 1, Ino: uint64(i.ino)} }
 
 // byteLocks is a table of held (file, byte) locks with bounded waits.
 type byteLocks struct {
@@ -589,10 +600,16 @@ func (r *Recorder) Snapshot() *Tree {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seen := map[*inode]bool{}
+	files := map[*inode]*tnode{}
 	var conv func(n *inode) *tnode
 	conv = func(n *inode) *tnode {
 		if !n.dir {
-			return &tnode{data: bytes.Clone(n.data)}
+			if f, ok := files[n]; ok {
+				return f
+			}
+			f := &tnode{data: bytes.Clone(n.data)}
+			files[n] = f
+			return f
 		}
 		t := &tnode{dir: true, kids: map[string]*tnode{}}
 		if seen[n] {
@@ -611,7 +628,17 @@ func (r *Recorder) Snapshot() *Tree {
 func (t *Tree) Hash() [32]byte {
 	h := sha256.New()
 	var n [8]byte
-	t.Walk(func(p string, dir bool, data []byte) {
+	first := map[*tnode]string{}
+	t.walk(func(p string, node *tnode) {
+		if !node.dir {
+			if q, ok := first[node]; ok {
+				h.Write([]byte{'l'})
+				h.Write([]byte(p + "\x00" + q + "\x00"))
+				return
+			}
+			first[node] = p
+		}
+		dir, data := node.dir, node.data
 		if dir {
 			h.Write([]byte{'d'})
 		} else {
@@ -631,6 +658,10 @@ func (t *Tree) Hash() [32]byte {
 
 // Walk calls fn for every name below the root in lexical order.
 func (t *Tree) Walk(fn func(p string, dir bool, data []byte)) {
+	t.walk(func(p string, n *tnode) { fn(p, n.dir, n.data) })
+}
+
+func (t *Tree) walk(fn func(p string, n *tnode)) {
 	var walk func(prefix string, n *tnode)
 	walk = func(prefix string, n *tnode) {
 		names := make([]string, 0, len(n.kids))
@@ -641,7 +672,7 @@ func (t *Tree) Walk(fn func(p string, dir bool, data []byte)) {
 		for _, k := range names {
 			c := n.kids[k]
 			p := path.Join(prefix, k)
-			fn(p, c.dir, c.data)
+			fn(p, c)
 			if c.dir {
 				walk(p, c)
 			}
@@ -1019,10 +1050,16 @@ func (sp *crashSpace) materialize(r *Recorder, ch choice) *Tree {
 		data[f.n] = f.cands[ch[len(sp.ents)+i]]
 	}
 	onPath := map[*inode]bool{}
+	files := map[*inode]*tnode{}
 	var conv func(n *inode) *tnode
 	conv = func(n *inode) *tnode {
 		if !n.dir {
-			return &tnode{data: data[n]}
+			if f, ok := files[n]; ok {
+				return f
+			}
+			f := &tnode{data: data[n]}
+			files[n] = f
+			return f
 		}
 		t := &tnode{dir: true, kids: map[string]*tnode{}}
 		if onPath[n] {
@@ -1063,4 +1100,74 @@ func (r *Recorder) CrashStates(c, budget int, rng *rand.Rand) []*Tree {
 func (r *Recorder) Durable() *Tree {
 	sp := r.space(r.NumCalls())
 	return sp.materialize(r, make(choice, len(sp.ents)+len(sp.files)))
+}
+
+// node returns the node at p, creating directories when mk is set.
+func (t *Tree) node(p string, mk bool) *tnode {
+	parts, err := splitName(p)
+	if err != nil {
+		return nil
+	}
+	n := t.root
+	for _, c := range parts {
+		k, ok := n.kids[c]
+		if !ok {
+			if !mk {
+				return nil
+			}
+			k = &tnode{dir: true, kids: map[string]*tnode{}}
+			n.kids[c] = k
+		}
+		n = k
+	}
+	return n
+}
+
+// Put returns a copy of t with the file p holding data (directories made
+// as needed). Starting states are damaged with it.
+func (t *Tree) Put(p string, data []byte) *Tree {
+	c := t.clone()
+	d, base := path.Split(p)
+	c.node(d, true).kids[base] = &tnode{data: bytes.Clone(data)}
+	return c
+}
+
+// Link returns a copy of t in which newname is a second name of the file
+// oldname.
+func (t *Tree) Link(oldname, newname string) *Tree {
+	c := t.clone()
+	d, base := path.Split(newname)
+	c.node(d, true).kids[base] = c.node(oldname, false)
+	return c
+}
+
+// Remove returns a copy of t without p.
+func (t *Tree) Remove(p string) *Tree {
+	c := t.clone()
+	d, base := path.Split(p)
+	if n := c.node(d, false); n != nil {
+		delete(n.kids, base)
+	}
+	return c
+}
+
+func (t *Tree) clone() *Tree {
+	files := map[*tnode]*tnode{}
+	var cp func(n *tnode) *tnode
+	cp = func(n *tnode) *tnode {
+		if !n.dir {
+			if f, ok := files[n]; ok {
+				return f
+			}
+			f := &tnode{data: n.data}
+			files[n] = f
+			return f
+		}
+		out := &tnode{dir: true, kids: make(map[string]*tnode, len(n.kids))}
+		for k, v := range n.kids {
+			out.kids[k] = cp(v)
+		}
+		return out
+	}
+	return &Tree{root: cp(t.root)}
 }

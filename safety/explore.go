@@ -26,9 +26,19 @@ type Scenario struct {
 	Table *leasefmt.Table
 	// Setup builds the starting state; it is not recorded and is durable.
 	Setup func(st *commit.Store, fsys commit.FS) error
+	// Damage, when set, changes the starting state after Setup (what a
+	// crash or another program left for fsck).
+	Damage func(st *commit.Store, t *Tree) *Tree
 	// Run performs the operation and calls ack for everything it reports
 	// as done, at the moment it reports it.
 	Run func(r *Run)
+	// Reinit is the table re-running the operation creates when a crash
+	// left no TABLE (the init scenario).
+	Reinit *leasefmt.Table
+	// Group is set for the target-group operations (G9 applies).
+	Group bool
+	// NoStore: the operation opens the table itself (fsck).
+	NoStore bool
 	// Writers is the writer pool of batches; 1 gives one call order.
 	Writers int
 	// Now is the operation's clock: liveness is judged at Now.
@@ -41,6 +51,7 @@ type Run struct {
 	Store *commit.Store // nil when the scenario starts without a table
 	Rec   *Recorder     // nil when the operation runs on another FS
 	calls func() int    // calls made so far
+	state func() *Tree  // the current state, read around the seam
 	acks  []Ack
 	exit  int // the exit status the command would return
 	mu    sync.Mutex
@@ -50,6 +61,13 @@ type Run struct {
 func (r *Run) Outcome(o commit.Outcome) {
 	r.mu.Lock()
 	r.exit = commit.Worse(r.exit, o.Exit())
+	r.mu.Unlock()
+}
+
+// SetExit sets the exit status (fsck's follow fsck(8), not Outcome).
+func (r *Run) SetExit(code int) {
+	r.mu.Lock()
+	r.exit = code
 	r.mu.Unlock()
 }
 
@@ -146,7 +164,11 @@ func Base(sc *Scenario) (*Tree, error) {
 			return nil, fmt.Errorf("setup of %s: %w", sc.Name, err)
 		}
 	}
-	return rec.Snapshot(), nil
+	t := rec.Snapshot()
+	if sc.Damage != nil {
+		t = sc.Damage(st, t)
+	}
+	return t, nil
 }
 
 // Record runs sc over a Recorder on its starting state and returns it.
@@ -160,7 +182,7 @@ func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
 	if fsys != nil {
 		f = fsys(rec)
 	}
-	run := &Run{FS: f, Rec: rec, calls: rec.NumCalls}
+	run := &Run{FS: f, Rec: rec, calls: rec.NumCalls, state: rec.Snapshot}
 	if err := run.start(sc); err != nil {
 		return nil, nil, err
 	}
@@ -170,7 +192,7 @@ func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
 // start opens the store of a scenario that has a table, and runs it.
 func (run *Run) start(sc *Scenario) error {
 	f := run.FS
-	if sc.Table != nil {
+	if sc.Table != nil && !sc.NoStore {
 		st, err := commit.Open(Root, f, nil)
 		if err != nil {
 			run.Outcome(commit.IOError) // the commands exit 4 when the table cannot be read
@@ -400,7 +422,7 @@ func kindOf(p string) leasefmt.Kind {
 // validRecords decodes the record files of t that validate, by key, and
 // reports any that validates with bytes no writer ever wrote in full (a
 // torn or half-written record taken as valid).
-func (c *checker) validRecords(t *Tree, extra [][]byte, where string) (map[recKey]*leasefmt.Record, map[recKey]string, []string) {
+func (c *checker) validRecords(t *Tree, extra [][]byte, where string, dups bool) (map[recKey]*leasefmt.Record, map[recKey]string, []string) {
 	var bad []string
 	out := map[recKey]*leasefmt.Record{}
 	paths := map[recKey]string{}
@@ -429,7 +451,7 @@ func (c *checker) validRecords(t *Tree, extra [][]byte, where string) (map[recKe
 			bad = append(bad, fmt.Sprintf("%s: %s validates but was never written in full: %q", where, p, trunc(data, 200)))
 		}
 		key := recKey{k, id}
-		if prev, dup := paths[key]; dup {
+		if prev, dup := paths[key]; dup && dups {
 			bad = append(bad, fmt.Sprintf("%s: %s has two valid records: %s and %s", where, key, prev, p))
 		}
 		out[key] = r
@@ -451,7 +473,7 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 		}
 	}
 	// 1. Before any repair, nothing torn reads as valid.
-	_, _, bad := c.validRecords(t, nil, "before repair")
+	_, _, bad := c.validRecords(t, nil, "before repair", false)
 	v = append(v, bad...)
 	_, _, hasTable := t.Get(commit.TableFile)
 	_, _, baseTable := c.base.Get(commit.TableFile)
@@ -464,16 +486,22 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 	if !hasTable && (baseTable || tableAcked) {
 		v = append(v, "TABLE is gone although it was durable or reported created")
 	}
+	fr := NewRecorder(t)
 	if !hasTable && !baseTable {
-		// The table was never reported created; a crash may leave no table
-		// (fsck refuses an empty root, or infers the header from the shard
-		// directories). Without a repair there is nothing more to check.
-		if _, _, any := t.Get("work"); !any || c.x.Repair == nil {
+		// The table was never reported created, and a crash left no TABLE:
+		// fsck cannot know the shard counts of a table half made, and the
+		// recovery is to run the operation again (lease init, or any
+		// command that creates the table), which must finish it.
+		if c.x.Repair == nil || c.sc.Reinit == nil {
 			return v
 		}
+		if _, err := commit.Open(Root, fr, c.sc.Reinit); err != nil {
+			return append(v, fmt.Sprintf("re-running init after the crash: %v", err))
+		}
+		t = fr.Snapshot()
+		fr = NewRecorder(t)
 	}
 	// 2. Repair.
-	fr := NewRecorder(t)
 	after := t
 	if c.x.Repair != nil {
 		if err := c.x.Repair.Repair(fr, c.sc.Now); err != nil {
@@ -485,7 +513,7 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 			v = append(v, fmt.Sprintf("fsck after repair still finds %d errors (%v)", errs, err))
 		}
 	}
-	recs, _, bad := c.validRecords(after, fr.Written(), "after repair")
+	recs, _, bad := c.validRecords(after, fr.Written(), "after repair", true)
 	v = append(v, bad...)
 	// 3. Every acknowledged record, or a later version of it, is there; no
 	// token went backwards; no valid record vanished.
@@ -576,6 +604,11 @@ func (c *checker) knownVersion(k recKey, got *leasefmt.Record) string {
 			return ""
 		}
 	}
+	if k.kind == leasefmt.Target && got.Status == leasefmt.Released && c.baseRecs[k] == nil {
+		// fsck releasing a torn group writes its listed targets that have
+		// no record as released, so that the group agrees with them
+		return ""
+	}
 	return fmt.Sprintf("after recovery is token %d %s, which no writer wrote", got.Token, got.Status)
 }
 
@@ -604,7 +637,12 @@ func releasedByRepair(r, got *leasefmt.Record) bool {
 // lease (or the holder's own later change of it).
 func (c *checker) holders(recs map[recKey]*leasefmt.Record, acks []Ack) []string {
 	var v []string
+	// Records durable before the operation were acknowledged to someone
+	// when they were written: their holders count too.
 	last := map[recKey]*leasefmt.Record{}
+	for k, r := range c.baseRecs {
+		last[k] = r
+	}
 	for _, a := range acks {
 		if a.Record != nil {
 			last[recKey{a.Record.Kind, a.Record.ID}] = a.Record
@@ -627,7 +665,8 @@ func (c *checker) holders(recs map[recKey]*leasefmt.Record, acks []Ack) []string
 			if !c.wrote(k, got) {
 				v = append(v, fmt.Sprintf("%s: holder %s (token %d) acknowledged live until %v, released by recovery", k, a.Owner, a.Token, a.ExpiresAt))
 			}
-		case (got.Status == leasefmt.Leased || got.Status == leasefmt.Committing) && got.ExpiresAt < a.ExpiresAt:
+		case (got.Status == leasefmt.Leased || got.Status == leasefmt.Committing) && got.ExpiresAt < a.ExpiresAt && !c.wrote(k, got):
+			// (a renewal may shorten a lease: that is the holder's own write)
 			v = append(v, fmt.Sprintf("%s: holder %s acknowledged live until %v, after recovery only until %v", k, a.Owner, a.ExpiresAt, got.ExpiresAt))
 		}
 	}

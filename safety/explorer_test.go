@@ -56,7 +56,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 		{name: "no directory fsync", scenario: "renew-batch",
 			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, dirs: true} }, want: "acknowledged"},
 		{name: "no file fsync", scenario: "claim",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "a claim after recovery got corrupt"},
+			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
 		{name: "no file fsync, publish", scenario: "complete --publish",
 			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "durable before the operation (token 3) but missing"},
 		{name: "success before the barrier", scenario: "claim", run: func(r *Run) {

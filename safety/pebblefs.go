@@ -633,6 +633,12 @@ func (x *Explorer) ExplorePebble(sc *Scenario, samples int) (*Result, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(calls)
+	}, state: func() *Tree {
+		t, err := m.tree()
+		if err != nil {
+			panic(err)
+		}
+		return t
 	}}
 	if err := run.start(sc); err != nil {
 		return nil, err

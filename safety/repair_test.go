@@ -1,3 +1,3 @@
 package safety
 
-func repairer() Repairer { return nil }
+func repairer() Repairer { return Fsck{} }

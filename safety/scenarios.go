@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
@@ -22,6 +23,9 @@ const (
 	T0  = 1000.0
 	Now = 2000.0
 	TTL = 100.0
+	// HeldTTL makes the leases renewed by the scenarios live until 2050,
+	// so that a renewal at Now (until 2100) extends them.
+	HeldTTL = 1050.0
 )
 
 // The starting table of the work scenarios (4 work shards):
@@ -31,8 +35,8 @@ const (
 //	ID 2  released (token 1)
 //	ID 3  done (token 1)
 //	ID 4-7 no record
-//	ID 8-11 held by bob, token 1, live until 6000
-//	ID 12-43 held by erin, token 1, live until 6000 (the big batches)
+//	ID 8-11 held by bob, token 1, live until 2050
+//	ID 12-43 held by erin, token 1, live until 2050 (the big batches)
 //	ID 44-75 no record (the big claims)
 //	stage/result.bin, stage/other.bin staged results
 func workTable() *leasefmt.Table {
@@ -84,7 +88,7 @@ func setupWork(st *commit.Store, fsys commit.FS) error {
 		return err
 	}
 	for i := 8; i < 12; i++ {
-		if err := claimAt(st, id(i), "bob", T0, 5000); err != nil {
+		if err := claimAt(st, id(i), "bob", T0, HeldTTL); err != nil {
 			return err
 		}
 	}
@@ -92,7 +96,7 @@ func setupWork(st *commit.Store, fsys commit.FS) error {
 	for i := 12; i < 44; i++ {
 		big = append(big, commit.Item{ID: id(i)})
 	}
-	for _, r := range st.Claim(big, "erin", T0, 5000) {
+	for _, r := range st.Claim(big, "erin", T0, HeldTTL) {
 		if r.Outcome != commit.OK {
 			return fmt.Errorf("setup %s: %s", r.ID.Short(), r.Outcome.Reason())
 		}
@@ -153,7 +157,7 @@ func WorkScenarios() []*Scenario {
 		return &Scenario{Name: name, Table: workTable(), Setup: setupWork, Run: run, Writers: writers, Now: Now}
 	}
 	return []*Scenario{
-		{Name: "init", Now: Now, Run: func(r *Run) {
+		{Name: "init", Now: Now, Reinit: workTable(), Run: func(r *Run) {
 			t := workTable()
 			if _, err := commit.Open(Root, r.FS, t); err == nil {
 				r.Ack(Ack{Op: "init", Table: t})
@@ -214,4 +218,205 @@ func WorkScenarios() []*Scenario {
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(4), Token: res[0].Token}, "other.bin")
 		}),
 	}
+}
+
+func targets(from, to int) []leasefmt.ID {
+	var out []leasefmt.ID
+	for i := from; i < to; i++ {
+		out = append(out, TestID(i))
+	}
+	return out
+}
+
+// The groups of the starting table of the group scenarios (4 target
+// shards):
+//
+//	G1 = targets 200-203, held by alice, token 1, live until 2050
+//	G2 = targets 204-205, bob, token 1, expired
+//	G3 = targets 210-225, held by erin, token 1, live until 2050
+//	targets 206-207 and 230-245 have no record
+var (
+	groupG1 = commit.GroupID(targets(200, 204))
+	groupG2 = commit.GroupID(targets(204, 206))
+	groupG3 = commit.GroupID(targets(210, 226))
+)
+
+func claimGroupAt(st *commit.Store, ts []leasefmt.ID, owner string, now, ttl float64) error {
+	res, err := st.ClaimGroup(commit.GroupID(ts), ts, owner, now, ttl)
+	if err != nil {
+		return err
+	}
+	if res.Outcome != commit.OK {
+		return fmt.Errorf("setup group %s: %s %s", res.ID.Short(), res.Outcome.Reason(), res.Detail)
+	}
+	return nil
+}
+
+func setupGroups(st *commit.Store, fsys commit.FS) error {
+	st.Writers = 1
+	if err := claimGroupAt(st, targets(200, 204), "alice", T0, HeldTTL); err != nil {
+		return err
+	}
+	if err := claimGroupAt(st, targets(204, 206), "bob", T0, 10); err != nil {
+		return err
+	}
+	return claimGroupAt(st, targets(210, 226), "erin", T0, HeldTTL)
+}
+
+// ackGroups acknowledges the manifests of the groups reported done; the
+// group invariant (checked on every crash state) covers their targets.
+func ackGroups(r *Run, op string, res []commit.GroupResult, err error) {
+	if err != nil {
+		r.Outcome(commit.IOError)
+		return
+	}
+	for _, g := range res {
+		r.Outcome(g.Outcome)
+		if g.Outcome == commit.OK {
+			r.Ack(Ack{Op: op, Record: g.Manifest})
+		}
+	}
+}
+
+func groupClaimRun(ts []leasefmt.ID) func(r *Run) {
+	return func(r *Run) {
+		res, err := r.Store.ClaimGroup(commit.GroupID(ts), ts, "carol", Now, TTL)
+		ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
+	}
+}
+
+// GroupScenarios are the target-group operations: group-claim (over an
+// expired group, refused by a held target, and of 16 targets),
+// group-renew and group-release.
+func GroupScenarios() []*Scenario {
+	g := func(name string, run func(r *Run)) *Scenario {
+		return &Scenario{Name: name, Table: workTable(), Setup: setupGroups, Run: run, Writers: 1, Now: Now, Group: true}
+	}
+	return []*Scenario{
+		g("group-claim", groupClaimRun(targets(204, 208))),
+		g("group-claim/held", groupClaimRun([]leasefmt.ID{TestID(203), TestID(206)})),
+		g("group-claim/16", groupClaimRun(targets(230, 246))),
+		g("group-renew", func(r *Run) {
+			res, err := r.Store.RenewGroups([]commit.Item{{ID: groupG1, Token: 1}, {ID: groupG2, Token: 1}}, Now, TTL)
+			ackGroups(r, "group-renew", res, err)
+		}),
+		g("group-renew/16", func(r *Run) {
+			res, err := r.Store.RenewGroups([]commit.Item{{ID: groupG3, Token: 1}}, Now, TTL)
+			ackGroups(r, "group-renew", res, err)
+		}),
+		g("group-release", func(r *Run) {
+			res, err := r.Store.ReleaseGroups([]commit.Item{{ID: groupG1, Token: 1}}, Now)
+			ackGroups(r, "group-release", res, err)
+		}),
+		g("group-claim+renew", func(r *Run) {
+			ts := targets(204, 208)
+			res, err := r.Store.ClaimGroup(commit.GroupID(ts), ts, "carol", Now, TTL)
+			ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
+			if err != nil || res.Outcome != commit.OK {
+				return
+			}
+			rn, err := r.Store.RenewGroups([]commit.Item{{ID: res.ID, Token: res.Token}}, Now+10, TTL)
+			ackGroups(r, "group-renew", rn, err)
+		}),
+	}
+}
+
+func encode(r *leasefmt.Record) []byte {
+	b, err := leasefmt.Encode(r)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// setupDamaged builds the work table with what crashes and other programs
+// leave for fsck, before the damage of damageTable:
+//
+//	ID 8  committing (bob, token 1) publishing result.bin, already moved
+//	      to public/ (a crash between the move and done)
+//	ID 9  committing (bob, token 1) publishing other.bin, which is in
+//	      public/ and still linked in stage/ (the link+unlink fallback died
+//	      between them)
+func setupDamaged(st *commit.Store, fsys commit.FS) error {
+	if err := setupWork(st, fsys); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		id   int
+		name string
+	}{{8, "result.bin"}, {9, "other.bin"}} {
+		res := st.Apply(leasefmt.Work, items(1, c.id), commit.CommittingDecision(T0+2, c.name))
+		if res[0].Outcome != commit.OK {
+			return fmt.Errorf("setup committing: %s", res[0].Outcome.Reason())
+		}
+	}
+	return st.DurableMove(path.Join(commit.StageDir, "result.bin"), path.Join(commit.PublicDir, "result.bin"))
+}
+
+// damageTable adds the damage that is not made through the store:
+//
+//	public/other.bin  a second name of stage/other.bin
+//	ID 10            a stray temp file beside its record
+//	ID 50            a torn record (half its bytes)
+//	ID 51            a valid record in the wrong shard directory
+//	group of 206-207 a group-claim that crashed with its manifest and one
+//	                 of its two targets written
+func damageTable(st *commit.Store, t *Tree) *Tree {
+	t = t.Link("stage/other.bin", "public/other.bin")
+	rec := func(id int, owner string, tok int64) *leasefmt.Record {
+		return &leasefmt.Record{Kind: leasefmt.Work, ID: TestID(id), Status: leasefmt.Leased, Owner: owner, Token: tok,
+			ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000}
+	}
+	p10 := st.RecordPath(leasefmt.Work, TestID(10))
+	t = t.Put(path.Join(path.Dir(p10), commit.TempName(TestID(10).FileName())), encode(rec(10, "bob", 2))[:40])
+	torn := encode(rec(50, "dan", 1))
+	t = t.Put(st.RecordPath(leasefmt.Work, TestID(50)), torn[:len(torn)/2])
+	right := st.RecordPath(leasefmt.Work, TestID(51))
+	sh := TestID(51).Shard(st.Table.WorkShards)
+	wrong := path.Join(st.ShardDir(leasefmt.Work, (sh+1)%st.Table.WorkShards), TestID(51).FileName())
+	t = t.Put(wrong, encode(rec(51, "dan", 4)))
+	_ = right
+	ts := []leasefmt.ID{TestID(206), TestID(207)}
+	slices.Sort(ts)
+	gid := commit.GroupID(ts)
+	m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "frank", Token: 1,
+		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000, Targets: ts}
+	t = t.Put(st.RecordPath(leasefmt.Group, gid), encode(m))
+	tg := &leasefmt.Record{Kind: leasefmt.Target, ID: ts[0], Status: leasefmt.Leased, Owner: "frank", Token: 1,
+		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000, Group: gid}
+	t = t.Put(st.RecordPath(leasefmt.Target, ts[0]), encode(tg))
+	return t
+}
+
+// fsckRun runs fsck --repair and acknowledges what it reports repaired:
+// every record that differs from the starting state afterwards.
+func fsckRun(base func() *Tree) func(r *Run) {
+	return func(r *Run) {
+		code, err := (Fsck{}).RepairExit(r.FS, Now)
+		r.SetExit(code)
+		if err != nil {
+			return
+		}
+		b := records(base())
+		for p, data := range records(r.state()) {
+			if string(b[p]) == string(data) {
+				continue
+			}
+			if _, rec := decodeAny(data); rec != nil {
+				r.Ack(Ack{Op: "fsck --repair", Record: rec})
+			}
+		}
+	}
+}
+
+// FsckScenarios explore crashes of fsck --repair itself.
+func FsckScenarios() []*Scenario {
+	var damaged *Scenario
+	damaged = &Scenario{Name: "fsck --repair", Table: workTable(), Setup: setupDamaged, Damage: damageTable, Now: Now, Writers: 1, NoStore: true}
+	damaged.Run = fsckRun(func() *Tree { t, _ := Base(damaged); return t })
+	var noTable *Scenario
+	noTable = &Scenario{Name: "fsck --repair/no TABLE", Table: workTable(), Setup: setupWork, Now: Now, Writers: 1, NoStore: true,
+		Damage: func(st *commit.Store, t *Tree) *Tree { return t.Remove(commit.TableFile) }}
+	noTable.Run = fsckRun(func() *Tree { t, _ := Base(noTable); return t })
+	return []*Scenario{damaged, noTable}
 }
