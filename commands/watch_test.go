@@ -106,18 +106,24 @@ func TestWatchRenewsAcrossIntervals(t *testing.T) {
 	h := newHoldTable(t)
 	id := holdID("watch-renews")
 	held := filepath.Join(h.dir, "held")
-	os.WriteFile(held, []byte(h.claim("keeper", "2", id)), 0o644)
-	first := h.record(id)
+	// Claimed for long, so that a slow start of the watcher loses nothing;
+	// its first round shortens the lease to its own 2 s TTL.
+	os.WriteFile(held, []byte(h.claim("keeper", "60", id)), 0o644)
 
 	p := h.startWatch("", "--ttl", "2", "--interval", "0.5", held)
-	// Run past the claim's own expiry (about 2.5 s): the lease must still be
-	// live, with an expiry that moved forward.
+	p.expectErr("round 1: renewed=1")
+	first := h.record(id)
+	if first.ExpiresAt > first.RenewedAt+2.001 {
+		t.Fatalf("the first round did not renew with --ttl 2: %+v", first)
+	}
+	// Run past that expiry (about 2.5 s): the lease must still be live,
+	// with an expiry that moved forward.
 	for time.Now().Before(time.Unix(0, int64(first.ExpiresAt*1e9)).Add(500 * time.Millisecond)) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	rec := h.record(id)
 	if !rec.Live || rec.ExpiresAt <= first.ExpiresAt || rec.Token != first.Token {
-		t.Fatalf("after the first TTL the record is %+v; claimed as %+v", rec, first)
+		t.Fatalf("one TTL after a renewal the record is %+v; it was %+v", rec, first)
 	}
 	if code := p.stop(); code != 0 {
 		t.Fatalf("watch exited %d on SIGTERM, want 0\nstderr:\n%s", code, p.errOut)
