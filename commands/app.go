@@ -48,8 +48,11 @@ func NewApp() *cli.App {
 	}
 	for _, cmd := range app.Commands {
 		code := 2
-		if cmd.Name == "fsck" {
-			code = 16
+		switch cmd.Name {
+		case "fsck":
+			code = 16 // fsck(8)
+		case "run":
+			code = 125 // the child's statuses own the rest
 		}
 		cmd.OnUsageError = usageHandler(code)
 	}
