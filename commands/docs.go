@@ -68,7 +68,6 @@ var runExit = []docItem{
 	{"126", "CMD was found but could not be run."},
 	{"127", "CMD was not found; nothing was claimed."},
 	{"128+n", "CMD was killed by signal n (137 for SIGKILL)."},
-	{"", "Exit status 2 means that lease run's own options could not be parsed; nothing was claimed and CMD did not run."},
 }
 
 // docs holds the hand-written text of each command. TestDocsCoverCommands
