@@ -7,7 +7,7 @@ import (
 )
 
 func explorer() *Explorer {
-	budget := 48
+	budget := 32
 	if isLong() {
 		budget = 400
 	}
@@ -17,6 +17,7 @@ func explorer() *Explorer {
 // TestCrashStates explores every crash state of every call prefix of the
 // work-lease operations and checks the invariants after recovery.
 func TestCrashStates(t *testing.T) {
+	t.Parallel()
 	x := explorer()
 	total := 0
 	var rows []string

@@ -90,6 +90,7 @@ func g5(calls []Call) []string {
 // durable state survives); G5; and fsck --repair of the state left, and of
 // the durable state, gives a clean table with every acknowledged lease.
 func TestFaultInjection(t *testing.T) {
+	t.Parallel()
 	x := explorer()
 	errnos := []syscall.Errno{syscall.EIO, syscall.ENOSPC, syscall.EINVAL}
 	points := 0

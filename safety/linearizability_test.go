@@ -40,12 +40,13 @@ func (s leaseState) live(now float64) bool {
 }
 
 type leaseInput struct {
-	Op    string // claim, renew, verify, release, complete
-	ID    leasefmt.ID
-	Token int64
-	Now   float64
-	TTL   float64
-	Owner string
+	Op      string // claim, renew, verify, release, complete, publish (complete --publish)
+	ID      leasefmt.ID
+	Token   int64
+	Now     float64
+	TTL     float64
+	Owner   string
+	Publish string // the staged name of a publish
 }
 
 type leaseOutput struct {
@@ -103,7 +104,7 @@ func leaseStep(st, in, out any) []any {
 			to.Status, to.Expires = leasefmt.Released, i.Now
 		}
 		effects = append(effects, effect{r, to})
-	case "complete":
+	case "complete", "publish":
 		r := s.fenced(i.Token, i.Now)
 		if r != "ok" {
 			effects = append(effects, effect{r, s})
@@ -194,6 +195,9 @@ type workload struct {
 	mu        sync.Mutex
 	history   []porcupine.Operation
 	problems  []string
+	published int
+	next      int // the last ID index handed out
+	used      int // IDs retired (done)
 }
 
 // run starts one lease process for in, maybe pauses it past the TTL or
@@ -206,6 +210,8 @@ func (w *workload) run(client int, rng *rand.Rand, in leaseInput, stdin string) 
 		args = append([]string{"claim"}, append(args, "--ttl", strconv.FormatFloat(in.TTL, 'f', 3, 64), string(in.ID))...)
 	case "renew":
 		args = append([]string{"renew-batch", "--ttl", strconv.FormatFloat(in.TTL, 'f', 3, 64)}, args...)
+	case "publish":
+		args = append([]string{"complete", "--publish", in.Publish}, args...)
 	default:
 		args = append([]string{in.Op}, args...)
 	}
@@ -275,6 +281,27 @@ func (w *workload) problem(format string, args ...any) {
 	}
 }
 
+// pick returns one of the active IDs.
+func (w *workload) pick(rng *rand.Rand) leasefmt.ID {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ids[rng.IntN(len(w.ids))]
+}
+
+// retire replaces a done ID by a fresh one, so the clients keep contending
+// for live work.
+func (w *workload) retire(id leasefmt.ID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, x := range w.ids {
+		if x == id {
+			w.next++
+			w.ids[i] = TestID(1000 + w.next)
+			w.used++
+		}
+	}
+}
+
 func wallNow() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
 
 // client loops: claim an ID, then renew, verify, complete or release it,
@@ -286,10 +313,13 @@ func (w *workload) client(k int, want int64, deadline time.Time) {
 	var tok int64
 	for w.ops.Load() < want && time.Now().Before(deadline) {
 		if held == "" {
-			id := w.ids[rng.IntN(len(w.ids))]
+			id := w.pick(rng)
 			o := w.run(k, rng, leaseInput{Op: "claim", ID: id, Now: wallNow(), TTL: w.ttl, Owner: owner}, "")
-			if !o.Unknown && o.Reason == "ok" {
+			switch {
+			case !o.Unknown && o.Reason == "ok":
 				held, tok = id, o.Token
+			case !o.Unknown && o.Reason == "done":
+				w.retire(id)
 			}
 			continue
 		}
@@ -300,9 +330,18 @@ func (w *workload) client(k int, want int64, deadline time.Time) {
 			in.Op = "renew"
 		case p < 70:
 			in.Op = "verify"
-		case p < 78:
+		case p < 74:
 			in.Op = "complete"
-		case p < 86:
+		case p < 80:
+			in.Op = "publish"
+			w.mu.Lock()
+			w.published++
+			in.Publish = fmt.Sprintf("result-%d-%d.bin", k, w.published)
+			w.mu.Unlock()
+			if err := os.WriteFile(filepath.Join(w.root, "stage", in.Publish), []byte(in.Publish+"\n"), 0o644); err != nil {
+				w.problem("staging %s: %v", in.Publish, err)
+			}
+		case p < 88:
 			in.Op = "release"
 		default:
 			// hold on past the TTL, then try to renew: another client may
@@ -312,7 +351,10 @@ func (w *workload) client(k int, want int64, deadline time.Time) {
 		}
 		in.Now = wallNow()
 		o := w.run(k, rng, in, line)
-		if o.Unknown || o.Reason != "ok" || in.Op == "complete" || in.Op == "release" {
+		if !o.Unknown && (in.Op == "complete" || in.Op == "publish") && (o.Reason == "ok" || o.Reason == "done") {
+			w.retire(held)
+		}
+		if o.Unknown || o.Reason != "ok" || in.Op == "complete" || in.Op == "publish" || in.Op == "release" {
 			held = ""
 		}
 	}
@@ -325,6 +367,7 @@ func (w *workload) client(k int, want int64, deadline time.Time) {
 // model: per ID at most one live holder, tokens strictly increasing, a
 // stale token never renews, completes or passes verify.
 func TestLinearizability(t *testing.T) {
+	t.Parallel()
 	bin := leaseBinary(t)
 	want, limit, ttl := int64(1200), 50*time.Second, 1.5
 	if isLong() {
@@ -334,6 +377,7 @@ func TestLinearizability(t *testing.T) {
 	for i := 0; i < 12; i++ {
 		w.ids = append(w.ids, TestID(1000+i))
 	}
+	w.next = 11
 	if out, err := exec.Command(bin, "init", "--root", w.root, "--shards", "4").CombinedOutput(); err != nil {
 		t.Fatalf("lease init: %v\n%s", err, out)
 	}
@@ -350,6 +394,25 @@ func TestLinearizability(t *testing.T) {
 	for _, p := range w.problems {
 		t.Error(p)
 	}
+	// A publish that reported success is in public/; one refused (a stale
+	// or expired token) published nothing.
+	publishes, refused := 0, 0
+	for _, op := range w.history {
+		in, o := op.Input.(leaseInput), op.Output.(leaseOutput)
+		if in.Op != "publish" || o.Unknown {
+			continue
+		}
+		publishes++
+		_, err := os.Stat(filepath.Join(w.root, "public", in.Publish))
+		switch {
+		case o.Reason == "ok" && err != nil:
+			t.Errorf("publish %s by %s (token %d) reported ok, but public/%s: %v", in.ID.Short(), in.Owner, in.Token, in.Publish, err)
+		case o.Reason != "ok" && err == nil:
+			t.Errorf("publish %s by %s (token %d) refused (%s), but public/%s exists", in.ID.Short(), in.Owner, in.Token, o.Reason, in.Publish)
+		case o.Reason != "ok":
+			refused++
+		}
+	}
 	unknown := 0
 	for _, op := range w.history {
 		if op.Output.(leaseOutput).Unknown {
@@ -358,8 +421,22 @@ func TestLinearizability(t *testing.T) {
 	}
 	model := leaseModel.ToModel()
 	res, info := porcupine.CheckOperationsVerbose(model, w.history, 60*time.Second)
-	t.Logf("history: %d operations from 8 clients on %d IDs, %d paused past the TTL (%.1fs), %d killed, %d with unknown outcome; porcupine: %s",
-		len(w.history), len(w.ids), w.pauses.Load(), ttl, w.kills.Load(), unknown, res)
+	counts := map[string]int{}
+	for _, op := range w.history {
+		in, o := op.Input.(leaseInput), op.Output.(leaseOutput)
+		r := o.Reason
+		if o.Unknown {
+			r = "unknown"
+		}
+		counts[in.Op+" "+r]++
+	}
+	var summary []string
+	for k, n := range counts {
+		summary = append(summary, fmt.Sprintf("%s=%d", k, n))
+	}
+	sort.Strings(summary)
+	t.Logf("history: %d operations from 8 clients on %d IDs (12 at a time), %d paused past the TTL (%.1fs), %d killed, %d with unknown outcome; %d publishes checked (%d refused); porcupine: %s\noutcomes: %s",
+		len(w.history), len(w.ids)+w.used, w.pauses.Load(), ttl, w.kills.Load(), unknown, publishes, refused, res, strings.Join(summary, " "))
 	if res != porcupine.Ok {
 		f := filepath.Join(os.TempDir(), "lease-linearizability.html")
 		if out, err := os.Create(f); err == nil {

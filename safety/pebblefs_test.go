@@ -147,6 +147,7 @@ func TestMemCrashModel(t *testing.T) {
 // TestPebbleCrashStates is the second opinion: the work operations on
 // Pebble's crash-simulating filesystem, sampled before every call.
 func TestPebbleCrashStates(t *testing.T) {
+	t.Parallel()
 	x := explorer()
 	samples := 4
 	if isLong() {
