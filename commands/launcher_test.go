@@ -89,8 +89,13 @@ exit $rc
 // mpiLaunch runs `mpirun --allow-run-as-root --oversubscribe ARGS` where
 // every application of ARGS is written as "@RANK" followed by its command:
 // "@RANK" stands for the wrapper that records the rank's streams. stdin
-// goes to rank 0. A job that outlives bound is killed and fails the test:
-// a hang is exactly what must not happen (seed F357).
+// goes to rank 0; with no stdin, mpirun runs with --stdin none: Open MPI
+// 4.x's mpirun now and then crashes forwarding stdin to a rank that runs
+// for a while (open-mpi/ompi#7483, SIGSEGV in
+// orte_iof_hnp_read_local_handler), so the tests give their input as FILE
+// arguments and only TestMPIStdinGoesToRank0 forwards stdin. A job that
+// outlives bound is killed and fails the test: a hang is exactly what must
+// not happen (seed F357).
 //
 // mpirun runs with orte_abort_on_non_zero_status=0: by default it kills
 // the other ranks as soon as one exits with a non-zero status, and so
@@ -121,6 +126,9 @@ func mpiLaunchEnv(t *testing.T, env []string, bound time.Duration, np int, stdin
 		t.Fatal(err)
 	}
 	argv := []string{"--allow-run-as-root", "--oversubscribe"}
+	if stdin == "" {
+		argv = append(argv, "--stdin", "none")
+	}
 	for _, a := range args {
 		if a == "@RANK" {
 			argv = append(argv, wrapper, outDir)

@@ -117,17 +117,32 @@ type mpiRankOutcome struct {
 	code           int
 }
 
-// mpiRunBatch runs lease ARGS as one process (np 0) or under mpirun with
-// np ranks, with stdin, and returns the job's outcome; under mpirun it
-// checks that every rank exited with the same status as mpirun and that
-// only rank 0 printed.
-func mpiRunBatch(t *testing.T, bin string, np int, stdin string, args ...string) mpiRankOutcome {
+// mpiInput writes input to a file of its own and returns its path.
+func mpiInput(t *testing.T, input string) string {
 	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "input")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(input); err != nil {
+		t.Fatal(err)
+	}
+	return f.Name()
+}
+
+// mpiRunBatch runs lease ARGS FILE, FILE holding input, as one process (np
+// 0) or under mpirun with np ranks, and returns the job's outcome; under
+// mpirun it checks that every rank exited with the same status and that
+// only rank 0 printed.
+func mpiRunBatch(t *testing.T, bin string, np int, input string, args ...string) mpiRankOutcome {
+	t.Helper()
+	args = append(args, mpiInput(t, input))
 	if np == 0 {
-		out, errOut, code := mpiExec(t, bin, stdin, args...)
+		out, errOut, code := mpiExec(t, bin, "", args...)
 		return mpiRankOutcome{out, errOut, code}
 	}
-	job := mpiLaunch(t, 2*time.Minute, np, stdin, mpiNP(np, bin, args...)...)
+	job := mpiLaunch(t, 2*time.Minute, np, "", mpiNP(np, bin, args...)...)
 	mpiSameExit(t, job)
 	for r, rr := range job.ranks {
 		if r > 0 && (rr.out != "" || rr.err != "") {
@@ -338,6 +353,44 @@ func TestMPIOtherBatchCommands(t *testing.T) {
 	}
 }
 
+// TestMPIStdinGoesToRank0: `mpirun lease verify < held`, the input on
+// stdin, which mpirun gives to rank 0 only: every rank checks its shards
+// of all the lines. Verify writes nothing, so a job that Open MPI 4.x's
+// mpirun itself crashed in forwarding stdin (open-mpi/ompi#7483) is run
+// again, at most twice, and logged.
+func TestMPIStdinGoesToRank0(t *testing.T) {
+	bin := mpiBinary(t)
+	dir := t.TempDir()
+	root, held := mpiHeldTable(t, bin, dir, 16, 1000)
+	held[17] = strings.Fields(held[17])[0] + " 5" // stale
+	input := strings.Join(held, "\n") + "\n"
+	args := []string{"verify", "--root", root, "--now", "2000"}
+	wantOut, wantErr, wantCode := mpiExec(t, bin, input, args...)
+	if wantCode != 1 || strings.Count(wantOut, "\n") != 999 || !strings.HasPrefix(wantErr, "stale-token ") {
+		t.Fatalf("one process: exit %d, %d lines, stderr %q", wantCode, strings.Count(wantOut, "\n"), wantErr)
+	}
+	for _, np := range []int{2, 4} {
+		var job mpiJob
+		for attempt := 1; ; attempt++ {
+			job = mpiLaunch(t, 2*time.Minute, np, input, mpiNP(np, bin, args...)...)
+			if !strings.Contains(job.stderr, "orte_iof_hnp_read_local_handler") || attempt == 3 {
+				break
+			}
+			t.Logf("np %d: mpirun crashed forwarding stdin (open-mpi/ompi#7483), attempt %d; running it again", np, attempt)
+		}
+		mpiSameExit(t, job)
+		if got := job.ranks[0]; got.exit != wantCode || got.out != wantOut || got.err != wantErr {
+			t.Errorf("np %d: exit %d, stdout %d bytes, stderr %q; one process: exit %d, %d bytes, %q",
+				np, got.exit, len(got.out), got.err, wantCode, len(wantOut), wantErr)
+		}
+		for r, rr := range job.ranks[1:] {
+			if rr.out != "" || rr.err != "" {
+				t.Errorf("np %d: rank %d printed %q %q", np, r+1, mpiClip(rr.out), mpiClip(rr.err))
+			}
+		}
+	}
+}
+
 // TestMPIRankFailureIsAgreed: one rank's view of the table is missing or
 // read-only, or one rank is stuck in its filesystem. Every rank that
 // finishes exits with the same status, within the watchdog bound, and
@@ -347,9 +400,9 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 	bin := mpiBinary(t)
 	dir := t.TempDir()
 	root, held := mpiHeldTable(t, bin, dir, 16, 200)
-	input := strings.Join(held, "\n") + "\n"
+	input := mpiInput(t, strings.Join(held, "\n")+"\n")
 	missing := filepath.Join(dir, "no", "such", "table")
-	renew := []string{"renew-batch", "--now", "2000", "--mpi-timeout", "30"}
+	renew := []string{"renew-batch", "--now", "2000", "--mpi-timeout", "30", input}
 	// app is one MPMD application: a rank of lease ARGS with LEASE_ROOT.
 	app := func(leaseRoot string) []string {
 		return append([]string{"-np", "1", "@RANK", "env", "LEASE_ROOT=" + leaseRoot, bin}, renew...)
@@ -372,14 +425,14 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 	}
 	t.Run("rank 1 root missing", func(t *testing.T) {
 		before := mpiTree(t, root)
-		job := mpiLaunch(t, 2*time.Minute, 2, input, slices.Concat(app(root), []string{":"}, app(missing))...)
+		job := mpiLaunch(t, 2*time.Minute, 2, "", slices.Concat(app(root), []string{":"}, app(missing))...)
 		agreed(t, job, 2, "rank 1 of 2", "no lease table at "+missing)
 		mpiSameTree(t, "after the failed run", before, mpiTree(t, root))
 		if _, err := os.Stat(missing); err == nil {
 			t.Errorf("rank 1 made a table at %s", missing)
 		}
 		// mpirun itself exits with the agreed status.
-		job = mpiLaunchDefault(t, 2*time.Minute, 2, input, slices.Concat(app(root), []string{":"}, app(missing))...)
+		job = mpiLaunchDefault(t, 2*time.Minute, 2, "", slices.Concat(app(root), []string{":"}, app(missing))...)
 		if job.code != 2 {
 			t.Errorf("mpirun exit %d, want 2; stderr %s", job.code, mpiClip(job.stderr))
 		}
@@ -389,7 +442,7 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 		// use), but it is not the table rank 1 opened.
 		os.RemoveAll(filepath.Join(dir, "no"))
 		before := mpiTree(t, root)
-		job := mpiLaunch(t, 2*time.Minute, 2, input, slices.Concat(app(missing), []string{":"}, app(root))...)
+		job := mpiLaunch(t, 2*time.Minute, 2, "", slices.Concat(app(missing), []string{":"}, app(root))...)
 		agreed(t, job, 2, "rank 1 of 2", "another table than rank 0")
 		mpiSameTree(t, "after the failed run", before, mpiTree(t, root))
 	})
@@ -411,7 +464,7 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 		if out, err := exec.Command("mount", "-o", "remount,ro,bind", ro).CombinedOutput(); err != nil {
 			t.Fatalf("mount -o remount,ro,bind: %v: %s", err, out)
 		}
-		job := mpiLaunch(t, 2*time.Minute, 2, input, slices.Concat(app(root), []string{":"}, app(ro))...)
+		job := mpiLaunch(t, 2*time.Minute, 2, "", slices.Concat(app(root), []string{":"}, app(ro))...)
 		agreed(t, job, 4)
 		// Every line is on stderr as an I/O error. Rank 0 renewed its
 		// shards, but reports none: they name rank 1's read-only
@@ -446,9 +499,9 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 		// watchdog (--mpi-timeout 3) aborts the whole job.
 		m := faultfstest.MountOn(t, root, t.TempDir(), faultfs.Options{Rules: []faultfs.Rule{{Op: faultfs.OpFsync, Delay: time.Hour}}})
 		stuck := slices.Clone(renew)
-		stuck[len(stuck)-1] = "3"
+		stuck[len(stuck)-2] = "3" // --mpi-timeout
 		start := time.Now()
-		job := mpiLaunch(t, 2*time.Minute, 2, input, slices.Concat(
+		job := mpiLaunch(t, 2*time.Minute, 2, "", slices.Concat(
 			[]string{"-np", "1", "@RANK", "env", "LEASE_ROOT=" + root, bin}, stuck, []string{":"},
 			[]string{"-np", "1", "@RANK", "env", "LEASE_ROOT=" + m.Dir, bin}, stuck)...)
 		if job.code != 4 {
