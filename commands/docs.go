@@ -259,6 +259,9 @@ func (f flagDoc) names() []string {
 func flagDocs(fl []cli.Flag) []flagDoc {
 	var out []flagDoc
 	for _, f := range fl {
+		if f == cli.HelpFlag {
+			continue // urfave adds it to a command the first time the command runs
+		}
 		d := flagDoc{}
 		for _, n := range f.Names() {
 			if len(n) == 1 {
