@@ -280,13 +280,28 @@ func TestMPIRenewBatchMatchesOneProcess(t *testing.T) {
 				}
 				mpiSameTree(t, fmt.Sprintf("np %d, against one process's records renewed at %d", np, now), expect, table)
 			}
-			// Statistics are sums over the ranks.
+			// Statistics are sums over the ranks; the records are those
+			// one process prints.
+			var wantDoc mpiBatchDoc
+			var wantDocAt int
 			for _, np := range []int{0, 2, 4} {
 				now++
 				got := mpiRunBatch(t, bin, np, tc.input, "renew-batch", "--root", root, "--now", strconv.Itoa(now), "--ttl", "1e6", "--json")
 				var doc mpiBatchDoc
 				if err := json.Unmarshal([]byte(got.stdout), &doc); err != nil {
 					t.Fatalf("np %d --json: %v: %q", np, err, mpiClip(got.stdout))
+				}
+				if np == 0 {
+					wantDoc, wantDocAt = doc, now
+				} else if len(doc.Results) == len(wantDoc.Results) {
+					for i, r := range doc.Results {
+						want := strings.Replace(string(wantDoc.Results[i].Record), strings.TrimSuffix(times(wantDocAt), "}"), strings.TrimSuffix(times(now), "}"), 1)
+						if string(r.Record) != want || r.Reason != wantDoc.Results[i].Reason || r.Detail != wantDoc.Results[i].Detail {
+							t.Errorf("np %d --json: result %d: %s %s %s, one process: %s %s %s", np, i, r.Reason, r.Detail, r.Record,
+								wantDoc.Results[i].Reason, wantDoc.Results[i].Detail, want)
+							break
+						}
+					}
 				}
 				s := doc.Stats
 				if got.code != tc.code || doc.Exit != tc.code {

@@ -315,7 +315,7 @@ func runDistributed(c *cli.Context, spec batchSpec) (result error) {
 			i = index[j]
 		}
 		wr := wireResult{I: i, O: r.Outcome, T: r.Token, D: r.Detail, P: r.Path, L: int64(r.Latency)}
-		if r.Record != nil {
+		if r.Record != nil && e.json { // only --json prints records
 			if b, err := leasefmt.Encode(r.Record); err == nil {
 				wr.R = string(b)
 			}
