@@ -6,6 +6,7 @@
 //	benchtool time IN OUT -- CMD ARG...  run CMD with stdin IN, stdout OUT; print wall and CPU ms
 //	benchtool quiet MAXSECONDS           wait until the CPUs are idle (other load gone); print s waited
 //	benchtool report RAW                 Markdown table and goal verdict from RAW samples
+//	benchtool ab DIR IN REPS LABEL=CMD...  A/B test: interleaved runs of each CMD, paired ratios
 //
 // ids: the first 8 hex digits of ID i (which choose its shard, SPEC §2) are
 // i itself, so with K shards ID i lands in shard i%K and N IDs spread
@@ -26,6 +27,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func main() {
@@ -42,6 +45,8 @@ func main() {
 		err = quiet(os.Args[2:])
 	case "report":
 		err = report(os.Args[2:])
+	case "ab":
+		err = ab(os.Args[2:])
 	default:
 		usage()
 	}
@@ -52,7 +57,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool ids N | time IN OUT -- CMD ARG... | quiet MAXSECONDS | report RAW")
+	fmt.Fprintln(os.Stderr, "usage: benchtool ids N | time IN OUT -- CMD ARG... | quiet MAXSECONDS | report RAW | ab DIR IN REPS LABEL=CMD...")
 	os.Exit(2)
 }
 
@@ -79,28 +84,11 @@ func timeit(args []string) error {
 	if len(args) < 4 || args[2] != "--" {
 		usage()
 	}
-	in, err := os.Open(args[0])
+	wall, cpu, err := runTimed(args[0], args[1], args[3:])
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.Create(args[1])
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	var stderr strings.Builder
-	cmd := exec.Command(args[3], args[4:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, out, &stderr
-	start := time.Now()
-	err = cmd.Run()
-	elapsed := time.Since(start)
-	if err != nil {
-		return fmt.Errorf("%s: %v\n%s", strings.Join(args[3:], " "), err, stderr.String())
-	}
-	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	fmt.Printf("%.3f %.3f\n", float64(elapsed.Microseconds())/1000, float64(cpu.Microseconds())/1000)
+	fmt.Printf("%.3f %.3f\n", wall, cpu)
 	return nil
 }
 
@@ -317,4 +305,110 @@ func orDash(s string) string {
 		return "–"
 	}
 	return s
+}
+
+// ab compares commands (variants of a binary, flags, environments) the way
+// bench/run compares strategies: REPS repetitions, each running every
+// command once in an order rotated by one per repetition, with the
+// filesystem of DIR synced (syncfs, untimed) before each run and stdin from
+// IN. In each command, {now} becomes 1001 + the repetition number (a fresh
+// --now for renewals). It prints per command the median and minimum wall
+// time, the median CPU time, and the median over repetitions of its wall
+// time divided by the first command's in the same repetition, which a busy
+// machine disturbs less than a ratio of medians. Example:
+//
+//	benchtool ab /mnt/t held 9 \
+//	  'floor=lease renew-batch --root /mnt/t --now {now} --strategy nosync' \
+//	  'w32=lease renew-batch --root /mnt/t --now {now} --writers 32' \
+//	  'w64=lease renew-batch --root /mnt/t --now {now}'
+func ab(args []string) error {
+	if len(args) < 4 {
+		usage()
+	}
+	dir, in := args[0], args[1]
+	reps, err := strconv.Atoi(args[2])
+	if err != nil || reps < 1 {
+		return fmt.Errorf("bad repetitions %q", args[2])
+	}
+	type variant struct {
+		label string
+		argv  []string
+		wall  []float64
+		cpu   []float64
+		ratio []float64
+	}
+	var vs []*variant
+	for _, a := range args[3:] {
+		label, cmd, ok := strings.Cut(a, "=")
+		if !ok || label == "" || len(strings.Fields(cmd)) == 0 {
+			return fmt.Errorf("want LABEL=CMD, got %q", a)
+		}
+		vs = append(vs, &variant{label: label, argv: strings.Fields(cmd)})
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	for rep := 1; rep <= reps; rep++ {
+		wall := make([]float64, len(vs))
+		for j := range vs {
+			i := (j + rep) % len(vs)
+			v := vs[i]
+			argv := make([]string, len(v.argv))
+			for k, a := range v.argv {
+				argv[k] = strings.ReplaceAll(a, "{now}", strconv.Itoa(1001+rep))
+			}
+			if err := unix.Syncfs(int(d.Fd())); err != nil {
+				return fmt.Errorf("syncfs %s: %v", dir, err)
+			}
+			w, c, err := runTimed(in, "", argv)
+			if err != nil {
+				return fmt.Errorf("%s: %v", v.label, err)
+			}
+			v.wall, v.cpu = append(v.wall, w), append(v.cpu, c)
+			wall[i] = w
+		}
+		for i, v := range vs {
+			v.ratio = append(v.ratio, wall[i]/wall[0])
+		}
+		fmt.Fprintf(os.Stderr, "\rrepetition %d/%d", rep, reps)
+	}
+	fmt.Fprintln(os.Stderr)
+	fmt.Printf("| variant | median ms | min ms | CPU ms | ÷ %s (paired median) |\n| --- | ---: | ---: | ---: | ---: |\n", vs[0].label)
+	for _, v := range vs {
+		lo, _ := minMax(v.wall)
+		fmt.Printf("| %s | %.1f | %.1f | %.1f | %.2f |\n", v.label, median(v.wall), lo, median(v.cpu), median(v.ratio))
+	}
+	return nil
+}
+
+// runTimed runs argv with stdin from in and stdout to out (discarded when
+// out is ""), and returns its wall and CPU (user + system) time in
+// milliseconds.
+func runTimed(in, out string, argv []string) (wall, cpu float64, err error) {
+	f, err := os.Open(in)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var stderr strings.Builder
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdin, cmd.Stderr = f, &stderr
+	if out != "" {
+		o, err := os.Create(out)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer o.Close()
+		cmd.Stdout = o
+	}
+	start := time.Now()
+	err = cmd.Run()
+	elapsed := time.Since(start)
+	if err != nil {
+		return 0, 0, fmt.Errorf("%s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
+	}
+	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	return float64(elapsed.Microseconds()) / 1000, float64(time.Duration(ru.Utime.Nano()+ru.Stime.Nano()).Microseconds()) / 1000, nil
 }
