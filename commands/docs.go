@@ -95,7 +95,7 @@ var docs = map[string]docInfo{
 			{"Keep the held set current (the lines renewed replace the file):", "lease renew-batch < held > held.new && mv held.new held"},
 			{"Keep every lease of a file alive until the job ends, picking up lines a wrapper appends; what is still held is printed at the end:",
 				"lease renew-batch --watch --interval 20 held > held.final &\nwatcher=$!\n# ... claim more: lease claim --first 1 - < todo >> held\nkill -TERM $watcher; wait $watcher"},
-			{"Renew from many nodes at once (built with MPI support):", "mpirun -np 64 lease renew-batch < held > held.new"},
+			{"Renew from many nodes at once (built with MPI support; rank 0 reads the file; pass it as an argument with --stdin none, since Open MPI 4.x mpirun can crash forwarding stdin, open-mpi/ompi#7483):", "mpirun --stdin none -np 64 lease renew-batch held > held.new"},
 			{"Keep a campaign alive from 4 nodes until the job ends, then stop cleanly:",
 				"mpirun -np 4 --map-by node lease renew-batch --watch held > held.final &\nkeeper=$!\n# ... workers append to held ...\nkill -USR1 $keeper; wait $keeper"},
 			{"Show the group-commit statistics:", "lease renew-batch -v < held > /dev/null"},

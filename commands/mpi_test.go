@@ -636,3 +636,29 @@ func TestMPIQualify(t *testing.T) {
 		}
 	})
 }
+
+// TestMPISingleProcessCommandsRefuseRanks: the writing commands that do
+// not run across ranks refuse, on every rank, to run as several copies
+// (fsck with its usage status 16), and write nothing.
+func TestMPISingleProcessCommandsRefuseRanks(t *testing.T) {
+	bin := mpiBinary(t)
+	root := filepath.Join(t.TempDir(), "table")
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"init", "--root", root}, 2},
+		{[]string{"complete", "--root", root, os.DevNull}, 2},
+		{[]string{"fsck", "--repair", "--root", root}, 16},
+		{[]string{"run", "--root", root, strings.Repeat("a", 64), "--", "true"}, 125},
+	} {
+		job := mpiLaunch(t, time.Minute, 2, "", mpiNP(2, bin, tc.args...)...)
+		mpiSameExit(t, job)
+		if got := job.ranks[0].exit; got != tc.code || !strings.Contains(job.ranks[0].err, "runs as one process") {
+			t.Errorf("mpirun -np 2 lease %s: exit %d, stderr %q; want exit %d and a refusal", tc.args[0], got, mpiClip(job.ranks[0].err), tc.code)
+		}
+		if _, err := os.Stat(root); !os.IsNotExist(err) {
+			t.Fatalf("lease %s under 2 ranks touched %s (%v)", tc.args[0], root, err)
+		}
+	}
+}

@@ -556,13 +556,17 @@ func runWatchDistributed(c *cli.Context) error {
 	var w *watcher
 	var items []commit.Item
 	var st *commit.Store
-	if setErr == nil {
-		if rank0 {
-			if w, items, setErr = newWatcher(c); setErr == nil {
-				st = w.st
-			}
-		} else if setErr = watchSettings(c, e, world.Size()); setErr == nil {
-			if st, setErr = e.open(true); setErr == nil {
+	if setErr == nil && rank0 {
+		if w, items, setErr = newWatcher(c); setErr == nil {
+			st = w.st
+		}
+	}
+	// Only rank 0 may create the table: a rank whose root is missing must
+	// fail, not make a second, empty table. The others open it after rank 0.
+	world.Barrier()
+	if setErr == nil && !rank0 {
+		if setErr = watchSettings(c, e, world.Size()); setErr == nil {
+			if st, setErr = e.open(false); setErr == nil {
 				st.LockTimeout = renewLockTimeout(e.set)
 			}
 		}
