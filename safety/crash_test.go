@@ -7,7 +7,7 @@ import (
 )
 
 func explorer() *Explorer {
-	budget := 32
+	budget := 40
 	if isLong() {
 		budget = 400
 	}

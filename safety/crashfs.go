@@ -58,6 +58,16 @@ type Recorder struct {
 	calls    []Call
 	renames  int
 	locks    *byteLocks
+	// Yield, when set, is called before every call: runtime.Gosched makes
+	// concurrent writers interleave call by call, which calls this fast
+	// otherwise never do.
+	Yield func()
+}
+
+func (r *Recorder) yield() {
+	if r.Yield != nil {
+		r.Yield()
+	}
 }
 
 // Call is one call through the seam, in the order the Recorder served it.
@@ -249,6 +259,7 @@ func perr(op, name string, err error) error { return &fs.PathError{Op: op, Path:
 
 // ReadFile implements commit.FS.
 func (r *Recorder) ReadFile(name string, max int) ([]byte, error) {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpRead, name)
@@ -268,6 +279,7 @@ func (r *Recorder) ReadFile(name string, max int) ([]byte, error) {
 
 // CreateExcl implements commit.FS.
 func (r *Recorder) CreateExcl(name string) (commit.File, error) {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpCreate, name)
@@ -285,6 +297,7 @@ func (r *Recorder) CreateExcl(name string) (commit.File, error) {
 }
 
 func (r *Recorder) rename(op commit.Op, oldname, newname string, replace bool) error {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(op, newname)
@@ -358,6 +371,7 @@ func (r *Recorder) RenameNoReplace(oldname, newname string) error {
 
 // Remove implements commit.FS.
 func (r *Recorder) Remove(name string) error {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpRemove, name)
@@ -379,6 +393,7 @@ func (r *Recorder) Remove(name string) error {
 
 // Mkdir implements commit.FS.
 func (r *Recorder) Mkdir(name string) error {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpMkdir, name)
@@ -397,6 +412,7 @@ func (r *Recorder) Mkdir(name string) error {
 
 // SyncDir implements commit.FS.
 func (r *Recorder) SyncDir(name string) error {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpSyncDir, name)
@@ -413,6 +429,7 @@ func (r *Recorder) SyncDir(name string) error {
 
 // ReadDir implements commit.FS, sorted by name.
 func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpReadDir, name)
@@ -433,6 +450,7 @@ func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // Lstat implements commit.FS.
 func (r *Recorder) Lstat(name string) (fs.FileInfo, error) {
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpLstat, name)
@@ -445,6 +463,7 @@ func (r *Recorder) Lstat(name string) (fs.FileInfo, error) {
 
 // Lock implements commit.FS: the lock file is created when missing.
 func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+	r.yield()
 	r.mu.Lock()
 	i := r.call(commit.OpLock, name)
 	d, base, err := r.parent(name)
@@ -484,6 +503,7 @@ type recFile struct {
 
 func (f *recFile) Write(p []byte) (int, error) {
 	r := f.r
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpWrite, f.name)
@@ -497,6 +517,7 @@ func (f *recFile) Write(p []byte) (int, error) {
 
 func (f *recFile) Sync() error {
 	r := f.r
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpFsync, f.name)
@@ -509,6 +530,7 @@ func (f *recFile) Sync() error {
 
 func (f *recFile) Close() error {
 	r := f.r
+	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	i := r.call(commit.OpClose, f.name)

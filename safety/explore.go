@@ -178,6 +178,9 @@ func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
 		return nil, nil, err
 	}
 	rec := NewRecorder(base)
+	if sc.Writers > 1 {
+		rec.Yield = runtime.Gosched
+	}
 	var f commit.FS = rec
 	if fsys != nil {
 		f = fsys(rec)

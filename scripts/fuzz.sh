@@ -5,12 +5,15 @@
 #   scripts/fuzz.sh [SECONDS] [PACKAGE...]
 #
 # SECONDS defaults to 30 (env FUZZTIME overrides); the packages default to
-# ./commands and ./leasefmt. Crashers are written by go test into
+# ./commands and ./leasefmt. Each new interesting input is minimized for at
+# most FUZZMINIMIZE (default 2s): go's default of 60s stalls a short run on
+# the first large input found. Crashers are written by go test into
 # PACKAGE/testdata/fuzz/TARGET/; the seed corpora are in fixtures/.
 # Exit status: 0 when no target crashed, 1 otherwise.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 secs=${1:-${FUZZTIME:-30}}
+minimize=${FUZZMINIMIZE:-2s}
 [ $# -gt 0 ] && shift
 pkgs=${*:-./commands ./leasefmt}
 log=$(mktemp -d "${TMPDIR:-/tmp}/lease-fuzz.XXXXXX")
@@ -21,7 +24,7 @@ for pkg in $pkgs; do
 	targets=$(go test -list '^Fuzz' "$pkg" | grep '^Fuzz') || continue
 	for t in $targets; do
 		out="$log/$(basename "$pkg")-$t.log"
-		go test -run '^$' -fuzz "^$t\$" -fuzztime "${secs}s" "$pkg" >"$out" 2>&1
+		go test -run '^$' -fuzz "^$t\$" -fuzztime "${secs}s" -fuzzminimizetime "$minimize" "$pkg" >"$out" 2>&1
 		rc=$?
 		# the last progress line: "fuzz: elapsed: 30s, execs: 123456 (4115/sec), ..."
 		execs=$(grep -o 'execs: [0-9]*' "$out" | tail -1 | grep -o '[0-9]*')
