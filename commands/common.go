@@ -10,6 +10,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -337,12 +338,7 @@ func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) erro
 				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
 				continue
 			}
-			tok := "-"
-			if r.Item.Token != 0 {
-				tok = fmt.Sprint(r.Item.Token)
-			} else if r.Token != 0 {
-				tok = fmt.Sprint(r.Token)
-			}
+			tok := shownToken(r.Item.Token, r.Token)
 			fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, tok, r.Detail, r.Path)))
 		}
 		if err := w.Flush(); err != nil {
@@ -357,6 +353,18 @@ func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) erro
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// shownToken is the TOKEN of a failure line: the input's token, else the
+// token found on disk (claims have no input token), else "-".
+func shownToken(input, found int64) string {
+	switch {
+	case input != 0:
+		return strconv.FormatInt(input, 10)
+	case found != 0:
+		return strconv.FormatInt(found, 10)
+	}
+	return "-"
 }
 
 func (e *env) printStats(cmd string, s commit.Snapshot) {

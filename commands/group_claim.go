@@ -181,12 +181,7 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
 				continue
 			}
-			tok := "-"
-			if r.Item.Token != 0 {
-				tok = fmt.Sprint(r.Item.Token)
-			} else if r.Token != 0 {
-				tok = fmt.Sprint(r.Token)
-			}
+			tok := shownToken(r.Item.Token, r.Token)
 			if len(r.Issues) == 0 {
 				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, tok, r.Detail, r.Path)))
 				continue
