@@ -112,6 +112,9 @@ func (c *checker) checkGroup(rel string, m *leasefmt.Record) *Finding {
 		return f
 	}
 	m2, err := c.st.Read(leasefmt.Group, m.ID)
+	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
+		return c.ioFinding(rel, "cannot re-read the group manifest under its locks", err)
+	}
 	if err != nil || m2 == nil {
 		return nil // changed meanwhile: the next run checks it
 	}
@@ -124,10 +127,73 @@ func (c *checker) checkGroup(rel string, m *leasefmt.Record) *Finding {
 		return nil // an operation in flight, finished under the locks
 	}
 	f.Found = strings.Join(probs, "; ")
+	if exp, renewed, ok := tornRenew(m2, ts); ok {
+		f.Repair = "set the group and its targets to the earliest expires_at found (a renewal that did not finish; the holder keeps the lease)"
+		if c.opt.Repair {
+			c.settleRenew(f, m2, ts, exp, renewed)
+		}
+		return f
+	}
 	if c.opt.Repair {
 		c.releaseGroup(f, m2, ts, corrupt)
 	}
 	return f
+}
+
+// tornRenew reports whether the manifest m and its targets ts are a group
+// renewal that did not finish: every listed target exists and carries the
+// manifest's group, token, status and owner, and they differ only in
+// expires_at (and renewed_at). It returns the earliest expires_at found
+// and the renewed_at of the record that holds it.
+func tornRenew(m *leasefmt.Record, ts map[leasefmt.ID]*leasefmt.Record) (expires, renewed float64, ok bool) {
+	expires, renewed = m.ExpiresAt, m.RenewedAt
+	for _, id := range m.Targets {
+		t := ts[id]
+		if t == nil || t.Group != m.ID || t.Token != m.Token || t.Status != m.Status || t.Owner != m.Owner {
+			return 0, 0, false
+		}
+		if t.ExpiresAt < expires {
+			expires, renewed = t.ExpiresAt, t.RenewedAt
+		}
+	}
+	return expires, renewed, true
+}
+
+// settleRenew finishes a torn group renewal the safe way, under the locks
+// the caller holds (the manifest's, then the targets' in ascending order):
+// every record of the group that expires later than the earliest
+// expires_at found is rewritten, durably, to expire then, targets in
+// ascending order and the manifest last. The holder keeps its lease until
+// at least the last expiry it was told of (a renewal is acknowledged only
+// once every record carries it), and no record promises more than another.
+func (c *checker) settleRenew(f *Finding, m *leasefmt.Record, ts map[leasefmt.ID]*leasefmt.Record, expires, renewed float64) {
+	next := make(map[leasefmt.ID]*leasefmt.Record, len(ts))
+	var writes []*leasefmt.Record
+	settle := func(r *leasefmt.Record) *leasefmt.Record {
+		if r.ExpiresAt == expires && r.RenewedAt == renewed {
+			return r
+		}
+		r = r.Clone()
+		r.ExpiresAt, r.RenewedAt = expires, renewed
+		writes = append(writes, r)
+		return r
+	}
+	for _, id := range m.Targets { // sorted: the format guarantees it
+		next[id] = settle(ts[id])
+	}
+	man := settle(m)
+	if probs := commit.CheckGroup(man, next); len(probs) > 0 {
+		failed(f, fmt.Errorf("settling the renewal would still disagree: %s", strings.Join(probs, "; ")))
+		return
+	}
+	for _, r := range writes {
+		if err := c.st.WriteOne(r); err != nil {
+			failed(f, fmt.Errorf("%s %s: %w", r.Kind.Dir(), r.ID, err))
+			return
+		}
+	}
+	fixed(f, fmt.Sprintf("kept the group with token %d; set %d of its %d records to expire at %s, the earliest found",
+		m.Token, len(writes), len(m.Targets)+1, leasefmt.AppendTime(nil, expires)))
 }
 
 // releaseGroup releases the group m and every target that carries it, under
@@ -188,9 +254,16 @@ func (c *checker) releaseGroup(f *Finding, m *leasefmt.Record, ts map[leasefmt.I
 	for _, id := range rewrite {
 		t := ts[id]
 		var r *leasefmt.Record
-		if t == nil {
+		switch {
+		case t == nil:
 			r = &leasefmt.Record{Kind: leasefmt.Target, ID: id, ClaimedAt: claimed}
-		} else {
+		case t.Group != m.ID:
+			// Taken over from another group, which had ended: it is
+			// this group's from this group's claim on, so that the
+			// other group reads as having ended before it.
+			r = t.Clone()
+			r.ClaimedAt = math.Max(t.ClaimedAt, claimed)
+		default:
 			r = t.Clone()
 		}
 		release(r)
@@ -258,6 +331,9 @@ func (c *checker) checkTargetGroup(rel string, t *leasefmt.Record, cache manifes
 		return f
 	}
 	t2, err := c.st.Read(leasefmt.Target, t.ID)
+	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
+		return c.ioFinding(rel, "cannot re-read the target under its locks", err)
+	}
 	if err != nil || t2 == nil || !t2.Live(c.opt.Now) {
 		return nil
 	}

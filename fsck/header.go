@@ -54,13 +54,24 @@ func (c *checker) readHeader() (*header, error) {
 	}
 	if h.missing {
 		any := false
+		var ioErrs []*Finding
 		for _, k := range kinds {
-			if fi, err := c.fs.Lstat(k.Dir()); err == nil && fi.IsDir() {
+			fi, err := c.fs.Lstat(k.Dir())
+			switch {
+			case err == nil && fi.IsDir():
 				any = true
+			case err != nil && !errors.Is(err, fs.ErrNotExist):
+				ioErrs = append(ioErrs, c.ioFinding(k.Dir(), "cannot stat", err))
 			}
 		}
 		if !any {
+			if len(ioErrs) > 0 {
+				return nil, fmt.Errorf("no TABLE, and %s: %w", c.st.Abs(ioErrs[0].Path), ioErrs[0].Err)
+			}
 			return nil, fmt.Errorf("%w: no TABLE and no work/, targets/ or groups/ directory in %s", ErrNoTable, c.st.Root)
+		}
+		for _, f := range ioErrs {
+			c.emit(f)
 		}
 	}
 	h.inferred, h.why = c.inferTable()
@@ -102,6 +113,9 @@ func (c *checker) inferTable() (*leasefmt.Table, string) {
 func (c *checker) countShards(dir string) (int, string) {
 	ents, err := c.fs.ReadDir(dir)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.emit(c.ioFinding(dir, "cannot list to infer the shard counts", err))
+		}
 		return 0, fmt.Sprintf("cannot list %s/: %v", dir, err)
 	}
 	names := map[string]bool{}

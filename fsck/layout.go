@@ -236,6 +236,10 @@ func (c *checker) checkKindDirs() []task {
 	for _, k := range kinds {
 		n := c.st.Table.Shards(k)
 		fi, err := c.fs.Lstat(k.Dir())
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.emit(c.ioFinding(k.Dir(), "cannot stat", err))
+			continue
+		}
 		if err != nil || !fi.IsDir() {
 			continue // reported by checkTop
 		}

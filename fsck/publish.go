@@ -61,8 +61,13 @@ func (c *checker) checkPublish() {
 	}
 }
 
+// isDir reports whether rel is a directory; an I/O error is an io finding
+// (a missing name or another type is checkTop's).
 func (c *checker) isDir(rel string) bool {
 	fi, err := c.fs.Lstat(rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.emit(c.ioFinding(rel, "cannot stat", err))
+	}
 	return err == nil && fi.IsDir()
 }
 

@@ -20,18 +20,15 @@ type KnownFinding struct {
 	match   *regexp.Regexp
 }
 
-// Known are the open findings (see RESULTS.md for the analysis).
+// Known are the open findings (see RESULTS.md for the analysis). F1–F3
+// (fsck) are fixed; their repro tests in fsck_test.go now run.
 var Known = []*KnownFinding{
-	{ID: "F1", Owner: "fsck", Summary: "fsck --repair of a torn group-claim over the targets of an expired group rewrites those targets " +
-		"with their old claimed_at, so the expired group reads as overlapping the new one and a second fsck finds an error",
-		match: regexp.MustCompile(`fsck after repair still finds \d+ errors .*claimed by group \S+ \(token \d+\) at \S+, while group`)},
-	{ID: "F2", Owner: "fsck", Summary: "fsck --repair of a torn group-renew (same token everywhere, expires_at differs) releases the group: " +
-		"a holder whose group lease was acknowledged and is still live loses it",
-		match: regexp.MustCompile(`^(groups|targets)/[0-9a-f]{64}: holder .* acknowledged live until .*(released by recovery|after recovery only until)`)},
-	{ID: "F3", Owner: "fsck", Summary: "fsck swallows I/O errors and skips that part of the check without a finding (the lstat of " +
-		"work/, targets/, groups/ and public/ in checkKindDirs and isDir; the re-read of a group manifest under its locks; the " +
-		"lstat and readdir that infer a missing TABLE's shard counts): it exits 0 or 1, not 8, for a table it did not fully read",
-		match: regexp.MustCompile(`fsck exit status [01], want 4 or 8 set`)},
+	{ID: "H1", Owner: "safety", Summary: "false positive of the harness, seen since F2 no longer masks it: in the fault runs of the " +
+		"\"fsck --repair\" scenario, the torn group-claim that damageTable plants (frank's manifest and one of its two targets, never " +
+		"acknowledged) counts as a holder durable before the operation (checker.holders uses every base record); when the faulted fsck " +
+		"stopped before releasing it, the recovery's release reads as losing a live lease. Fix in the harness: records planted by " +
+		"Scenario.Damage are not acknowledged",
+		match: regexp.MustCompile(`^fsck --repair: .*: (groups|targets)/[0-9a-f]{64}: holder frank \(token 1\) acknowledged live until 6000, released by recovery$`)},
 }
 
 // classify returns the known finding v is an instance of, or nil.
