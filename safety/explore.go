@@ -281,6 +281,7 @@ type checker struct {
 	allowed  map[string]bool           // every complete content written, or in the base
 	versions map[recKey][]*versionInfo // record versions written by the operation, in order
 	baseRecs map[recKey]*leasefmt.Record
+	planted  map[recKey]bool   // base records Scenario.Damage put there: never acknowledged to anyone
 	staged   map[string][]byte // stage/ files of the base: never lost
 
 	cacheMu sync.Mutex
@@ -341,7 +342,35 @@ func newChecker(x *Explorer, sc *Scenario, base *Tree, acks []Ack, written [][]b
 			c.versions[k] = append(c.versions[k], &versionInfo{data: d, rec: r})
 		}
 	}
+	c.planted = plantedRecords(sc, c.baseRecs)
 	return c
+}
+
+// plantedRecords are the base records that sc.Damage added or changed: a
+// crash or another program left them, no holder was ever told they hold.
+func plantedRecords(sc *Scenario, baseRecs map[recKey]*leasefmt.Record) map[recKey]bool {
+	planted := map[recKey]bool{}
+	if sc.Damage == nil {
+		return planted
+	}
+	undamaged := *sc
+	undamaged.Damage = nil
+	t, err := Base(&undamaged)
+	if err != nil {
+		return planted
+	}
+	before := map[recKey]*leasefmt.Record{}
+	t.Walk(func(p string, dir bool, data []byte) {
+		if k, r := decodeAny(data); !dir && r != nil && isRecordPath(p, k.kind) {
+			before[k] = r
+		}
+	})
+	for k, r := range baseRecs {
+		if b := before[k]; b == nil || !sameRecord(b, r) {
+			planted[k] = true
+		}
+	}
+	return planted
 }
 
 func (c *checker) callName(n int) string {
@@ -644,7 +673,9 @@ func (c *checker) holders(recs map[recKey]*leasefmt.Record, acks []Ack) []string
 	// when they were written: their holders count too.
 	last := map[recKey]*leasefmt.Record{}
 	for k, r := range c.baseRecs {
-		last[k] = r
+		if !c.planted[k] {
+			last[k] = r
+		}
 	}
 	for _, a := range acks {
 		if a.Record != nil {

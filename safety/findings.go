@@ -20,16 +20,11 @@ type KnownFinding struct {
 	match   *regexp.Regexp
 }
 
-// Known are the open findings (see RESULTS.md for the analysis). F1–F3
-// (fsck) are fixed; their repro tests in fsck_test.go now run.
-var Known = []*KnownFinding{
-	{ID: "H1", Owner: "safety", Summary: "false positive of the harness, seen since F2 no longer masks it: in the fault runs of the " +
-		"\"fsck --repair\" scenario, the torn group-claim that damageTable plants (frank's manifest and one of its two targets, never " +
-		"acknowledged) counts as a holder durable before the operation (checker.holders uses every base record); when the faulted fsck " +
-		"stopped before releasing it, the recovery's release reads as losing a live lease. Fix in the harness: records planted by " +
-		"Scenario.Damage are not acknowledged",
-		match: regexp.MustCompile(`^fsck --repair: .*: (groups|targets)/[0-9a-f]{64}: holder frank \(token 1\) acknowledged live until 6000, released by recovery$`)},
-}
+// Known are the open findings (see RESULTS.md for the analysis). None is
+// open: F1–F3 (fsck) are fixed and their repro tests in fsck_test.go run;
+// H1 (the harness counting records planted by Scenario.Damage as
+// acknowledged holders) is fixed in checker.holders.
+var Known = []*KnownFinding{}
 
 // classify returns the known finding v is an instance of, or nil.
 func classify(v string) *KnownFinding {
