@@ -106,9 +106,10 @@ type Result struct {
 type Decide func(it Item, cur *leasefmt.Record) (next *leasefmt.Record, out Outcome, detail string)
 
 // Apply runs decide over items as one group commit and returns the results
-// in input order. Items are processed in (shard, ID) order by a pool of at
-// most Writers concurrent writers; each shard directory is fsynced once, as
-// soon as its last record was renamed (G4). An I/O error stops the batch:
+// in input order. Items are sorted by (shard, ID) and dealt round-robin
+// over the shards to a pool of at most Writers concurrent writers; each
+// shard directory is fsynced once, as soon as its last record was renamed
+// (G4). An I/O error stops the batch:
 // no new item starts, the directories already renamed into are still
 // fsynced (G5), and no item is reported OK (G6).
 func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
@@ -127,6 +128,22 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 		}
 		return ia < ib
 	})
+	if s.Strategy == Concurrent && s.Writers > 1 {
+		// Deal the sorted records round-robin over the shards (each shard
+		// still in ID order), so the writers work in K directories at once:
+		// a create or rename holds its directory's lock for a whole round
+		// trip on FUSE and NFS, and 64 writers in one directory queue on it.
+		// Measured on FUSE with 2 ms latency: 3-3.5x faster at N=1024 and
+		// 7.4x at N=16384; no change on ext4 (bench/results/matrix.md).
+		turn := make([]int, len(items))
+		seen := map[int]int{}
+		for _, i := range order {
+			sh := items[i].ID.Shard(n)
+			turn[i] = seen[sh]
+			seen[sh]++
+		}
+		sort.SliceStable(order, func(a, b int) bool { return turn[order[a]] < turn[order[b]] })
+	}
 	remaining := map[int]*atomic.Int32{}
 	for _, it := range items {
 		sh := it.ID.Shard(n)

@@ -101,6 +101,13 @@ func (a *acks) add(t testing.TB, stdout string, expires float64) int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	n := 0
+	// A process killed while printing may leave half a line after the last
+	// newline: only complete lines are acknowledgements.
+	if i := strings.LastIndexByte(stdout, '\n'); i >= 0 {
+		stdout = stdout[:i+1]
+	} else {
+		stdout = ""
+	}
 	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		if line == "" {
 			continue
