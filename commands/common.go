@@ -299,6 +299,19 @@ type resultJSON struct {
 	Record       json.RawMessage `json:"record,omitempty"`
 }
 
+// newResultJSON is the --json form of one item's outcome; rec, when not
+// nil, is the record as written or found.
+func newResultJSON(it commit.Item, out commit.Outcome, token int64, detail, path string, latency time.Duration, rec *leasefmt.Record) resultJSON {
+	j := resultJSON{ID: string(it.ID), Token: it.Token, OK: out == commit.OK, Reason: out.Reason(),
+		Detail: leasefmt.Bound(detail), CurrentToken: token, Path: path, LatencyS: latency.Seconds()}
+	if rec != nil {
+		if b, err := leasefmt.Encode(rec); err == nil {
+			j.Record = json.RawMessage(strings.TrimSpace(string(b)))
+		}
+	}
+	return j
+}
+
 // report prints results as the filter contract says and returns the exit
 // status: stdout carries the lines that succeeded as `ID TOKEN`, in input
 // order; stderr carries `REASON ID TOKEN detail` for each other line.
@@ -316,13 +329,7 @@ func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) erro
 			Exit    int             `json:"exit"`
 		}{Command: cmd, Results: make([]resultJSON, 0, len(res)), Stats: snap, Counts: map[string]int{}, Exit: code}
 		for _, r := range res {
-			j := resultJSON{ID: string(r.ID), Token: r.Item.Token, OK: r.Outcome == commit.OK, Reason: r.Outcome.Reason(),
-				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path, LatencyS: r.Latency.Seconds()}
-			if r.Record != nil {
-				if b, err := leasefmt.Encode(r.Record); err == nil {
-					j.Record = json.RawMessage(strings.TrimSpace(string(b)))
-				}
-			}
+			j := newResultJSON(r.Item, r.Outcome, r.Token, r.Detail, r.Path, r.Latency, r.Record)
 			doc.Counts[r.Outcome.Reason()]++
 			doc.Results = append(doc.Results, j)
 		}

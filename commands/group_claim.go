@@ -154,14 +154,10 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 			Exit    int               `json:"exit"`
 		}{Command: cmd, Results: make([]groupResultJSON, 0, len(res)), Stats: snap, Counts: map[string]int{}, Exit: code}
 		for _, r := range res {
-			j := groupResultJSON{resultJSON: resultJSON{ID: string(r.ID), Token: r.Item.Token, OK: r.Outcome == commit.OK, Reason: r.Outcome.Reason(),
-				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path, LatencyS: r.Latency.Seconds()}}
+			j := groupResultJSON{resultJSON: newResultJSON(r.Item, r.Outcome, r.Token, r.Detail, r.Path, r.Latency, r.Manifest)}
 			if r.Manifest != nil {
 				for _, t := range r.Manifest.Targets {
 					j.Targets = append(j.Targets, string(t))
-				}
-				if b, err := leasefmt.Encode(r.Manifest); err == nil {
-					j.Record = json.RawMessage(strings.TrimSpace(string(b)))
 				}
 			}
 			for _, is := range r.Issues {
