@@ -40,7 +40,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"path"
 	"slices"
@@ -483,27 +482,6 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 		}
 	}
 	r.Detail = fmt.Sprintf("expires in %s, %d targets", remaining(m, now), len(m.Targets))
-}
-
-// readRaw is Read that also returns the bytes read, so a failed group
-// write can put them back exactly.
-func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
-	name := s.RecordPath(k, id)
-	data, err := s.FS.ReadFile(name, leasefmt.MaxRecordSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, nil
-	}
-	if errors.Is(err, ErrNotRegular) {
-		return nil, nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	r, err := leasefmt.Decode(data, k, id)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", s.Abs(name), err)
-	}
-	return r, data, nil
 }
 
 // lockKey names one lock byte.

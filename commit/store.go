@@ -284,26 +284,33 @@ func (s *Store) Lock(k leasefmt.Kind, id leasefmt.ID) (func(), error) {
 // but does not validate (a symbolic link or other non-regular file in its
 // place included).
 func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) {
+	r, _, err := s.readRaw(k, id)
+	return r, err
+}
+
+// readRaw is Read that also returns the bytes read, so a failed group
+// write can put them back exactly.
+func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
 	name := s.RecordPath(k, id)
 	data, err := s.FS.ReadFile(name, leasefmt.MaxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if errors.Is(err, ErrNotRegular) {
-		return nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
+		return nil, nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
 	}
 	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 		// A link or a file where the shard directory must be (err names it).
-		return nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err)
+		return nil, nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := leasefmt.Decode(data, k, id)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Abs(name), err)
+		return nil, nil, fmt.Errorf("%s: %w", s.Abs(name), err)
 	}
-	return r, nil
+	return r, data, nil
 }
 
 // TempName is the temp file name pattern of SPEC §4: .NAME.tmp.<random>.
