@@ -125,15 +125,20 @@ func TestRenew(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			out, errb, code := run(t, dir, input, py, seed, "renew", "--root", root, "--now", "1050", "--ttl", "500", "--strategy", strategy)
+			out, errb, code := run(t, dir, input, py, seed, "renew", "--root", root, "--now", "1050", "--ttl", "500", "--strategy", strategy, "--stats")
 			if code != 1 {
 				t.Errorf("seed.py exit %d, want 1 (one lease lost); stderr:\n%s", code, errb)
 			}
 			if out != held {
 				t.Errorf("seed.py stdout:\n%s\nwant the 40 held lines in input order:\n%s", out, held)
 			}
-			if want := "stale-token " + stale + " 1 "; !strings.HasPrefix(errb, want) || strings.Count(errb, "\n") != 1 {
-				t.Errorf("seed.py stderr %q, want one line starting %q", errb, want)
+			// N file fsyncs and K directory fsyncs (F324), N and N (F323), none (nosync).
+			syncs := map[string]string{"f324": "file_syncs=40 directory_syncs=4", "f323": "file_syncs=40 directory_syncs=40",
+				"nosync": "file_syncs=0 directory_syncs=0"}[strategy]
+			want := "stale-token " + stale + " 1 "
+			stats := "stats renewed=40 lost=1 " + syncs + "\n"
+			if !strings.HasPrefix(errb, want) || !strings.HasSuffix(errb, stats) || strings.Count(errb, "\n") != 2 {
+				t.Errorf("seed.py stderr %q, want a line starting %q and then %q", errb, want, stats)
 			}
 			after, err := os.ReadFile(stalePath)
 			if err != nil || !bytes.Equal(before, after) {
