@@ -68,9 +68,15 @@ func lockHelper(spec string) int {
 			return 1
 		}
 		lk := unix.Flock_t{Type: unix.F_WRLCK, Start: id.LockOffset(), Len: 1}
-		if err := unix.FcntlFlock(lf.Fd(), unix.F_SETLKW, &lk); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+			err := unix.FcntlFlock(lf.Fd(), unix.F_SETLK, &lk)
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) || time.Now().After(deadline) {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
 		}
 	default:
 		return 2
@@ -155,6 +161,50 @@ func TestLockBetweenProcesses(t *testing.T) {
 			if r := st.Claim([]commit.Item{{ID: id}}, "host/w", 1000, 60)[0]; r.Outcome != commit.OK || r.Token != 1 {
 				t.Errorf("claim after the holder died: %s %s", r.Outcome.Reason(), r.Detail)
 			}
+		})
+	}
+}
+
+// TestUnlockHandsOverToOtherProcesses: the process keeps one descriptor per
+// shard lock file and unlocks a record's byte explicitly, so after unlock
+// another process gets the byte at once, while a byte the other process
+// holds still keeps this process out through the same cached descriptor.
+func TestUnlockHandsOverToOtherProcesses(t *testing.T) {
+	for _, mode := range []string{"ofd", "posix"} {
+		t.Run(mode, func(t *testing.T) {
+			st, _ := hookedTable(t, 4)
+			id, neighbour := shardID(3, 1), shardID(3, 2)
+			for i := 0; i < 3; i++ { // lock and unlock through the cached descriptor
+				unlock, err := st.Lock(leasefmt.Work, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				unlock()
+			}
+			u, err := st.Lock(leasefmt.Work, neighbour) // held across the hand-over
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer u()
+			start := time.Now()
+			holder := startLockHolder(t, mode, st.Root, id) // blocks (ofd: 10 s) unless really unlocked
+			if el := time.Since(start); el > 5*time.Second {
+				t.Fatalf("the other process waited %v for a byte this process had unlocked", el)
+			}
+			st.LockTimeout = 100 * time.Millisecond
+			if unlock, err := st.Lock(leasefmt.Work, id); !errors.Is(err, commit.ErrLockTimeout) {
+				if err == nil {
+					unlock()
+				}
+				t.Fatalf("Lock while the other process holds it = %v, want ErrLockTimeout", err)
+			}
+			holder.Process.Signal(syscall.SIGKILL)
+			holder.Wait()
+			unlock, err := st.Lock(leasefmt.Work, id)
+			if err != nil {
+				t.Fatalf("Lock after the holder died: %v", err)
+			}
+			unlock()
 		})
 	}
 }

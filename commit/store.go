@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -82,7 +83,8 @@ type Store struct {
 	// Stats counts what the store did.
 	Stats Stats
 
-	ensured sync.Map // shard directories known to exist
+	ensured   sync.Map                    // shard directories known to exist
+	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
 }
 
 // DefaultWriters is the default size of a batch's writer pool. Measured on
@@ -234,12 +236,27 @@ func (s *Store) create(t *leasefmt.Table) error {
 
 // ShardDir is the table-relative directory of shard sh of kind k.
 func (s *Store) ShardDir(k leasefmt.Kind, sh int) string {
-	return path.Join(k.Dir(), leasefmt.ShardDirName(sh, s.Table.Shards(k)))
+	n := s.Table.Shards(k)
+	if k < 0 || int(k) >= len(s.shardDirs) || sh < 0 || sh >= n {
+		return path.Join(k.Dir(), leasefmt.ShardDirName(sh, n))
+	}
+	c := s.shardDirs[k].Load()
+	if c == nil || len(*c) != n {
+		// Made once per kind (the names are asked for several times per
+		// record); remade if the table's shard count was changed.
+		dirs := make([]string, n)
+		for i := range dirs {
+			dirs[i] = k.Dir() + "/" + leasefmt.ShardDirName(i, n)
+		}
+		c = &dirs
+		s.shardDirs[k].Store(c)
+	}
+	return (*c)[sh]
 }
 
 // RecordPath is the table-relative path of the record of id.
 func (s *Store) RecordPath(k leasefmt.Kind, id leasefmt.ID) string {
-	return path.Join(s.ShardDir(k, id.Shard(s.Table.Shards(k))), id.FileName())
+	return s.ShardDir(k, id.Shard(s.Table.Shards(k))) + "/" + id.FileName()
 }
 
 // Abs is the absolute path of a table-relative name, for messages.
