@@ -176,6 +176,7 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 	if writers > len(items) {
 		writers = len(items)
 	}
+	defer moreProcs(writers)()
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for w := 0; w < writers; w++ {

@@ -140,7 +140,16 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 	if err := regular(fd); err != nil {
 		return nil, o.perr("open", name, err)
 	}
-	buf := make([]byte, max+1)
+	var buf []byte
+	if max+1 <= readBufSize {
+		// One pooled buffer per reader instead of a fresh max+1 bytes
+		// per record read; the caller gets an exact copy.
+		p := readBufs.Get().(*[readBufSize]byte)
+		defer readBufs.Put(p)
+		buf = p[:max+1]
+	} else {
+		buf = make([]byte, max+1)
+	}
 	n := 0
 	for n < len(buf) {
 		m, err := unix.Read(fd, buf[n:])
@@ -161,8 +170,12 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 			break
 		}
 	}
-	return buf[:n], nil
+	return append([]byte(nil), buf[:n]...), nil
 }
+
+const readBufSize = 8 << 10
+
+var readBufs = sync.Pool{New: func() any { return new([readBufSize]byte) }}
 
 // CreateExcl implements FS. Files are created with mode 0666 less the umask.
 func (o *OSFS) CreateExcl(name string) (File, error) {
