@@ -36,27 +36,31 @@ type OSFS struct {
 	locks map[string]*lockFile // open shard lock files by table-relative name
 }
 
-// regular returns ErrNotRegular unless fd is a regular file. It asks
-// statx for the type alone and lets the kernel answer from its cache
-// (AT_STATX_DONT_SYNC): an inode's type never changes, and on FUSE and NFS
-// this saves the attribute round trip of an fstat.
-func regular(fd int) error {
+// regular returns ErrNotRegular unless fd is a regular file, and the size
+// the kernel has in its cache (-1 if it does not tell). It asks statx with
+// AT_STATX_DONT_SYNC: an inode's type never changes, and the size was just
+// refreshed by the open (FUSE and NFS revalidate a file when it is opened),
+// so on those filesystems this costs no round trip where fstat costs one.
+func regular(fd int) (int64, error) {
 	var stx unix.Statx_t
-	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE, &stx)
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_DONT_SYNC, unix.STATX_TYPE|unix.STATX_SIZE, &stx)
 	if err == nil && stx.Mask&unix.STATX_TYPE != 0 {
 		if stx.Mode&unix.S_IFMT != unix.S_IFREG {
-			return ErrNotRegular
+			return -1, ErrNotRegular
 		}
-		return nil
+		if stx.Mask&unix.STATX_SIZE == 0 {
+			return -1, nil
+		}
+		return int64(stx.Size), nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return err
+		return -1, err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return ErrNotRegular
+		return -1, ErrNotRegular
 	}
-	return nil
+	return st.Size, nil
 }
 
 // Close closes the cached directory handles.
@@ -137,7 +141,8 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 		return nil, o.perr("open", name, err)
 	}
 	defer unix.Close(fd)
-	if err := regular(fd); err != nil {
+	size, err := regular(fd)
+	if err != nil {
 		return nil, o.perr("open", name, err)
 	}
 	var buf []byte
@@ -150,9 +155,18 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 	} else {
 		buf = make([]byte, max+1)
 	}
+	want := len(buf)
+	if size >= 0 && size < int64(want) {
+		// Ask for the size the open saw: a read past the cached end of
+		// file makes FUSE (and NFS) fetch the attributes again first.
+		want = int(size)
+	}
 	n := 0
 	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
+		if n >= want {
+			want = len(buf) // the file is longer than it was: read on to the end
+		}
+		m, err := unix.Read(fd, buf[n:want])
 		if err == unix.EINTR {
 			continue
 		}
@@ -163,10 +177,11 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 			break
 		}
 		n += m
-		if n < len(buf) && buf[n-1] == '\n' {
-			// A short read of a regular file is its end; a record ends
-			// in a newline. Not asking again saves a read, which on
-			// FUSE and NFS is an attribute round trip.
+		if n < len(buf) && (n < want || int64(n) == size) && buf[n-1] == '\n' {
+			// A short read of a regular file, or all of the size the
+			// open saw, is its end; a record ends in a newline. Not
+			// asking again saves a read, and on FUSE and NFS an
+			// attribute round trip.
 			break
 		}
 	}
