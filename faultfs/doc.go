@@ -13,6 +13,9 @@
 // every read and write goes through faultfs, and the kernel does not cache
 // names or attributes (zero entry and attribute timeouts), so changes made
 // directly in the backing directory are seen through the mount at once.
+// It has no extended attributes (ENOSYS, as on an NFS mount, which carries
+// no security.* attributes), so the kernel does not ask for
+// security.capability before writing to each new file.
 //
 // The command faultfs/cmd/lease-faultfs mounts one from the shell; the
 // package faultfs/faultfstest mounts one inside a Go test.

@@ -244,3 +244,17 @@ func (h *fileHandle) Release(ctx context.Context) syscall.Errno {
 	h.fsys.locks.release(h)
 	return h.LoopbackFile.Release(ctx)
 }
+
+// Getxattr answers ENOSYS: faultfs has no extended attributes, and the
+// kernel, once told so, stops asking. Otherwise it asks for
+// security.capability before the first write to every new file: one round
+// trip per temp file that an NFS mount, which carries no security.*
+// attributes, does not make.
+func (n *node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
+
+// Listxattr answers ENOSYS, as Getxattr does.
+func (n *node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	return 0, syscall.ENOSYS
+}
