@@ -128,3 +128,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseObject: the fast splitter of parseObject gives exactly what the
+// decoder-based parseObjectSlow gives: the same keys in order, byte-equal
+// raw values, the same error.
+func FuzzParseObject(f *testing.F) {
+	for _, fx := range loadFixtures(f) {
+		f.Add(fx.data)
+	}
+	for _, s := range []string{
+		`{}`, ` { } `, `{"a":1,"a":2}`, `{"a\u0062":1,"ab":2}`, `{"a":{"b":[1,"}",{"c":"\""}]},"d":"\\"}`,
+		`[1]`, `"x"`, `{"a":1}x`, `{"a":1} {"b":2}`, "{\"a\":\t1 ,\n\"b\" : [ ] }\n", `{"a":NaN}`,
+		`{"a":"\ud800"}`, `{"":""}`, `{"a":-0.5e+3,"b":true,"c":null,"d":false}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fast, ferr := parseObject(data)
+		slow, serr := parseObjectSlow(data)
+		if (ferr == nil) != (serr == nil) || ferr != nil && ferr.Error() != serr.Error() {
+			t.Fatalf("parseObject(%q) error %v, parseObjectSlow %v", data, ferr, serr)
+		}
+		if ferr != nil {
+			return
+		}
+		if !reflect.DeepEqual(fast.keys, slow.keys) && !(len(fast.keys) == 0 && len(slow.keys) == 0) {
+			t.Fatalf("parseObject(%q) keys %q, parseObjectSlow %q", data, fast.keys, slow.keys)
+		}
+		for _, k := range slow.keys {
+			if !bytes.Equal(fast.vals[k], slow.vals[k]) {
+				t.Fatalf("parseObject(%q)[%q] = %q, parseObjectSlow %q", data, k, fast.vals[k], slow.vals[k])
+			}
+		}
+	})
+}

@@ -150,7 +150,130 @@ type object struct {
 // parseObject reads exactly one JSON object from data, refusing duplicate
 // keys, invalid UTF-8 and anything but white space after it. The literals
 // NaN and Infinity are not JSON and fail here.
+//
+// Records are read for every lease of every batch, so the common case is
+// fast: data that json.Valid accepts is split into its top-level keys and
+// raw values by one scan (splitObject). Anything else, and anything the
+// scan does not expect, takes the decoder (parseObjectSlow), which says
+// what is wrong. FuzzParseObject checks that both give the same answer.
 func parseObject(data []byte) (*object, error) {
+	if !utf8.Valid(data) {
+		return nil, bad("", "not valid UTF-8")
+	}
+	if json.Valid(data) {
+		if o, err, ok := splitObject(data); ok {
+			return o, err
+		}
+	}
+	return parseObjectSlow(data)
+}
+
+// splitObject splits data, which json.Valid accepted, into the keys and raw
+// values of its top-level object; ok is false when data is not an object.
+func splitObject(data []byte) (o *object, err error, ok bool) {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return nil, nil, false
+	}
+	o = &object{vals: make(map[string]json.RawMessage, 10), keys: make([]string, 0, 10)}
+	i = skipSpace(data, i+1)
+	if data[i] == '}' {
+		return o, nil, true
+	}
+	for {
+		j := stringEnd(data, i)
+		key, kok := unquote(data[i:j])
+		if !kok {
+			return nil, nil, false
+		}
+		i = skipSpace(data, j)
+		i = skipSpace(data, i+1) // past ':'
+		j = valueEnd(data, i)
+		if _, dup := o.vals[key]; dup {
+			return nil, bad(key, "duplicate key"), true
+		}
+		o.keys = append(o.keys, key)
+		o.vals[key] = json.RawMessage(data[i:j])
+		i = skipSpace(data, j)
+		if data[i] == '}' {
+			return o, nil, true
+		}
+		i = skipSpace(data, i+1) // past ','
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the string that starts at data[i].
+func stringEnd(data []byte, i int) int {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return i
+}
+
+// valueEnd returns the index after the value that starts at data[i].
+func valueEnd(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for i < len(data) {
+			switch data[i] {
+			case '"':
+				i = stringEnd(data, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(data) {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}
+
+// unquote is the value of a valid JSON string literal.
+func unquote(lit []byte) (string, bool) {
+	if len(lit) < 2 || lit[0] != '"' || lit[len(lit)-1] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(lit, '\\') < 0 {
+		return string(lit[1 : len(lit)-1]), true
+	}
+	var s string
+	if json.Unmarshal(lit, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// parseObjectSlow is parseObject with encoding/json's decoder: the
+// reference, and the error path.
+func parseObjectSlow(data []byte) (*object, error) {
 	if !utf8.Valid(data) {
 		return nil, bad("", "not valid UTF-8")
 	}
@@ -196,6 +319,9 @@ func (o *object) str(key string) (string, error) {
 	}
 	if len(raw) == 0 || raw[0] != '"' {
 		return "", bad(key, "not a string")
+	}
+	if s, ok := unquote(raw); ok {
+		return s, nil
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {

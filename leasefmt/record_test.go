@@ -501,3 +501,35 @@ func ExampleShardDirName() {
 	fmt.Println(ShardDirName(15, 16), ShardDirName(255, 256), ShardDirName(4095, 4096), ShardDirName(0, 1))
 	// Output: 0f ff fff 00
 }
+
+// BenchmarkDecode: one work record read back, as every lease of a batch is
+// (parseObject's fast path, then validation and the Encode check).
+func BenchmarkDecode(b *testing.B) {
+	id := ID(strings.Repeat("ab", 32))
+	data, err := Encode(&Record{Kind: Work, ID: id, Status: Leased, Owner: "host-a/fuzz-3", Token: 7,
+		ClaimedAt: 1764450000.5, RenewedAt: 1764450030.5, ExpiresAt: 1764450150.5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("fast", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Decode(data, Work, id); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("decoder", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseObjectSlow(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("splitter", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := parseObject(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
