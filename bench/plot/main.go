@@ -582,7 +582,7 @@ func writerTable(d *data) {
 	fmt.Println()
 	fmt.Println("Concurrent strategy with `--writers W`, interleaved with the other runs of the same filesystem; `× 64`")
 	fmt.Println("is the median of W = 64 divided by the median of this row (> 1: faster than the default pool).")
-	fmt.Println("`W-interleaved`: the engine experiment described below (another build of lease, same W).")
+	fmt.Println("`W-variant`: another build of lease (an engine experiment, `bench/matrix --variant BIN`), same W.")
 	fmt.Println()
 	fmt.Println("| fs | N | K | writers | runs | median ms | min–max ms | ms/record | CPU ms | max RSS MB | × 64 |")
 	fmt.Println("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -601,7 +601,7 @@ func writerTable(d *data) {
 		for w := range d.writers[c] {
 			ws = append(ws, w)
 		}
-		// by the pool size, then the label ("64" before "64-interleaved")
+		// by the pool size, then the label ("64" before "64-variant")
 		sort.Slice(ws, func(i, j int) bool {
 			ni, _ := strconv.Atoi(strings.SplitN(ws[i], "-", 2)[0])
 			nj, _ := strconv.Atoi(strings.SplitN(ws[j], "-", 2)[0])
@@ -849,7 +849,7 @@ func headlinePlot(d *data) (*plot.Plot, bool) {
 	}
 	var exp plotter.XYs
 	for i, fs := range fss {
-		if xs := d.writers[cell{fs, 1024, 16}]["64-interleaved"]; len(xs) > 0 {
+		if xs := d.writers[cell{fs, 1024, 16}]["64-variant"]; len(xs) > 0 {
 			exp = append(exp, plotter.XY{X: float64(i) - 0.34, Y: median(walls(xs)) / 1024})
 		}
 	}
@@ -859,7 +859,7 @@ func headlinePlot(d *data) (*plot.Plot, bool) {
 			sc.Shape = draw.TriangleGlyph{}
 			sc.Radius = vg.Points(4)
 			p.Add(sc)
-			p.Legend.Add("concurrent, shards interleaved (experiment)", sc)
+			p.Legend.Add("concurrent, variant build (experiment)", sc)
 		}
 	}
 	p.X.Min, p.X.Max = -0.6, float64(len(fss))-0.4
