@@ -726,7 +726,7 @@ func mainPage(app *cli.App, cmds []*cli.Command) []byte {
 	env = append(env, docItem{"LEASE_CONFIG", "The TOML configuration file, when --config is not given."},
 		docItem{"XDG_CONFIG_HOME", "Where the user configuration file lease/config.toml is looked for (default ~/.config)."},
 		docItem{"USER", "The default owner is USER@HOST."},
-		docItem{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 × CPUs) while it runs, so that writers coming back from fsync and rename find one free; a value set in the environment is left alone."})
+		docItem{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 times the CPU count) while it runs, so that writers coming back from fsync and rename find one free; a value set in the environment is left alone."})
 	r.items(env)
 	r.sh("FILES")
 	r.items(append(append([]docItem(nil), commonFiles...),
