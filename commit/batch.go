@@ -114,6 +114,9 @@ type Decide func(it Item, cur *leasefmt.Record) (next *leasefmt.Record, out Outc
 // fsynced (G5), and no item is reported OK (G6).
 func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 	s.Stats.Batches.Add(1)
+	if f, ok := s.FS.(interface{ DropIdleLocks() }); ok {
+		f.DropIdleLocks()
+	}
 	res := make([]Result, len(items))
 	n := s.Table.Shards(k)
 	order := make([]int, len(items))

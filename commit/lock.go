@@ -11,11 +11,11 @@ package commit
 // (OFD) lock, which conflicts with classic POSIX record locks taken by other
 // programs on the same byte, is dropped by the kernel when the holder dies,
 // and is carried to the server by NFS and Lustre clients that support fcntl
-// locks (Linux 3.15 or later). A process opens each shard's lock file once
-// and keeps it open (lockcache_linux.go); its writers share that descriptor,
-// so they exclude each other through a process-local table of held bytes
-// first, then take the byte's OFD lock, and unlock it explicitly
-// (F_UNLCK) after the rename. POSIX locks are not used as a fallback:
+// locks (Linux 3.15 or later). A batch opens each shard's lock file once and
+// keeps it open until the next batch starts (lockcache_linux.go); its
+// writers share that descriptor, so they exclude each other through a
+// process-local table of held bytes first, then take the byte's OFD lock,
+// and unlock it explicitly (F_UNLCK) after the rename. POSIX locks are not used as a fallback:
 // closing any descriptor of the file would drop every lock of the process
 // on it. The shard lock file is created once and never deleted.
 //

@@ -284,3 +284,42 @@ func TestLockBetweenGoroutines(t *testing.T) {
 		t.Errorf("counter %s, want %d; at most %d inside at once, want 1", data, workers*rounds, maxInside.Load())
 	}
 }
+
+// TestReplacedLockFileBetweenBatches: a process keeps a shard's lock file
+// open only for the batches that use it, so a lock file replaced between
+// two batches (an operator restoring a table) is the one the next batch
+// locks through, and another process locking through the new file still
+// keeps it out.
+func TestReplacedLockFileBetweenBatches(t *testing.T) {
+	root := t.TempDir()
+	osfs, err := commit.OS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer osfs.Close()
+	st, err := commit.Open(root, osfs, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := shardID(1, 1)
+	if r := st.Claim([]commit.Item{{ID: id}}, "host/w", 1000, 60)[0]; r.Outcome != commit.OK {
+		t.Fatalf("claim: %s %s", r.Outcome.Reason(), r.Detail)
+	}
+	lock := filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(4)), commit.LockFile)
+	if err := os.WriteFile(lock+".new", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(lock+".new", lock); err != nil {
+		t.Fatal(err)
+	}
+	holder := startLockHolder(t, "ofd", root, id) // through the new file
+	st.LockTimeout = 200 * time.Millisecond
+	if r := st.Renew([]commit.Item{{ID: id, Token: 1}}, 1010, 60)[0]; r.Outcome != commit.LockTimeout {
+		t.Fatalf("renew while another process holds the new lock file: %s (%s), want lock-timeout", r.Outcome.Reason(), r.Detail)
+	}
+	holder.Process.Signal(syscall.SIGKILL)
+	holder.Wait()
+	if r := st.Renew([]commit.Item{{ID: id, Token: 1}}, 1020, 60)[0]; r.Outcome != commit.OK {
+		t.Fatalf("renew after the holder died: %s (%s)", r.Outcome.Reason(), r.Detail)
+	}
+}

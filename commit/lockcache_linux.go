@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// lockFile is one shard lock file, opened once per OSFS and shared by the
-// process's writers. Every record lock is an OFD lock on one byte of it.
+// lockFile is one shard lock file, opened once per batch (see
+// DropIdleLocks) and shared by the process's writers. Every record lock is an OFD lock on one byte of it.
 // Locks taken through one open file description do not exclude each other,
 // so the process keeps its own table of the bytes it holds: a writer first
 // takes the byte in the table (waiting, bounded by the same timeout, while
@@ -173,5 +173,26 @@ func (o *OSFS) closeLocksLocked() {
 		}
 		lf.mu.Unlock()
 		delete(o.locks, name)
+	}
+}
+
+// DropIdleLocks closes the cached lock files no writer holds or waits for.
+// Every batch starts with it (Store.Apply), so a long-running process
+// (renew-batch --watch, lease run) opens each shard's lock file again once
+// per batch and never keeps locking through a file that was replaced
+// meanwhile, while a batch still opens it once per shard, not per record.
+func (o *OSFS) DropIdleLocks() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for name, lf := range o.locks {
+		lf.mu.Lock()
+		if lf.users == 0 {
+			if lf.fd >= 0 {
+				unix.Close(lf.fd)
+				lf.fd = -1
+			}
+			delete(o.locks, name)
+		}
+		lf.mu.Unlock()
 	}
 }
