@@ -52,8 +52,7 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	if err != nil {
 		return nil, o.perr("open", name, err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if _, err := regular(fd); err != nil {
 		unix.Close(fd)
 		return nil, o.perr("open", name, ErrNotRegular)
 	}
@@ -75,9 +74,9 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	return lf, nil
 }
 
-// done drops one user; a retired lock file is closed by its last user.
-// The caller holds lf.mu.
-func (o *OSFS) doneLocked(name string, lf *lockFile) {
+// doneLocked drops one user; a retired lock file is closed by its last
+// user. The caller holds lf.mu.
+func doneLocked(lf *lockFile) {
 	lf.users--
 	if lf.retired && lf.users == 0 && lf.fd >= 0 {
 		unix.Close(lf.fd)
@@ -95,7 +94,7 @@ func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), erro
 	deadline := time.Now().Add(timeout)
 	timedOut := func() error {
 		lf.mu.Lock()
-		o.doneLocked(name, lf)
+		doneLocked(lf)
 		lf.mu.Unlock()
 		return &fs.PathError{Op: "Lock", Path: path.Join(o.root, name), Err: ErrLockTimeout}
 	}
@@ -125,7 +124,7 @@ func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), erro
 		lf.mu.Lock()
 		close(lf.held[off])
 		delete(lf.held, off)
-		o.doneLocked(name, lf)
+		doneLocked(lf)
 		lf.mu.Unlock()
 	}
 	// The byte between processes.
