@@ -320,3 +320,20 @@ func isMountpoint(t *testing.T, dir string) bool {
 	}
 	return false
 }
+
+// TestNoXattrs: faultfs has no extended attributes, so the kernel answers
+// getxattr itself (EOPNOTSUPP) once told, instead of asking before every
+// write to a new file; the loopback it is built on would answer ENODATA.
+func TestNoXattrs(t *testing.T) {
+	m := faultfstest.Mount(t, faultfs.Options{})
+	p := filepath.Join(m.Dir, "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		_, err := syscall.Getxattr(p, "security.capability", make([]byte, 64))
+		if !errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Fatalf("getxattr through the mount: %v, want EOPNOTSUPP", err)
+		}
+	}
+}
