@@ -25,7 +25,6 @@ func NewApp() *cli.App {
 		Usage:                "fenced work leases on a shared POSIX filesystem",
 		Version:              Version,
 		EnableBashCompletion: true,
-		HideVersion:          true,
 		Description: "lease keeps one small JSON record per work item in shard directories of a table on a shared\n" +
 			"filesystem (local disk, NFS, Lustre). Workers claim work and get a fencing token, keep leases\n" +
 			"alive with batched renewals, and publish results only while their token is current.",
@@ -60,6 +59,9 @@ func NewApp() *cli.App {
 			cmd.Before = refuseRanks(code)
 		}
 	}
+	// --version prints what lease version prints, as git --version does.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
+	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
 	app.OnUsageError = usageHandler(2)
 	app.CommandNotFound = func(c *cli.Context, name string) {
 		fmt.Fprintf(c.App.ErrWriter, "lease: %s is not a lease command; see lease --help\n", leasefmt.Quote(name))
@@ -85,8 +87,17 @@ func refuseRanks(code int) cli.BeforeFunc {
 
 func usageHandler(code int) cli.OnUsageErrorFunc {
 	return func(c *cli.Context, err error, isSubcommand bool) error {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("usage: %v (see lease %s --help)", err, c.Command.Name)), code)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("usage: %v (see %s --help)", err, commandName(c))), code)
 	}
+}
+
+// commandName is how messages name the command of c: "lease claim", or
+// "lease" itself for the global options.
+func commandName(c *cli.Context) string {
+	if c == nil || c.Command == nil || c.Command.Name == "" || c.Command.Name == c.App.Name {
+		return "lease"
+	}
+	return "lease " + c.Command.Name
 }
 
 // Run runs lease with args and the given standard streams and returns the
@@ -107,11 +118,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			code = ec.ExitCode()
 		}
 		if msg := err.Error(); msg != "" {
-			name := "lease"
-			if c != nil && c.Command != nil && c.Command.Name != "" {
-				name = "lease " + c.Command.Name
-			}
-			fmt.Fprintln(stderr, leasefmt.Bound(name+": "+msg))
+			fmt.Fprintln(stderr, leasefmt.Bound(commandName(c)+": "+msg))
 		}
 	}
 	saved := cli.OsExiter

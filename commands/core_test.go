@@ -956,6 +956,24 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
+// TestGlobalOptions: lease --version prints what lease version prints; a
+// bad global option is a usage error (exit 2) that names lease itself, not
+// "lease lease".
+func TestGlobalOptions(t *testing.T) {
+	v := coreMust(t, 0, "", "version")
+	if got := coreMust(t, 0, "", "--version"); got.out != v.out || !strings.HasPrefix(got.out, "lease ") {
+		t.Errorf("lease --version: %q; lease version: %q", got.out, v.out)
+	}
+	r := coreMust(t, 2, "", "--no-such-option")
+	if !strings.HasPrefix(r.errOut, "lease: usage: ") || !strings.Contains(r.errOut, "(see lease --help)") {
+		t.Errorf("bad global option: %s", r)
+	}
+	r = coreMust(t, 2, "", "claim", "--no-such-option")
+	if !strings.HasPrefix(r.errOut, "lease claim: usage: ") || !strings.Contains(r.errOut, "(see lease claim --help)") {
+		t.Errorf("bad claim option: %s", r)
+	}
+}
+
 // TestStatusFilters: only --owner filters status by holder; an owner from
 // the environment or a file is what this worker writes, not a filter. A
 // link planted as a shard directory is reported corrupt (exit 3), never

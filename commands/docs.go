@@ -703,6 +703,8 @@ func mainPage(app *cli.App, cmds []*cli.Command) []byte {
 	r.line(`\fBlease\fR \fICOMMAND\fR [\fIOPTIONS\fR] [\fIARGS\fR]`)
 	r.br()
 	r.line(`\fBlease\fR [\fICOMMAND\fR] \fB\-\-help\fR`)
+	r.br()
+	r.line(`\fBlease\fR \fB\-\-version\fR`)
 	r.sh("DESCRIPTION")
 	r.markup(app.Description + "\n\n" + mainDescription)
 	r.sh("COMMANDS")
@@ -933,7 +935,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "%s --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "%s --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -1083,6 +1085,7 @@ _lease() {
   typeset -A opt_args
   _arguments -C \
     '(- *)'{-h,--help}'[show help]' \
+    '(- *)--version[print the version and whether MPI support is compiled in]' \
     '1: :->command' \
     '*:: :->args' && ret=0
   case $state in
@@ -1193,6 +1196,7 @@ end
 
 complete -c lease -f
 complete -c lease -n __fish_use_subcommand -s h -l help -d 'show help'
+complete -c lease -n __fish_use_subcommand -l version -d 'print the version and whether MPI support is compiled in'
 `, maxCompletionIDs)
 	for _, c := range cc {
 		w("\n# lease %s\n", c.name)

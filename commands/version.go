@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/urfave/cli/v2"
@@ -14,11 +15,15 @@ var versionCommand = &cli.Command{
 	Usage:     "print the version and whether MPI support is compiled in",
 	ArgsUsage: " ",
 	Action: func(c *cli.Context) error {
-		support := "without MPI support (build with -tags mpi for mpirun)"
-		if mpi.Compiled {
-			support = "with MPI support (Open MPI)"
-		}
-		fmt.Fprintf(c.App.Writer, "lease %s %s/%s %s, %s\n", Version, runtime.GOOS, runtime.GOARCH, runtime.Version(), support)
+		printVersion(c.App.Writer)
 		return nil
 	},
+}
+
+func printVersion(w io.Writer) {
+	support := "without MPI support (build with -tags mpi for mpirun)"
+	if mpi.Compiled {
+		support = "with MPI support (Open MPI)"
+	}
+	fmt.Fprintf(w, "lease %s %s/%s %s, %s\n", Version, runtime.GOOS, runtime.GOARCH, runtime.Version(), support)
 }

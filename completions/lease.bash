@@ -40,7 +40,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init claim renew-batch release complete verify group-claim group-renew group-release run status fsck config qualify version --help" -- "$cur"))
+        COMPREPLY=($(compgen -W "init claim renew-batch release complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
         return
     fi
     case $cmd in

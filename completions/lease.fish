@@ -31,6 +31,7 @@ end
 
 complete -c lease -f
 complete -c lease -n __fish_use_subcommand -s h -l help -d 'show help'
+complete -c lease -n __fish_use_subcommand -l version -d 'print the version and whether MPI support is compiled in'
 
 # lease init
 complete -c lease -n __fish_use_subcommand -a init -d 'create the lease table'
