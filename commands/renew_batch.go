@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
@@ -30,7 +32,9 @@ var renewBatchCommand = &cli.Command{
 		"order by a pool of concurrent writers: each record is written to a temp file, fsynced and\n" +
 		"renamed over the old one, and each touched shard directory is fsynced once. stdout carries\n" +
 		"exactly the lines renewed, in input order, so `lease renew-batch < held > held.new` keeps the\n" +
-		"held set current; each other line goes to stderr as `REASON ID TOKEN detail`.\n" +
+		"held set current; each other line goes to stderr as `REASON ID TOKEN detail`. While it runs,\n" +
+		"a progress bar goes to stderr when stderr is a terminal, and is cleared at the end (--progress\n" +
+		"always|never overrides; no bar with --watch or under mpirun).\n" +
 		"\n" +
 		"With --watch it keeps the leases alive like `etcdctl lease keep-alive`: one round every\n" +
 		"renewal interval (--interval) until SIGINT, SIGTERM, SIGHUP or SIGUSR1. Each round re-reads\n" +
@@ -58,11 +62,16 @@ var renewBatchCommand = &cli.Command{
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end"},
 		&cli.Float64Flag{Name: "interval", Usage: "with --watch: renewal interval in seconds, less than the TTL (env LEASE_RENEW_INTERVAL, default max(0.1, min(30, ttl/3)))"},
+		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun"},
 	}),
 	Action: runRenewBatch,
 }
 
 func runRenewBatch(c *cli.Context) error {
+	mode := c.String("progress")
+	if mode != "auto" && mode != "always" && mode != "never" {
+		return usageErr("--progress %s: want auto, always or never", leasefmt.Quote(mode))
+	}
 	if c.Bool("watch") {
 		return runWatch(c)
 	}
@@ -71,8 +80,49 @@ func runRenewBatch(c *cli.Context) error {
 	}
 	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, create: true, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
+			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
 			return st.Renew(items, e.now, e.set.TTL)
 		}})
+}
+
+// renewProgress draws a progress bar of a renew batch on w, from the
+// store's count of attempted items, until the returned function is called;
+// the bar is then cleared. Only for one process: under mpirun each rank
+// renews a share, and their bars would interleave on one terminal.
+func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func() {
+	if size, _, ok := mpi.Launched(); (ok && size > 1) || total == 0 || !showProgress(mode, w) {
+		return func() {}
+	}
+	base := st.Stats.Attempted.Load()
+	bar := progressbar.NewOptions(total,
+		progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("renewing"),
+		progressbar.OptionShowCount(),
+		progressbar.OptionSetItsString("leases"),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	bar.RenderBlank() // at once, not only after the first tick: the batch may end before it
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				bar.Set(int(st.Stats.Attempted.Load() - base))
+			case <-stop:
+				bar.Set(int(st.Stats.Attempted.Load() - base))
+				bar.Finish()
+				return
+			}
+		}
+	}()
+	return func() {
+		close(stop)
+		<-done
+	}
 }
 
 // lostOutcome: the lease is gone for good (a negative answer, exit 1),

@@ -192,6 +192,7 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 				r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
 				if aborted.Load() {
 					r.Outcome, r.Detail = IOError, "not attempted: the batch stopped at an I/O error"
+					s.Stats.Attempted.Add(1)
 					continue
 				}
 				begun[i] = time.Now()
@@ -215,6 +216,7 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 					syncedAt[dir] = time.Now()
 					syncMu.Unlock()
 				}
+				s.Stats.Attempted.Add(1)
 			}
 		}()
 	}

@@ -408,7 +408,11 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					})
 					victim := sorted[pos].ID
 					log.reset(failAt(op, victim))
+					attempted := st.Stats.Attempted.Load()
 					res := st.Renew(h, 1010, 60)
+					if got := st.Stats.Attempted.Load() - attempted; got != int64(len(h)) {
+						t.Errorf("Stats.Attempted grew by %d, want %d: every item, also those not attempted after the failure, counts for progress", got, len(h))
+					}
 					ops := log.snapshot()
 					injected := false
 					for _, o := range ops {

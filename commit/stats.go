@@ -17,6 +17,9 @@ type Stats struct {
 	FileSyncs      atomic.Int64
 	DirectorySyncs atomic.Int64
 	Failures       atomic.Int64 // corrupt records, lock timeouts, I/O errors
+	// Attempted counts the items a batch has finished with, whatever the
+	// outcome, as it runs: for a progress display (not in Snapshot).
+	Attempted atomic.Int64
 
 	mu        sync.Mutex
 	latencies []float64 // seconds, per written record, until its directory was fsynced

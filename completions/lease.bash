@@ -59,8 +59,8 @@ _lease() {
         args=ids
         ;;
     renew-batch)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --writers --mpi-timeout --watch --interval -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --writers --mpi-timeout --interval "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --writers --mpi-timeout --watch --interval --progress -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --writers --mpi-timeout --interval --progress "
         dirs=" --root "
         files=" --config "
         args=files

@@ -84,6 +84,7 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l writers -x -d 
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT, default 60)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l interval -x -d 'with --watch: renewal interval in seconds, less than the TTL (env LEASE_RENEW_INTERVAL, default max(0.1, min(30, ttl/3)))'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -F
 
