@@ -202,6 +202,21 @@ func TestFsckShards(t *testing.T) {
 	}
 }
 
+// onTerminal runs f with the slave side of a new pseudo-terminal and
+// returns what was written to it.
+func onTerminal(t *testing.T, f func(tty *os.File)) []byte {
+	m, s := openPTY(t)
+	defer m.Close()
+	done := make(chan []byte)
+	go func() {
+		data, _ := io.ReadAll(m) // EIO once the slave is closed
+		done <- data
+	}()
+	f(s)
+	s.Close()
+	return <-done
+}
+
 // openPTY returns a pseudo-terminal's master and slave.
 func openPTY(t *testing.T) (*os.File, *os.File) {
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
@@ -263,19 +278,13 @@ func TestFsckProgress(t *testing.T) {
 			t.Errorf("--progress %s to %T: %d bytes on stderr, want output %v", tc.mode, tc.w, got, tc.want)
 		}
 	}
-	m, s := openPTY(t)
-	defer m.Close()
-	done := make(chan []byte)
-	go func() {
-		data, _ := io.ReadAll(m) // EIO once the slave is closed
-		done <- data
-	}()
-	out, code := runLease(base, s)
-	s.Close()
+	var out string
+	var code int
+	data := onTerminal(t, func(tty *os.File) { out, code = runLease(base, tty) })
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	if data := <-done; len(data) == 0 {
+	if len(data) == 0 {
 		t.Error("no progress bar on a terminal stderr with --progress auto")
 	}
 	if strings.Contains(out, "\r") || strings.Contains(out, "dirs") {

@@ -57,16 +57,7 @@ func TestRenewBatchProgress(t *testing.T) {
 	if data, _ := io.ReadAll(pr); len(data) > 0 {
 		t.Errorf("--progress auto into a pipe: %q on stderr", data)
 	}
-	m, s := openPTY(t)
-	defer m.Close()
-	done := make(chan []byte)
-	go func() {
-		data, _ := io.ReadAll(m) // EIO once the slave is closed
-		done <- data
-	}()
-	renew("", s)
-	s.Close()
-	if data := <-done; !bytes.Contains(data, []byte("renewing")) {
+	if data := onTerminal(t, func(tty *os.File) { renew("", tty) }); !bytes.Contains(data, []byte("renewing")) {
 		t.Errorf("no progress bar on a terminal stderr by default: %q", data)
 	}
 
