@@ -95,6 +95,22 @@ type hooked struct {
 	hook Hook
 }
 
+// DropIdleLocks and Syncfs pass the optional FS extensions (see
+// Store.Apply) through to the wrapped FS, so that a hooked store commits
+// as the unwrapped one does.
+func (h *hooked) DropIdleLocks() {
+	if f, ok := h.fs.(interface{ DropIdleLocks() }); ok {
+		f.DropIdleLocks()
+	}
+}
+
+func (h *hooked) Syncfs() error {
+	if f, ok := h.fs.(interface{ Syncfs() error }); ok {
+		return f.Syncfs()
+	}
+	return nil
+}
+
 func (h *hooked) ReadFile(name string, max int) ([]byte, error) {
 	if err := h.hook(OpRead, name); err != nil {
 		return nil, err

@@ -15,9 +15,10 @@ package commit
 // keeps it open until the next batch starts (lockcache_linux.go); its
 // writers share that descriptor, so they exclude each other through a
 // process-local table of held bytes first, then take the byte's OFD lock,
-// and unlock it explicitly (F_UNLCK) after the rename. POSIX locks are not used as a fallback:
-// closing any descriptor of the file would drop every lock of the process
-// on it. The shard lock file is created once and never deleted.
+// and unlock it explicitly (F_UNLCK) after the rename. POSIX locks are not
+// used as a fallback: closing any descriptor of the file would drop every
+// lock of the process on it. The shard lock file is created once and never
+// deleted.
 //
 // Waiting is bounded: the lock is retried with a backoff of at most 20 ms
 // until the timeout (default 10 s) runs out, and ErrLockTimeout is returned

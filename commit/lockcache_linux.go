@@ -13,7 +13,8 @@ import (
 )
 
 // lockFile is one shard lock file, opened once per batch (see
-// DropIdleLocks) and shared by the process's writers. Every record lock is an OFD lock on one byte of it.
+// DropIdleLocks) and shared by the process's writers. Every record lock is
+// an OFD lock on one byte of it.
 // Locks taken through one open file description do not exclude each other,
 // so the process keeps its own table of the bytes it holds: a writer first
 // takes the byte in the table (waiting, bounded by the same timeout, while
@@ -78,7 +79,15 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 // user. The caller holds lf.mu.
 func doneLocked(lf *lockFile) {
 	lf.users--
-	if lf.retired && lf.users == 0 && lf.fd >= 0 {
+	if lf.retired && lf.users == 0 {
+		lf.closeLocked()
+	}
+}
+
+// closeLocked closes the descriptor, dropping its locks, once. The caller
+// holds lf.mu.
+func (lf *lockFile) closeLocked() {
+	if lf.fd >= 0 {
 		unix.Close(lf.fd)
 		lf.fd = -1
 	}
@@ -161,15 +170,12 @@ func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), erro
 	}, nil
 }
 
-// closeLocks closes the cached lock files (dropping their locks). The
+// closeLocksLocked closes the cached lock files (dropping their locks). The
 // caller holds o.mu.
 func (o *OSFS) closeLocksLocked() {
 	for name, lf := range o.locks {
 		lf.mu.Lock()
-		if lf.fd >= 0 {
-			unix.Close(lf.fd)
-			lf.fd = -1
-		}
+		lf.closeLocked()
 		lf.mu.Unlock()
 		delete(o.locks, name)
 	}
@@ -186,10 +192,7 @@ func (o *OSFS) DropIdleLocks() {
 	for name, lf := range o.locks {
 		lf.mu.Lock()
 		if lf.users == 0 {
-			if lf.fd >= 0 {
-				unix.Close(lf.fd)
-				lf.fd = -1
-			}
+			lf.closeLocked()
 			delete(o.locks, name)
 		}
 		lf.mu.Unlock()
