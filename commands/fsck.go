@@ -72,8 +72,8 @@ func fsckErr(err error) error {
 
 func runFsck(c *cli.Context) error {
 	mode := c.String("progress")
-	if mode != "auto" && mode != "always" && mode != "never" {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("usage: --progress %s: want auto, always or never", leasefmt.Quote(mode))), fsckUsage)
+	if err := checkProgress(mode); err != nil {
+		return cli.Exit(leasefmt.Bound("usage: "+err.Error()), fsckUsage)
 	}
 	e, err := newEnv(c)
 	if err != nil {
@@ -332,6 +332,14 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	if left > 0 {
 		fmt.Fprintf(p.w, "the table has errors; to repair them run:\n  %s\n", cmd)
 	}
+}
+
+// checkProgress refuses a --progress value other than auto, always or never.
+func checkProgress(mode string) error {
+	if mode != "auto" && mode != "always" && mode != "never" {
+		return fmt.Errorf("--progress %s: want auto, always or never", leasefmt.Quote(mode))
+	}
+	return nil
 }
 
 // showProgress decides whether a progress bar is drawn on w.

@@ -69,8 +69,8 @@ var renewBatchCommand = &cli.Command{
 
 func runRenewBatch(c *cli.Context) error {
 	mode := c.String("progress")
-	if mode != "auto" && mode != "always" && mode != "never" {
-		return usageErr("--progress %s: want auto, always or never", leasefmt.Quote(mode))
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
 	}
 	if c.Bool("watch") {
 		return runWatch(c)
