@@ -6,7 +6,8 @@
 //	plot --raw FILE --dir DIR [--prefix NAME]
 //
 // It writes the Markdown to stdout and DIR/NAME-per-record.png (time per
-// record against N, log-log, one panel per filesystem, K = 16),
+// record against N, log-log, one panel per filesystem, K = 16, and
+// concurrent also at K = 1 and 64),
 // DIR/NAME-<fs>.png (the same, one file per filesystem) and
 // DIR/headline.png (ms per record at N = 1024, K = 16 per filesystem and
 // strategy, log scale; NAME-headline.png unless NAME is "matrix") and
@@ -444,47 +445,57 @@ func renewTable(d *data) {
 }
 
 func slopes(d *data) {
-	fmt.Println("## Cost against N (K = 16): fitted slope")
+	fmt.Println("## Cost against N: fitted slope")
 	fmt.Println()
-	fmt.Println("Least-squares line through every run (not the medians) of wall ms = a + b·N at K = 16 over the N measured;")
+	fmt.Println("Least-squares line through every run (not the medians) of wall ms = a + b·N for one K over the N measured;")
 	fmt.Println("b is the marginal cost per record. Linear growth shows as R² near 1 and as ms/record at the largest N")
 	fmt.Println("about equal to (not above) ms/record at N = 1024 (`per-record ratio`; below 1 means fixed costs amortised).")
+	fmt.Println("K = 16 (the goal's) first, then K = 1 (every record in one directory) and K = 64 where more than one N")
+	fmt.Println("was measured.")
 	fmt.Println()
-	fmt.Println("| fs | strategy | N measured | slope b (ms/record) | intercept a (ms) | R² | per-record ratio largest N ÷ 1024 |")
-	fmt.Println("| --- | --- | --- | ---: | ---: | ---: | ---: |")
-	for _, fs := range d.fsOrder {
-		for _, s := range strategies {
-			var xs, ys []float64
-			var ns []string
-			perRec := map[int]float64{}
-			for _, c := range d.cells {
-				if c.fs != fs || c.k != 16 || len(d.renew[c][s]) == 0 {
-					continue
-				}
-				ns = append(ns, strconv.Itoa(c.n))
-				for _, smp := range d.renew[c][s] {
-					xs = append(xs, float64(c.n))
-					ys = append(ys, smp.wall)
-				}
-				perRec[c.n] = median(walls(d.renew[c][s])) / float64(c.n)
-			}
-			if len(ns) < 2 {
-				if len(ns) == 1 {
-					fmt.Printf("| %s | %s | %s | – | – | – | – (one N only) |\n", fs, s, ns[0])
-				}
+	fmt.Println("| fs | K | strategy | N measured | slope b (ms/record) | intercept a (ms) | R² | per-record ratio largest N ÷ 1024 |")
+	fmt.Println("| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |")
+	for _, k := range []int{16, 1, 64} {
+		for _, fs := range d.fsOrder {
+			slopeRows(d, fs, k)
+		}
+	}
+}
+
+// slopeRows prints the slope rows of one filesystem and K, one per strategy
+// measured there at more than one N (K = 16: also those at one N).
+func slopeRows(d *data, fs string, k int) {
+	for _, s := range strategies {
+		var xs, ys []float64
+		var ns []string
+		perRec := map[int]float64{}
+		for _, c := range d.cells {
+			if c.fs != fs || c.k != k || len(d.renew[c][s]) == 0 {
 				continue
 			}
-			a, b, r2 := fit(xs, ys)
-			largest := 0
-			for n := range perRec {
-				largest = max(largest, n)
+			ns = append(ns, strconv.Itoa(c.n))
+			for _, smp := range d.renew[c][s] {
+				xs = append(xs, float64(c.n))
+				ys = append(ys, smp.wall)
 			}
-			pr := "–"
-			if largest > 1024 && perRec[1024] > 0 {
-				pr = fmt.Sprintf("%.2f", perRec[largest]/perRec[1024])
-			}
-			fmt.Printf("| %s | %s | %s | %.4f | %.1f | %.4f | %s |\n", fs, s, strings.Join(ns, ", "), b, a, r2, pr)
+			perRec[c.n] = median(walls(d.renew[c][s])) / float64(c.n)
 		}
+		if len(ns) < 2 {
+			if len(ns) == 1 && k == 16 {
+				fmt.Printf("| %s | %d | %s | %s | – | – | – | – (one N only) |\n", fs, k, s, ns[0])
+			}
+			continue
+		}
+		a, b, r2 := fit(xs, ys)
+		largest := 0
+		for n := range perRec {
+			largest = max(largest, n)
+		}
+		pr := "–"
+		if largest > 1024 && perRec[1024] > 0 {
+			pr = fmt.Sprintf("%.2f", perRec[largest]/perRec[1024])
+		}
+		fmt.Printf("| %s | %d | %s | %s | %.4f | %.1f | %.4f | %s |\n", fs, k, s, strings.Join(ns, ", "), b, a, r2, pr)
 	}
 }
 
@@ -766,10 +777,10 @@ func headroom(p *plot.Plot, factor float64) {
 }
 
 // perRecordPlot: median ms per record against N at K = 16, one line per
-// strategy, log-log.
+// strategy, and concurrent at K = 1 and 64 (dotted), log-log.
 func perRecordPlot(d *data, fs string) (*plot.Plot, bool) {
 	p := plot.New()
-	p.Title.Text = fs + ": renew-batch, K = 16"
+	p.Title.Text = fs + ": renew-batch, K = 16 (dotted: concurrent at K = 1, 64)"
 	p.X.Label.Text = "N (records)"
 	p.Y.Label.Text = "ms per record (median)"
 	logAxes(p)
@@ -801,6 +812,34 @@ func perRecordPlot(d *data, fs string) (*plot.Plot, bool) {
 		}
 		p.Add(l, pts)
 		p.Legend.Add(label[s], l, pts)
+		lines++
+	}
+	// concurrent at the other shard counts, where more than one N was
+	// measured: dotted, triangles (K = 1) and crosses (K = 64)
+	for _, k := range []int{1, 64} {
+		var xys plotter.XYs
+		for _, c := range d.cells {
+			if c.fs == fs && c.k == k && len(d.renew[c]["concurrent"]) > 0 {
+				xys = append(xys, plotter.XY{X: float64(c.n), Y: median(walls(d.renew[c]["concurrent"])) / float64(c.n)})
+			}
+		}
+		if len(xys) < 2 {
+			continue
+		}
+		l, pts, err := plotter.NewLinePoints(xys)
+		if err != nil {
+			continue
+		}
+		l.Color = colors["concurrent"]
+		l.Width = vg.Points(1)
+		l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+		pts.Color = colors["concurrent"]
+		pts.Shape = draw.TriangleGlyph{}
+		if k == 64 {
+			pts.Shape = draw.CrossGlyph{}
+		}
+		p.Add(l, pts)
+		p.Legend.Add(fmt.Sprintf("%s, K = %d", label["concurrent"], k), l, pts)
 		lines++
 	}
 	headroom(p, 4)
