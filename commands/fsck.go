@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/term"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/fsck"
@@ -334,26 +332,6 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	}
 }
 
-// checkProgress refuses a --progress value other than auto, always or never.
-func checkProgress(mode string) error {
-	if mode != "auto" && mode != "always" && mode != "never" {
-		return fmt.Errorf("--progress %s: want auto, always or never", leasefmt.Quote(mode))
-	}
-	return nil
-}
-
-// showProgress decides whether a progress bar is drawn on w.
-func showProgress(mode string, w io.Writer) bool {
-	switch mode {
-	case "always":
-		return true
-	case "never":
-		return false
-	}
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // fsckBar is the progress bar over shard directories.
 type fsckBar struct {
 	w   io.Writer
@@ -364,14 +342,7 @@ func newFsckBar(w io.Writer) *fsckBar { return &fsckBar{w: w} }
 
 func (b *fsckBar) update(done, total, records int) {
 	if b.bar == nil {
-		b.bar = progressbar.NewOptions(total,
-			progressbar.OptionSetWriter(b.w),
-			progressbar.OptionSetDescription("checking shard directories"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetItsString("dirs"),
-			progressbar.OptionThrottle(100*time.Millisecond),
-			progressbar.OptionClearOnFinish(),
-		)
+		b.bar = newBar(b.w, total, "checking shard directories", "dirs")
 	}
 	b.bar.Describe(fmt.Sprintf("checked %d records", records))
 	b.bar.Set(done)

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 
@@ -94,14 +93,7 @@ func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func()
 		return func() {}
 	}
 	base := st.Stats.Attempted.Load()
-	bar := progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(w),
-		progressbar.OptionSetDescription("renewing"),
-		progressbar.OptionShowCount(),
-		progressbar.OptionSetItsString("leases"),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
+	bar := newBar(w, total, "renewing", "leases")
 	bar.RenderBlank() // at once, not only after the first tick: the batch may end before it
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
