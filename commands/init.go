@@ -18,8 +18,9 @@ var initCommand = &cli.Command{
 		"Choosing --shards: on NFS, Lustre and FUSE the client holds a directory's lock for the round trip of\n" +
 		"every create and rename in it, so the creates and renames in one shard happen one at a time however\n" +
 		"many writers a batch has. Use at least 16 shards there (the default), more for tables of many\n" +
-		"thousands of leases: renewing 16384 leases with 2 ms round trips took 90 s in 1 shard, 7.0 s in 16\n" +
-		"and 6.8 s in 64 (bench/results/matrix.md). The shard count is fixed when the table is created.",
+		"thousands of leases: renewing 16384 leases with 2 ms round trips took 85-90 s in 1 shard, 6.9-7.0 s\n" +
+		"in 16 and 6.8 s in 64 (two runs: bench/results/matrix.md, matrix-dff086d.md). The shard count is\n" +
+		"fixed when the table is created.",
 	Flags:  commonFlags(),
 	Action: runInit,
 }
