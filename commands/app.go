@@ -33,6 +33,7 @@ func NewApp() *cli.App {
 			claimCommand,
 			renewBatchCommand,
 			releaseCommand,
+			revokeCommand,
 			completeCommand,
 			verifyCommand,
 			groupClaimCommand,

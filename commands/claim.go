@@ -13,10 +13,16 @@ var claimCommand = &cli.Command{
 	ArgsUsage: "ID...|-",
 	Description: "Claims each ID (given as arguments, or one per line on stdin with - or no argument) that\n" +
 		"is missing, released or expired, with a token one larger than any earlier claim of it,\n" +
-		"for --owner until now + --ttl. Prints `ID TOKEN` for each claim granted, in input order;\n" +
-		"each refusal goes to stderr as `REASON ID TOKEN detail` (held, done, corrupt, ...).\n" +
-		"With --first N at most N of the candidates are taken, in input order (work-queue use),\n" +
-		"and the command exits 0 when it got at least one.",
+		"for --owner until now + --ttl, the clock read while the record's lock is held. A lease\n" +
+		"counts as expired for a claim only from expires_at + clock_skew. Prints `ID TOKEN` for each\n" +
+		"claim granted, in input order; each refusal goes to stderr as `REASON ID TOKEN detail`\n" +
+		"(held, done, corrupt, ...; TOKEN is the token on disk, 0 when there is none). A claim whose\n" +
+		"lease is over by the time it is durable (input that arrived late, a slow filesystem) is\n" +
+		"reported `expired`, not granted. An expired committing record that names a published result\n" +
+		"is settled first, never simply taken over: done when the result reached public/ (the claim\n" +
+		"then reports `done`), else released and claimed. With --first N at most N of the candidates\n" +
+		"are taken, in input order, and the command exits 0 when it got at least one; candidates it\n" +
+		"passes over (held or done) are not failures and print nothing (counted with -v and in --json).",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order"},
 	}),
@@ -28,23 +34,27 @@ func runClaim(c *cli.Context) error {
 	if c.IsSet("first") && first < 1 {
 		return usageErr("--first %d: want at least 1", first)
 	}
-	spec := batchSpec{name: "claim", kind: leasefmt.Work, create: true, spread: !c.IsSet("first"), input: idArgs,
+	spec := batchSpec{name: "claim", kind: leasefmt.Work, spread: !c.IsSet("first"), input: idArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			if c.IsSet("first") {
-				return st.ClaimFirst(items, first, e.set.Owner, e.now, e.set.TTL)
+				return st.ClaimFirst(items, first, e.set.Owner, e.set.TTL)
 			}
-			return st.Claim(items, e.set.Owner, e.now, e.set.TTL)
+			return st.Claim(items, e.set.Owner, e.set.TTL)
 		}}
 	if c.IsSet("first") {
-		spec.exit = firstExit
+		spec.code, spec.silent = firstCode, passedOver
 	}
 	return runBatch(c, spec)
 }
 
-// firstExit: with --first, getting at least one is success, and so held
+// passedOver: with --first, a candidate that is held or done is passed
+// over, not a failure; it prints nothing (counted with -v and in --json).
+func passedOver(r commit.Result) bool { return r.Outcome == commit.Held || r.Outcome == commit.Done }
+
+// firstCode: with --first, getting at least one is success, and so held
 // or done candidates are no failure; corrupt records, I/O errors and lock
 // timeouts still are. Getting none is a negative answer.
-func firstExit(res []commit.Result, reported error) error {
+func firstCode(res []commit.Result) int {
 	got, code := 0, 0
 	for _, r := range res {
 		switch r.Outcome {
@@ -57,13 +67,5 @@ func firstExit(res []commit.Result, reported error) error {
 	if code == 0 && got == 0 {
 		code = 1
 	}
-	if code == 0 {
-		return nil
-	}
-	if reported != nil {
-		if ec, ok := reported.(cli.ExitCoder); ok && ec.ExitCode() == code {
-			return reported
-		}
-	}
-	return cli.Exit("", code)
+	return code
 }

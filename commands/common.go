@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -34,6 +35,7 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "shards", Usage: "work shard count when the table is created (env LEASE_SHARDS, default 16)"},
 		&cli.IntFlag{Name: "target-shards", Usage: "target and group shard count when the table is created (env LEASE_TARGET_SHARDS, default 16)"},
 		&cli.Float64Flag{Name: "target-timeout", Usage: "target timeout in seconds; the default TTL is max(120, 4*target_timeout) (env LEASE_TARGET_TIMEOUT, default 30)"},
+		&cli.Float64Flag{Name: "clock-skew", Usage: "bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW, default 1)"},
 	}
 }
 
@@ -89,7 +91,24 @@ func (e *env) clock() float64 {
 	if e.c.IsSet("now") {
 		return e.now
 	}
-	return float64(time.Now().UnixMicro()) / 1e6
+	return commit.SystemClock()
+}
+
+// storeClock is the clock a store reads under each record's lock.
+func (e *env) storeClock() func() float64 {
+	if e.c.IsSet("now") {
+		return commit.FixedClock(e.now)
+	}
+	return commit.SystemClock
+}
+
+// renewTTL is the duration a renewal gives: --ttl (or LEASE_TTL) when
+// given, else 0, which keeps each lease's own duration (SPEC §6).
+func (e *env) renewTTL() float64 {
+	if o := e.set.Origin("ttl"); strings.HasPrefix(o, "flag ") || strings.HasPrefix(o, "env ") {
+		return e.set.TTL
+	}
+	return 0
 }
 
 // root is the absolute table root.
@@ -101,8 +120,9 @@ func (e *env) root() string {
 	return r
 }
 
-// open opens the table; with create it makes the table durably when
-// missing (first use).
+// open opens the table. Only lease init creates one (create): every other
+// command refuses a root without TABLE and creates nothing there (SPEC §2),
+// so a mistyped root or an unset LEASE_ROOT never starts a second campaign.
 func (e *env) open(create bool) (*commit.Store, error) {
 	root := e.root()
 	if create {
@@ -112,8 +132,8 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	}
 	f, err := commit.OS(root)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, usageErr("no lease table at %s (lease init creates one; --root or LEASE_ROOT names another)", root)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, noTable(root)
 		}
 		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 	}
@@ -121,12 +141,16 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now}
 	}
-	st, err := commit.Open(root, f, tmpl)
+	var fsys commit.FS = f
+	if wrapFS != nil {
+		fsys = wrapFS(f)
+	}
+	st, err := commit.Open(root, fsys, tmpl)
 	if err != nil {
 		f.Close()
 		switch {
 		case errors.Is(err, commit.ErrNoTable):
-			return nil, usageErr("no lease table at %s (lease init creates one; --root or LEASE_ROOT names another)", root)
+			return nil, noTable(root)
 		case errors.Is(err, leasefmt.ErrCorrupt):
 			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
 		}
@@ -145,6 +169,8 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	}
 	st.LockTimeout = time.Duration(e.set.LockTimeout * float64(time.Second))
 	st.Writers = e.set.Writers
+	st.Clock = e.storeClock()
+	st.ClockSkew = e.set.ClockSkew
 	if e.c.IsSet("strategy") {
 		s, err := commit.ParseStrategy(e.c.String("strategy"))
 		if err != nil {
@@ -154,6 +180,16 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		st.Strategy = s
 	}
 	return st, nil
+}
+
+// wrapFS, when set, wraps the filesystem of every table a command opens:
+// the seam through which tests inject faults (a read-only or full
+// filesystem) and kill a process at an exact call.
+var wrapFS func(commit.FS) commit.FS
+
+// noTable is the error of a command run where no table is (SPEC §2).
+func noTable(root string) error {
+	return usageErr("no lease table at %s: create it with lease init (or name the table with --root or LEASE_ROOT)", root)
 }
 
 // maxLine bounds one input line.
@@ -312,13 +348,36 @@ func newResultJSON(it commit.Item, out commit.Outcome, token int64, detail, path
 	return j
 }
 
+// reportOpts adapt the report of a batch command.
+type reportOpts struct {
+	// code, when set, is the exit status of the results (default: the
+	// worst outcome's).
+	code func(res []commit.Result) int
+	// silent, when set, names results that are not failures and print
+	// nothing on stderr (claim --first's passed-over candidates).
+	silent func(r commit.Result) bool
+}
+
+// worstCode is the exit status of the most serious outcome (SPEC §7).
+func worstCode(res []commit.Result) int {
+	code := 0
+	for _, r := range res {
+		code = commit.Worse(code, r.Outcome.Exit())
+	}
+	return code
+}
+
 // report prints results as the filter contract says and returns the exit
 // status: stdout carries the lines that succeeded as `ID TOKEN`, in input
 // order; stderr carries `REASON ID TOKEN detail` for each other line.
 func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) error {
-	code := 0
-	for _, r := range res {
-		code = commit.Worse(code, r.Outcome.Exit())
+	return e.reportWith(cmd, res, snap, reportOpts{})
+}
+
+func (e *env) reportWith(cmd string, res []commit.Result, snap commit.Snapshot, o reportOpts) error {
+	code := worstCode(res)
+	if o.code != nil {
+		code = o.code(res)
 	}
 	if e.json {
 		doc := struct {
@@ -345,6 +404,9 @@ func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) erro
 				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
 				continue
 			}
+			if o.silent != nil && o.silent(r) {
+				continue
+			}
 			tok := shownToken(r.Item.Token, r.Token)
 			fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, tok, r.Detail, r.Path)))
 		}
@@ -363,7 +425,8 @@ func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) erro
 }
 
 // shownToken is the TOKEN of a failure line: the input's token, else the
-// token found on disk (claims have no input token), else "-".
+// token found on disk (claims have no input token), else 0, which no lease
+// ever has (tokens start at 1), so the line always parses as ID TOKEN.
 func shownToken(input, found int64) string {
 	switch {
 	case input != 0:
@@ -371,7 +434,7 @@ func shownToken(input, found int64) string {
 	case found != 0:
 		return strconv.FormatInt(found, 10)
 	}
-	return "-"
+	return "0"
 }
 
 func (e *env) printStats(cmd string, s commit.Snapshot) {

@@ -16,13 +16,22 @@ var completeCommand = &cli.Command{
 	Usage:     "finish held leases (fenced): leased -> committing -> done, optionally publishing a result",
 	ArgsUsage: "[FILE...]",
 	Description: "For each `ID TOKEN` line whose token is current and live, writes the record as `committing`\n" +
-		"and then as `done`, each step durable. With --publish PATH (exactly one input line), PATH\n" +
-		"must be a regular file directly inside ROOT/stage/ (a bare file name means ROOT/stage/NAME);\n" +
-		"between committing and done it is moved to ROOT/public/NAME with a durable cross-directory\n" +
-		"replace (public/ fsynced, then stage/), never over an existing name. A stale token publishes\n" +
-		"nothing. A crash between the move and done is rolled forward by lease fsck --repair.",
+		"and then as `done`, each step durable. Completing again with the token that completed it\n" +
+		"succeeds (a retry is safe).\n" +
+		"\n" +
+		"With --publish NAME (exactly one input line) the result is published exactly once (fenced\n" +
+		"staging): the holder of token TOKEN of ID stages it as ROOT/stage/ID.TOKEN/NAME (the directory\n" +
+		"that lease run passes to its command as LEASE_STAGE; a script that claims by itself makes it\n" +
+		"with mkdir -p). NAME may also be given as that path. The staged file is fsynced, the record is\n" +
+		"written `committing` with \"publish\":\"NAME\", the file is moved to ROOT/public/NAME with a\n" +
+		"durable cross-directory replace (public/ fsynced, then the staging directory), never over an\n" +
+		"existing name, and the record is written `done`. A stale holder's files sit in its own staging\n" +
+		"directory and are never published. A crash between the move and done is settled by whoever\n" +
+		"meets the record next under its lock: the next claim or lease fsck --repair rolls it forward\n" +
+		"to done when the result is in public/, or back to released when it is still staged; the same\n" +
+		"complete --publish retried with the same token resumes it.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
-		&cli.StringFlag{Name: "publish", Usage: "move `PATH` (inside ROOT/stage/) to ROOT/public/ between committing and done", TakesFile: true},
+		&cli.StringFlag{Name: "publish", Usage: "publish ROOT/stage/ID.TOKEN/`NAME` as ROOT/public/NAME between committing and done (NAME or that path)", TakesFile: true},
 	}),
 	Action: runComplete,
 }
@@ -45,12 +54,12 @@ func runComplete(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return e.report("complete", st.Complete(items, e.now), e.snapshot(st))
+		return e.report("complete", st.Complete(items), e.snapshot(st))
 	}
 	if len(items) != 1 {
 		return usageErr("--publish takes exactly one ID TOKEN line, got %d", len(items))
 	}
-	name, err := stagedName(e.root(), c.String("publish"))
+	name, err := stagedName(e.root(), items[0], c.String("publish"))
 	if err != nil {
 		return err
 	}
@@ -58,24 +67,31 @@ func runComplete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := st.CompletePublish(items[0], name, e.now)
+	r, err := st.CompletePublish(items[0], name)
 	if errors.Is(err, commit.ErrStaged) {
 		return usageErr("--publish: %v; nothing written", err)
 	}
 	return e.report("complete", []commit.Result{r}, e.snapshot(st))
 }
 
-// stagedName maps --publish PATH to the name of a file in ROOT/stage/.
-func stagedName(root, p string) (string, error) {
+// stagedName maps --publish NAME or PATH to the name of a file in the
+// staging directory of it: a bare name, or a path directly inside
+// ROOT/stage/ID.TOKEN/.
+func stagedName(root string, it commit.Item, p string) (string, error) {
 	if p != "" && !strings.Contains(p, "/") {
 		if err := leasefmt.CheckPublishName(p); err != nil {
 			return "", usageErr("--publish: %v", err)
 		}
-		return p, nil // a bare name: ROOT/stage/NAME
+		return p, nil // a bare name: ROOT/stage/ID.TOKEN/NAME
 	}
 	abs := mustAbs(p)
-	if filepath.Dir(abs) != filepath.Join(root, "stage") {
-		return "", usageErr("--publish %s: not a file directly inside %s", leasefmt.Quote(p), filepath.Join(root, "stage"))
+	dir := filepath.Join(root, filepath.FromSlash(commit.StagePath(it.ID, it.Token)))
+	if filepath.Dir(abs) != dir {
+		if filepath.Dir(abs) == filepath.Join(root, commit.StageDir) {
+			return "", usageErr("--publish %s: results are staged in the holder's own directory %s/ (fenced staging), not in %s/ itself",
+				leasefmt.Quote(p), dir, filepath.Join(root, commit.StageDir))
+		}
+		return "", usageErr("--publish %s: not a file directly inside %s/, the staging directory of %s token %d", leasefmt.Quote(p), dir, it.ID, it.Token)
 	}
 	name := filepath.Base(abs)
 	if err := leasefmt.CheckPublishName(name); err != nil {

@@ -66,10 +66,19 @@ func coreIDs(prefix string, n int) []leasefmt.ID {
 	return out
 }
 
-// coreRoot is a fresh table root (not yet created) in a temp dir.
-func coreRoot(t *testing.T) string {
+// coreBareRoot is a fresh table root (not yet created) in a temp dir.
+func coreBareRoot(t *testing.T) string {
 	t.Helper()
 	return filepath.Join(t.TempDir(), "table")
+}
+
+// coreRoot is a fresh table (16 work shards) made by lease init: only init
+// creates a table (SPEC §2).
+func coreRoot(t *testing.T) string {
+	t.Helper()
+	root := coreBareRoot(t)
+	coreMust(t, 0, "", "init", "--root", root)
+	return root
 }
 
 // corePath is the path of the work record of id in a table of 16 shards,
@@ -172,7 +181,7 @@ func coreSame(t *testing.T, what string, before, after map[string]string) {
 }
 
 // stderrLine matches `REASON ID TOKEN detail`.
-var stderrLine = regexp.MustCompile(`^([a-z-]+) ([0-9a-f]{64}) (-|[1-9][0-9]*)( .*)?$`)
+var stderrLine = regexp.MustCompile(`^([a-z-]+) ([0-9a-f]{64}) (0|[1-9][0-9]*)( .*)?$`)
 
 // coreReasons maps each ID on stderr to its reason word, checking the format.
 func coreReasons(t *testing.T, errOut string) map[leasefmt.ID]string {
@@ -196,7 +205,7 @@ func coreReasons(t *testing.T, errOut string) map[leasefmt.ID]string {
 }
 
 func TestInit(t *testing.T) {
-	root := coreRoot(t)
+	root := coreBareRoot(t)
 	r := coreMust(t, 0, "", "init", "--root", root, "--shards", "4", "--target-shards", "2", "--now", "1000")
 	if !strings.Contains(r.out, root) {
 		t.Errorf("init output does not name the root: %s", r.out)
@@ -269,12 +278,18 @@ func TestClaim(t *testing.T) {
 	if r.out != coreJoin(ids[4:6], " 1") {
 		t.Errorf("claim -: %s", r)
 	}
-	// After expiry another owner gets the next token.
-	r = coreMust(t, 0, "", "claim", "--root", root, "--owner", "host-b/w2", "--now", "1060", "--ttl", "60", string(ids[0]))
+	// At expiry, within clock_skew (default 1 s), the lease is still
+	// held for a claimer; from expires_at + clock_skew another owner gets
+	// the next token.
+	r = coreMust(t, 1, "", "claim", "--root", root, "--owner", "host-b/w2", "--now", "1060.5", "--ttl", "60", string(ids[0]))
+	if got := coreReasons(t, r.errOut); got[ids[0]] != "held" || !strings.Contains(r.errOut, "within clock_skew") {
+		t.Errorf("claim within clock_skew of the expiry: %s", r)
+	}
+	r = coreMust(t, 0, "", "claim", "--root", root, "--owner", "host-b/w2", "--now", "1061", "--ttl", "60", string(ids[0]))
 	if r.out != string(ids[0])+" 2\n" {
 		t.Errorf("claim after expiry: %s", r)
 	}
-	if rec := coreRecord(t, root, ids[0]); rec.Owner != "host-b/w2" || rec.Token != 2 || rec.ExpiresAt != 1120 {
+	if rec := coreRecord(t, root, ids[0]); rec.Owner != "host-b/w2" || rec.Token != 2 || rec.ExpiresAt != 1121 {
 		t.Errorf("record after the second claim: %+v", rec)
 	}
 }
@@ -382,13 +397,17 @@ func TestCompletePublish(t *testing.T) {
 	claim := func(now string, id leasefmt.ID) {
 		coreMust(t, 0, "", "claim", "--root", root, "--owner", "w", "--now", now, "--ttl", "60", string(id))
 	}
-	stage := func(name, data string) {
-		if err := os.WriteFile(filepath.Join(root, "stage", name), []byte(data), 0o644); err != nil {
+	stage := func(id leasefmt.ID, token int, name, data string) {
+		dir := filepath.Join(root, "stage", fmt.Sprintf("%s.%d", id, token))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	claim("1000", ids[0])
-	stage("result-0.tar", "RESULT 0")
+	stage(ids[0], 1, "result-0.tar", "RESULT 0")
 	r := coreMust(t, 0, string(ids[0])+" 1\n", "complete", "--root", root, "--now", "1010", "--publish", "result-0.tar")
 	if r.out != string(ids[0])+" 1\n" {
 		t.Errorf("publish: %s", r)
@@ -396,31 +415,57 @@ func TestCompletePublish(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(root, "public", "result-0.tar")); err != nil || string(data) != "RESULT 0" {
 		t.Errorf("public/result-0.tar: %q, %v", data, err)
 	}
-	if _, err := os.Lstat(filepath.Join(root, "stage", "result-0.tar")); err == nil {
-		t.Error("stage/result-0.tar still there after publish")
+	if _, err := os.Lstat(filepath.Join(root, "stage", string(ids[0])+".1")); err == nil {
+		t.Error("the emptied staging directory is still there after the publish")
 	}
 	if rec := coreRecord(t, root, ids[0]); rec.Status != leasefmt.Done || rec.Publish != "result-0.tar" {
 		t.Errorf("record after publish: %+v", rec)
 	}
-	// A path inside ROOT/stage works as well as a bare name.
-	claim("1000", ids[3])
-	stage("result-3", "R3")
-	coreMust(t, 0, string(ids[3])+" 1\n", "complete", "--root", root, "--now", "1010", "--publish", filepath.Join(root, "stage", "result-3"))
-
-	// A stale token publishes nothing.
-	claim("1000", ids[1])
-	claim("1070", ids[1]) // expired and claimed again: token 2
-	stage("result-1.tar", "STALE")
+	// Completing again with the token that completed it succeeds (a retry
+	// after a lost reply), and changes nothing.
 	before := coreSnapshot(t, root)
+	r = coreMust(t, 0, string(ids[0])+" 1\n", "complete", "--root", root, "--now", "1020", "--publish", "result-0.tar")
+	if r.out != string(ids[0])+" 1\n" {
+		t.Errorf("publish retried: %s", r)
+	}
+	coreSame(t, "publish retried", before, coreSnapshot(t, root))
+	// A path inside the holder's staging directory works as well as a bare
+	// name; a file directly in ROOT/stage/ (not fenced) is refused.
+	claim("1000", ids[3])
+	stage(ids[3], 1, "result-3", "R3")
+	os.WriteFile(filepath.Join(root, "stage", "loose"), []byte("R3"), 0o644)
+	r = coreMust(t, 2, string(ids[3])+" 1\n", "complete", "--root", root, "--now", "1010", "--publish", filepath.Join(root, "stage", "loose"))
+	if !strings.Contains(r.errOut, "fenced staging") {
+		t.Errorf("a publish from stage/ itself: %s", r)
+	}
+	os.Remove(filepath.Join(root, "stage", "loose"))
+	coreMust(t, 0, string(ids[3])+" 1\n", "complete", "--root", root, "--now", "1010", "--publish",
+		filepath.Join(root, "stage", string(ids[3])+".1", "result-3"))
+
+	// Staged bytes are fenced: an expired holder and the next one stage the
+	// same name, each in its own directory; the stale publish is refused and
+	// the current one publishes its own bytes, not the stale holder's.
+	claim("1000", ids[1])
+	stage(ids[1], 1, "result-1.tar", "STALE")
+	claim("1070", ids[1]) // expired and claimed again: token 2
+	stage(ids[1], 2, "result-1.tar", "CURRENT")
+	before = coreSnapshot(t, root)
 	r = coreMust(t, 1, string(ids[1])+" 1\n", "complete", "--root", root, "--now", "1080", "--publish", "result-1.tar")
 	if r.out != "" || coreReasons(t, r.errOut)[ids[1]] != "stale-token" {
 		t.Errorf("stale publish: %s", r)
 	}
 	coreSame(t, "stale publish", before, coreSnapshot(t, root))
+	coreMust(t, 0, string(ids[1])+" 2\n", "complete", "--root", root, "--now", "1080", "--publish", "result-1.tar")
+	if data, _ := os.ReadFile(filepath.Join(root, "public", "result-1.tar")); string(data) != "CURRENT" {
+		t.Errorf("public/result-1.tar holds %q, want the current holder's bytes", data)
+	}
+	if data, _ := os.ReadFile(filepath.Join(root, "stage", string(ids[1])+".1", "result-1.tar")); string(data) != "STALE" {
+		t.Errorf("the stale holder's staged file changed: %q", data)
+	}
 
 	// An existing public name is never replaced.
 	claim("1000", ids[2])
-	stage("same", "NEW")
+	stage(ids[2], 1, "same", "NEW")
 	os.WriteFile(filepath.Join(root, "public", "same"), []byte("OLD"), 0o644)
 	before = coreSnapshot(t, root)
 	r = coreLease(t, string(ids[2])+" 1\n", "complete", "--root", root, "--now", "1010", "--publish", "same")
@@ -428,6 +473,12 @@ func TestCompletePublish(t *testing.T) {
 		t.Errorf("publish over an existing name: %s", r)
 	}
 	coreSame(t, "publish over an existing name", before, coreSnapshot(t, root))
+	// A staged file that does not exist is named as missing, not as "not a
+	// regular file".
+	r = coreMust(t, 2, string(ids[2])+" 1\n", "complete", "--root", root, "--now", "1010", "--publish", "no-such-result")
+	if !strings.Contains(r.errOut, "no such file") || strings.Contains(r.errOut, "not a regular file") {
+		t.Errorf("publish of a missing file: %s", r)
+	}
 
 	// Usage errors: nothing written.
 	for _, tc := range []struct {
@@ -470,7 +521,7 @@ func TestVerify(t *testing.T) {
 		t.Errorf("complete of verified lines: %s", r)
 	}
 	// verify never creates a table.
-	other := coreRoot(t)
+	other := coreBareRoot(t)
 	coreMust(t, 2, string(ids[0])+" 1\n", "verify", "--root", other)
 	if _, err := os.Lstat(other); err == nil {
 		t.Error("verify created a table root")
@@ -883,7 +934,7 @@ func TestBadInputLeavesTableIdentical(t *testing.T) {
 		})
 	}
 	// A usage error never creates a table either.
-	fresh := coreRoot(t)
+	fresh := coreBareRoot(t)
 	for _, args := range [][]string{
 		{"claim", "--root", fresh, "--owner", "w", "--now", "NaN", string(ids[2])},
 		{"claim", "--root", fresh, "--owner", "w", upper},

@@ -107,17 +107,25 @@ var docs = map[string]docInfo{
 			{"Release everything held:", "lease release held"},
 			{"Release one lease:", "echo \"$ID $TOKEN\" | lease release"},
 		},
-		seeAlso: []string{"lease-claim(1)", "lease-complete(1)"},
+		seeAlso: []string{"lease-claim(1)", "lease-complete(1)", "lease-revoke(1)"},
+	},
+	"revoke": {
+		examples: []docExample{
+			{"Take an item back from a worker that hangs (its lease run stops its command within a second):", "lease revoke $ID"},
+			{"Take back every lease a dead node held:", "lease status --json --live | jq -r 'select(.owner | startswith(\"node-7/\")) | .id' | lease revoke"},
+		},
+		seeAlso: []string{"lease-release(1)", "lease-run(1)", "lease-status(1)", "etcdctl(1)"},
 	},
 	"complete": {
 		files: []docItem{
-			{"ROOT/stage/NAME", "A result staged by the lease holder (same filesystem as the table)."},
+			{"ROOT/stage/ID.TOKEN/NAME", "A result staged by the holder of token TOKEN of ID (same filesystem as the table); only that holder's directory is ever published from."},
 			{"ROOT/public/NAME", "The published result; never replaced."},
 		},
 		examples: []docExample{
 			{"Finish the leases that are still ours:", "lease verify < held | lease complete"},
-			{"Publish a result only if the lease is still current (exit 1 and nothing moved otherwise):",
-				"cp crash.bin \"$LEASE_ROOT/stage/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
+			{"Publish a result exactly once, only if the lease is still current (exit 1 and nothing moved otherwise):",
+				"mkdir -p \"$LEASE_ROOT/stage/$ID.$TOKEN\"\ncp crash.bin \"$LEASE_ROOT/stage/$ID.$TOKEN/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
+			{"Inside lease run, the staging directory is given:", "cp crash.bin \"$LEASE_STAGE/$LEASE_ID.crash\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.crash\""},
 		},
 		seeAlso: []string{"lease-verify(1)", "lease-run(1)", "lease-fsck(1)"},
 	},
@@ -132,9 +140,21 @@ var docs = map[string]docInfo{
 		more: "Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
 			"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
 			"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
-			"CMD may itself finish the lease with its LEASE_TOKEN, e.g. `lease complete --publish NAME` as its last " +
-			"step: renewals then stop, and lease run exits with CMD's status. If lease run is killed, CMD gets SIGTERM " +
-			"(PR_SET_PDEATHSIG) and the lease expires after its TTL.\n\n" +
+			"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
+			"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
+			"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
+			"e.g. `lease complete --publish NAME` as its last step: renewals then stop (done is final), and lease run " +
+			"exits with CMD's status. A lease that is released or revoked while CMD runs (lease release, lease " +
+			"revoke, by anyone, CMD included) is lost: lease run checks the record, read-only, about every second " +
+			"between renewals and stops CMD at once (SIGTERM, then SIGKILL after --grace; exit 124), since the item " +
+			"can be claimed again from then on. If lease run is killed, CMD gets SIGTERM (PR_SET_PDEATHSIG) and the " +
+			"lease expires after its TTL.\n\n" +
+			"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
+			"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
+			"that last extended it. When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
+			"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
+			"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
+			"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
 			"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
 			"exit, child_status, child_signal, lost, lost_reason, finish (released, done, by-command-done, " +
 			"by-command-released, lost) and stats.",
@@ -143,14 +163,15 @@ var docs = map[string]docInfo{
 			{"LEASE_ID", "Set for CMD: the ID held."},
 			{"LEASE_TOKEN", "Set for CMD: the fencing token of the lease; pass it to lease complete --publish or lease verify."},
 			{"LEASE_ROOT", "Set for CMD: the absolute table root, so that lease commands run by CMD use the same table."},
+			{"LEASE_STAGE", "Set for CMD: its staging directory ROOT/stage/ID.TOKEN/, where results for lease complete --publish go."},
 		},
 		examples: []docExample{
 			{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
 				"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
 			{"Take the first free item of a queue and run under that lease:",
 				"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
-			{"Publish from inside the command, fenced by its token:",
-				"lease run $ID -- sh -c 'make-result > \"$LEASE_ROOT/stage/$LEASE_ID\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID\"'"},
+			{"Publish from inside the command, fenced by its token, exactly once:",
+				"lease run $ID -- sh -c 'make-result > \"$LEASE_STAGE/$LEASE_ID.out\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.out\"'"},
 		},
 		seeAlso: []string{"lease-claim(1)", "lease-complete(1)", "flock(1)", "timeout(1)"},
 		args:    "id-cmd",
@@ -209,7 +230,8 @@ var docs = map[string]docInfo{
 		exit: fsckExit,
 		files: []docItem{
 			{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},
-			{"ROOT/stage/, ROOT/public/", "Staged and published results; a committing record's publish is rolled forward."},
+			{"ROOT/stage/ID.TOKEN/", "Staging directories; those of tokens that are not current are moved to lost+found/ (empty ones removed)."},
+			{"ROOT/public/", "Published results; one that no done or committing record names is moved to lost+found/."},
 		},
 		examples: []docExample{
 			{"Check a table after a crash (read-only):", "lease fsck --root /scratch/campaign/table"},
@@ -803,7 +825,7 @@ var formatSections = []struct{ title, text string }{
 		"\tROOT/targets/SS/ID.json        target lease records\n" +
 		"\tROOT/groups/SS/GID.json        group manifests, one per claimed target group\n" +
 		"\tROOT/{work,targets,groups}/SS/.lock   lock file of shard SS\n" +
-		"\tROOT/stage/NAME                results staged by a lease holder\n" +
+		"\tROOT/stage/ID.TOKEN/NAME       results staged by the holder of token TOKEN of ID\n" +
 		"\tROOT/public/NAME               results published by lease complete --publish\n" +
 		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n\n" +
 		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
@@ -813,18 +835,29 @@ var formatSections = []struct{ title, text string }{
 		"TABLE holds one JSON object:\n\n" +
 		"\t{\"schema\":\"lease.table/v1\",\"work_shards\":N,\"target_shards\":M,\"created_at\":T}\n\n" +
 		"It is authoritative: shard counts from the configuration apply only when the table is created, and an explicit " +
-		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/."},
+		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
+		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +
+		"nothing there, so a mistyped root or an unset LEASE_ROOT never starts a second campaign. Missing " +
+		"directories of an existing table (stage/, public/, a shard) are created on demand, durably (mkdir, then " +
+		"an fsync of the parent), since other programs make tables too."},
 	{"RECORDS", "One JSON object per file, UTF-8, newline-terminated, at most 4 KiB. A work record:\n\n" +
 		"\t{\"schema\":\"lease.work/v1\",\"id\":\"<ID>\",\"status\":\"leased\",\n" +
 		"\t \"owner\":\"host-a/fuzz-3\",\"token\":7,\"claimed_at\":1764450000.5,\n" +
 		"\t \"renewed_at\":1764450030.5,\"expires_at\":1764450150.5}\n\n" +
 		"status is one of leased, committing, released, done. A committing record written by lease complete " +
-		"--publish also carries `\"publish\":\"<basename>\"`, so that a crash between the move and done can be rolled " +
-		"forward by lease fsck. A lease is live when its status is leased or committing and now < expires_at. " +
-		"Times are seconds since the Unix epoch as JSON numbers, written with microsecond precision.\n\n" +
+		"--publish also carries `\"publish\":\"<basename>\"`; a done record keeps it. A lease is live when its " +
+		"status is leased or committing and now < expires_at. Times are seconds since the Unix epoch as JSON " +
+		"numbers, written with microsecond precision.\n\n" +
 		"The token of an ID never decreases, and every new claim of an ID gets a strictly larger token than any " +
 		"earlier claim of it (fencing): a holder that lost its lease cannot renew, release, complete or publish " +
-		"with its old token.\n\n" +
+		"with its old token. This holds across repair too: when lease fsck --repair quarantines a record, it " +
+		"leaves a released record in its place (owner lease-fsck) whose token is at least the highest token it " +
+		"can read from the quarantined bytes, or, when it can read none, a token no earlier claim can have had " +
+		"(the time in microseconds).\n\n" +
+		"An expired committing record that carries publish is never simply taken over: whoever meets it under " +
+		"its lock first (the next claim, lease revoke, lease fsck --repair) rolls it forward to done when the " +
+		"result is in public/, or back to released when the staged result is still in its staging directory " +
+		"(the file stays there), so a result is published at most once per ID.\n\n" +
 		"A target record (targets/SS/ID.json, schema lease.target/v1) has the same fields plus " +
 		"`\"group\":\"<GID>\"`; its status is leased or released. A group manifest (groups/SS/GID.json, schema " +
 		"lease.group/v1) has the fields of a work record plus `\"targets\":[sorted unique IDs]`. All targets of a " +
@@ -847,6 +880,20 @@ var formatSections = []struct{ title, text string }{
 		"- G7: a stale token (or a done, released, missing or corrupt record) causes no write and no fsync.\n" +
 		"- G8: a batch refuses a rename whose source and destination directories differ; the move from stage/ to public/ is a durable replace that fsyncs the destination directory first, then the source directory, and never replaces an existing name.\n" +
 		"- G9: a group is all-or-nothing: all locks in a fixed global order, all tokens validated before the first write, old records restored if any write or barrier fails."},
+	{"STAGING", "A holder stages results in its own directory ROOT/stage/ID.TOKEN/, named by its token (lease " +
+		"run makes it and passes it as LEASE_STAGE). lease complete --publish NAME fsyncs ROOT/stage/ID.TOKEN/NAME, " +
+		"writes the record committing with publish NAME, moves the file to ROOT/public/NAME with the durable " +
+		"cross-directory replace (never over an existing name) and writes the record done, all under the record's " +
+		"lock, and only while TOKEN is current. A stale holder writing the same NAME writes into its own, " +
+		"never-published directory. Staging directories of tokens that are no longer current are garbage that " +
+		"lease fsck --repair moves to lost+found/ (never deletes)."},
+	{"CLOCKS", "Every operation reads the clock while it holds the record's lock, never once per process: " +
+		"input that arrives late cannot grant or renew a lease that is already over, and a claim or renewal whose " +
+		"new expires_at (less clock_skew) has passed by the time it is durable is reported expired, not granted. " +
+		"A renewal without --ttl keeps the lease's own duration (expires_at - renewed_at). clock_skew (default " +
+		"1 s) bounds the clock difference between nodes: a claimer takes over an expired lease only when now >= " +
+		"expires_at + clock_skew, and a holder (verify, renew, complete, lease run) counts its lease as lost from " +
+		"expires_at - clock_skew."},
 	{"LOCKS", "Mutual exclusion per record is an exclusive fcntl(2) write lock (POSIX or OFD; they conflict with " +
 		"each other on Linux) on one byte of the shard's .lock file, at offset int(ID[0:15], 16), length 1. The " +
 		"kernel drops it when the holder dies; it works between processes and between the nodes of a shared " +

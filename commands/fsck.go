@@ -81,6 +81,7 @@ func runFsck(c *cli.Context) error {
 	opt := fsck.Options{
 		Repair:      c.Bool("repair"),
 		Now:         e.now,
+		ClockSkew:   e.set.ClockSkew,
 		LockTimeout: time.Duration(e.set.LockTimeout * float64(time.Second)),
 		Shards:      c.Args().Slice(),
 	}

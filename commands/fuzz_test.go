@@ -169,7 +169,7 @@ func FuzzGroupInput(f *testing.F) {
 		if commit.GroupID(rev) != gid {
 			t.Fatalf("GroupID depends on the order of the targets")
 		}
-		err = commit.CheckGroupInput(gid, targets, owner, now, ttl)
+		err = commit.CheckGroupInput(gid, targets, owner, ttl)
 		if err != nil {
 			if !errors.Is(err, commit.ErrGroupInput) {
 				t.Fatalf("a refusal that does not wrap ErrGroupInput: %v", err)

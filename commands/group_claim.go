@@ -61,16 +61,16 @@ func runGroupClaim(c *cli.Context) error {
 			return usageErr("--group: %v", err)
 		}
 	}
-	// Before the table is opened (and maybe created): nothing is written
-	// for a group that cannot be claimed at all.
-	if err := commit.CheckGroupInput(gid, targets, e.set.Owner, e.now, e.set.TTL); err != nil {
+	// Before the table is opened: nothing is touched for a group that
+	// cannot be claimed at all.
+	if err := commit.CheckGroupInput(gid, targets, e.set.Owner, e.set.TTL); err != nil {
 		return groupInputErr(err)
 	}
-	st, err := e.open(true)
+	st, err := e.open(false)
 	if err != nil {
 		return err
 	}
-	res, err := st.ClaimGroup(gid, targets, e.set.Owner, e.now, e.set.TTL)
+	res, err := st.ClaimGroup(gid, targets, e.set.Owner, e.set.TTL)
 	if err != nil {
 		return groupInputErr(err)
 	}
@@ -108,7 +108,7 @@ func runGroupFilter(c *cli.Context, run func(e *env, st *commit.Store, items []c
 	if err != nil {
 		return err
 	}
-	st, err := e.open(true)
+	st, err := e.open(false)
 	if err != nil {
 		return err
 	}

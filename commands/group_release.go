@@ -20,6 +20,6 @@ var groupReleaseCommand = &cli.Command{
 
 func runGroupRelease(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
-		return st.ReleaseGroups(items, e.now)
+		return st.ReleaseGroups(items)
 	})
 }

@@ -12,7 +12,7 @@ var groupRenewCommand = &cli.Command{
 	ArgsUsage: "[FILE...]",
 	Description: "Reads `GID TOKEN` lines (as printed by group-claim) from the FILEs or stdin, validates all\n" +
 		"of them, then renews every group whose manifest token is the line's token and whose lease\n" +
-		"is live, with all its targets, until now + --ttl. Each group is renewed under all its locks\n" +
+		"is live, with all its targets, until now + --ttl (without --ttl, for the group's own duration). Each group is renewed under all its locks\n" +
 		"(manifests first in GID order, then targets in ID order) only when every target carries the\n" +
 		"group's lease: a target claimed since by another lease is stale-token, any other\n" +
 		"disagreement corrupt (exit 3, left for lease fsck). The directories of all groups of the\n" +
@@ -26,6 +26,6 @@ var groupRenewCommand = &cli.Command{
 
 func runGroupRenew(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
-		return st.RenewGroups(items, e.now, e.set.TTL)
+		return st.RenewGroups(items, e.renewTTL())
 	})
 }

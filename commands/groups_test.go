@@ -155,7 +155,7 @@ func grpRecord(t *testing.T, root string, k leasefmt.Kind, id leasefmt.ID) *leas
 // group expired it succeeds with a token larger than every earlier token
 // of c and d.
 func TestGroupClaimOverlap(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "table")
+	root := coreRoot(t)
 	ts := grpTargets("overlap", 4)
 	a, b, c, d := ts[0], ts[1], ts[2], ts[3]
 	// d has a history: four earlier leases, tokens 1..4.
@@ -178,7 +178,7 @@ func TestGroupClaimOverlap(t *testing.T) {
 		if len(lines) != 1 {
 			t.Fatalf("stderr %q: want one line, naming c only", errOut)
 		}
-		if want := fmt.Sprintf("held %s - target %s: held by \"alice\" (group %s, token %d) for ", g2, c, g1, tok1); !strings.HasPrefix(lines[0], want) {
+		if want := fmt.Sprintf("held %s 0 target %s: held by \"alice\" (group %s, token %d) for ", g2, c, g1, tok1); !strings.HasPrefix(lines[0], want) {
 			t.Errorf("stderr %q\nwant prefix %q", lines[0], want)
 		}
 		left := map[string]string{"1030": "70.0s more", "1099.999999": "0.0s more"}[now]
@@ -187,15 +187,16 @@ func TestGroupClaimOverlap(t *testing.T) {
 		}
 		grpSnapDiff(t, before, grpSnap(t, root))
 	}
-	// At 1100 the first group has expired.
-	g2, tok2 := grpClaimOK(t, root, "bob", 1100, 100, d, c)
+	// The first group expires at 1100; a claim takes it over from 1101,
+	// expires_at + clock_skew (1 s by default).
+	g2, tok2 := grpClaimOK(t, root, "bob", 1101, 100, d, c)
 	for _, earlier := range []int64{tok1, dTok} {
 		if tok2 <= earlier {
 			t.Errorf("token %d is not larger than an earlier token %d of c or d", tok2, earlier)
 		}
 	}
 	for _, id := range []leasefmt.ID{c, d} {
-		if r := grpRecord(t, root, leasefmt.Target, id); r.Group != g2 || r.Token != tok2 || r.Owner != "bob" || r.ExpiresAt != 1200 {
+		if r := grpRecord(t, root, leasefmt.Target, id); r.Group != g2 || r.Token != tok2 || r.Owner != "bob" || r.ExpiresAt != 1201 {
 			t.Errorf("target %s after the claim: %+v", id.Short(), r)
 		}
 	}
@@ -217,7 +218,7 @@ func TestGroupClaimOverlap(t *testing.T) {
 // their targets in the same four shards, so that one fsync per group and
 // directory would be more.
 func TestGroupRenewMixedBatch(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "table")
+	root := coreRoot(t)
 	x, y, z := grpShardTargets("x", 4), grpShardTargets("y", 4), grpTargets("z", 2)
 	gx, tx := grpClaimOK(t, root, "me", 1000, 100, x...)
 	gz, tzOld := grpClaimOK(t, root, "me", 1000, 100, z...)
@@ -387,7 +388,7 @@ func TestGroupClaimInputErrors(t *testing.T) {
 // release ends the group (targets free at once, with larger tokens after),
 // and verify then refuses it.
 func TestGroupReleaseVerify(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "table")
+	root := coreRoot(t)
 	ts := grpTargets("rel", 3)
 	g, tok := grpClaimOK(t, root, "me", 1000, 100, ts...)
 	line := fmt.Sprintf("%s %d\n", g, tok)
@@ -460,7 +461,9 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	root := filepath.Join(dir, "table")
 	home := filepath.Join(dir, "home")
 	os.Mkdir(home, 0o777)
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home}
+	// One machine, one clock: no clock_skew margin, or a 0.2 s lease would
+	// be lost before it is granted.
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "LEASE_CLOCK_SKEW=0"}
 	if out, err := exec.Command(bin, "init", "--root", root).CombinedOutput(); err != nil {
 		t.Fatalf("init: %v %s", err, out)
 	}

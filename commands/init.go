@@ -14,7 +14,9 @@ var initCommand = &cli.Command{
 	Description: "Creates the table at --root durably: the shard directories with their lock files,\n" +
 		"stage/, public/, lost+found/, and last the TABLE header with the shard counts from the\n" +
 		"configuration. Running it on an existing table checks that explicit shard counts agree\n" +
-		"and changes nothing. Every other writing command creates the table the same way on first use.\n\n" +
+		"and changes nothing. Only init creates a table: every other command refuses a root without TABLE\n" +
+		"(exit 2) and creates nothing there, so a mistyped --root or an unset LEASE_ROOT cannot start a\n" +
+		"second, empty campaign.\n\n" +
 		"Choosing --shards: on NFS, Lustre and FUSE the client holds a directory's lock for the round trip of\n" +
 		"every create and rename in it, so the creates and renames in one shard happen one at a time however\n" +
 		"many writers a batch has. Use at least 16 shards there (the default), more for tables of many\n" +

@@ -453,13 +453,15 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 		}
 	})
 	t.Run("rank 0 root missing", func(t *testing.T) {
-		// Rank 0 may create the table (renew-batch creates it on first
-		// use), but it is not the table rank 1 opened.
+		// Only lease init creates a table: rank 0 refuses, and so do all.
 		os.RemoveAll(filepath.Join(dir, "no"))
 		before := mpiTree(t, root)
 		job := mpiLaunch(t, 2*time.Minute, 2, "", slices.Concat(app(missing), []string{":"}, app(root))...)
-		agreed(t, job, 2, "rank 1 of 2", "another table than rank 0")
+		agreed(t, job, 2, "rank 0 of 2", "no lease table at "+missing)
 		mpiSameTree(t, "after the failed run", before, mpiTree(t, root))
+		if _, err := os.Stat(missing); err == nil {
+			t.Errorf("rank 0 made a table at %s", missing)
+		}
 	})
 	t.Run("rank 1 root read-only", func(t *testing.T) {
 		mpiNeedRoot(t, "a read-only bind mount")
@@ -504,7 +506,7 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 				t.Errorf("stderr line %q names neither root", l)
 			}
 		}
-		if mine == 0 || theirs == 0 || !strings.Contains(job.ranks[0].err, "read-only file system ("+ro+"/") {
+		if mine == 0 || theirs == 0 || !strings.Contains(job.ranks[0].err, "read-only file system (the table's filesystem is mounted read-only") {
 			t.Errorf("%d lines of rank 0's shards, %d of rank 1's; want some of each, and rank 1's cause", mine, theirs)
 		}
 	})

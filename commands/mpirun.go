@@ -30,8 +30,7 @@ type batchSpec struct {
 	input func(c *cli.Context) ([]commit.Item, error)
 	// run applies the command to this rank's items.
 	run func(e *env, st *commit.Store, items []commit.Item) []commit.Result
-	// exit, when set, turns the merged results into the exit error.
-	exit func(res []commit.Result, reported error) error
+	reportOpts
 }
 
 // refuseUnderLauncher is the error of a binary without MPI support that
@@ -67,16 +66,9 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 			return err
 		}
 		res := spec.run(e, st, items)
-		return spec.finish(res, e.report(spec.name, res, e.snapshot(st)))
+		return e.reportWith(spec.name, res, e.snapshot(st), spec.reportOpts)
 	}
 	return runDistributed(c, spec)
-}
-
-func (spec batchSpec) finish(res []commit.Result, reported error) error {
-	if spec.exit != nil {
-		return spec.exit(res, reported)
-	}
-	return reported
 }
 
 // wire forms of what ranks exchange.
@@ -413,7 +405,8 @@ func mergeAndReport(w *mpi.World, e *env, spec batchSpec, items []commit.Item, p
 		}
 	}
 	derived := func(d string) bool {
-		return strings.HasPrefix(d, "not attempted: ") || strings.HasPrefix(d, "batch failed, not renewed: ")
+		return strings.HasPrefix(d, "not attempted: ") || strings.HasPrefix(d, "batch failed, not renewed: ") ||
+			strings.HasPrefix(d, "written, but the batch failed")
 	}
 	for pass := 0; pass < 2 && ioErr == ""; pass++ {
 		for i := range merged {
@@ -444,7 +437,7 @@ func mergeAndReport(w *mpi.World, e *env, spec batchSpec, items []commit.Item, p
 	}
 	total.Ranks = w.Size()
 	total.CollectiveS = collS
-	return spec.finish(merged, e.report(spec.name, merged, total))
+	return e.reportWith(spec.name, merged, total, spec.reportOpts)
 }
 
 func agreedErr(we wireErr, err error) error {

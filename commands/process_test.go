@@ -151,7 +151,7 @@ func procGranted(t *testing.T, res []procResult, ids []leasefmt.ID, want string)
 func TestProcessesRaceOnClaims(t *testing.T) {
 	const procs, n = 8, 200
 	const t0 = 1764450000
-	root := filepath.Join(t.TempDir(), "table")
+	root := coreRoot(t)
 	ids := coreIDs("race", n)
 	shuffled := func(seed int) string {
 		order := append([]leasefmt.ID(nil), ids...)

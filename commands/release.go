@@ -21,6 +21,6 @@ var releaseCommand = &cli.Command{
 func runRelease(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Release(items, e.now)
+			return st.Release(items)
 		}})
 }

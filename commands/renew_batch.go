@@ -27,7 +27,10 @@ var renewBatchCommand = &cli.Command{
 	Usage:     "renew held leases with one shard group commit; a filter over ID TOKEN lines",
 	ArgsUsage: "[FILE...]",
 	Description: "Reads `ID TOKEN` lines from the FILEs or stdin, validates all of them, then renews every\n" +
-		"lease whose token is current and live until now + --ttl. Records are written in (shard, ID)\n" +
+		"lease whose token is current and live (not within clock_skew of its expiry) until now + --ttl,\n" +
+		"or, without --ttl, for the lease's own duration (expires_at - renewed_at), the clock read\n" +
+		"while each record's lock is held. A renewal whose lease is over by the time it is durable is\n" +
+		"reported `expired`. Records are written in (shard, ID)\n" +
 		"order by a pool of concurrent writers: each record is written to a temp file, fsynced and\n" +
 		"renamed over the old one, and each touched shard directory is fsynced once. stdout carries\n" +
 		"exactly the lines renewed, in input order, so `lease renew-batch < held > held.new` keeps the\n" +
@@ -42,7 +45,9 @@ var renewBatchCommand = &cli.Command{
 		"that is lost (stale token, expired, released, done, missing) is reported on stderr as it\n" +
 		"happens and dropped from later rounds; a failure that may pass (lock timeout, I/O error,\n" +
 		"corrupt record) is reported and retried until the lease's own expiry. Nothing is printed on\n" +
-		"stdout while it runs; when it stops it prints the lines it still holds, in input order, so\n" +
+		"stdout while it runs; when it stops (also on a signal that arrived during the first round,\n" +
+		"which always runs to its end) it prints the lines it still holds, in input order, each\n" +
+		"checked once more as lease verify does (one completed or released since is reported lost), so\n" +
 		"`lease renew-batch --watch held > held.new` works, and statistics on stderr (with -v also\n" +
 		"after every round). Lines that are malformed or duplicate in the first round are a usage\n" +
 		"error (exit 2, nothing written); in later rounds they are reported once and skipped, and of\n" +
@@ -77,10 +82,10 @@ func runRenewBatch(c *cli.Context) error {
 	if c.IsSet("interval") {
 		return usageErr("--interval applies only with --watch")
 	}
-	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, create: true, spread: true, input: tokenLines,
+	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
-			return st.Renew(items, e.now, e.set.TTL)
+			return st.Renew(items, e.renewTTL())
 		}})
 }
 
@@ -169,27 +174,33 @@ type watcher struct {
 	lost      []commit.Result
 	code      int // worst status of the last round's failures that may pass
 
-	// renew renews one round's items at now: one group commit here, a
-	// collective round under mpirun.
-	renew func(items []commit.Item, now float64) []commit.Result
+	// renew renews one round's items: one group commit here, a collective
+	// round under mpirun.
+	renew func(items []commit.Item) []commit.Result
 	// agreeStop turns this process's wish to stop into the job's decision.
 	agreeStop func(stop bool) (bool, error)
 }
 
 func runWatch(c *cli.Context) error {
+	// Signals are caught from the start: one that arrives while the input
+	// is read or the first round runs stops the watch after that round,
+	// which still prints the held set.
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, watchSignals...)
+	defer signal.Stop(sigc)
 	if size, _, ok := mpi.Launched(); ok && size > 1 {
 		if !mpi.Compiled {
 			return usageErr("started by mpirun as %d ranks, but this lease was built without MPI support: build it with `make` (Open MPI installed) or `go build -tags mpi`", size)
 		}
-		return runWatchDistributed(c)
+		return runWatchDistributed(c, sigc)
 	}
 	w, items, err := newWatcher(c)
 	if err != nil {
 		return err
 	}
-	w.renew = func(items []commit.Item, now float64) []commit.Result { return w.st.Renew(items, now, w.e.set.TTL) }
+	w.renew = func(items []commit.Item) []commit.Result { return w.st.Renew(items, w.e.renewTTL()) }
 	w.agreeStop = func(stop bool) (bool, error) { return stop, nil }
-	stopped, err := w.loop(items)
+	stopped, err := w.loop(items, sigc)
 	if err != nil {
 		return err
 	}
@@ -248,7 +259,7 @@ func newWatcher(c *cli.Context) (*watcher, []commit.Item, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st, err := e.open(true)
+	st, err := e.open(false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -266,13 +277,9 @@ type watchTicker struct {
 	stopped  os.Signal
 }
 
-func newWatchTicker(interval float64) *watchTicker {
-	t := &watchTicker{sigc: make(chan os.Signal, 4), next: time.Now(), interval: seconds(interval)}
-	signal.Notify(t.sigc, watchSignals...)
-	return t
+func newWatchTicker(interval float64, sigc chan os.Signal) *watchTicker {
+	return &watchTicker{sigc: sigc, next: time.Now(), interval: seconds(interval)}
 }
-
-func (t *watchTicker) close() { signal.Stop(t.sigc) }
 
 // wait waits for the next round; it returns at once after a signal.
 func (t *watchTicker) wait() {
@@ -301,13 +308,13 @@ func (t *watchTicker) signalled() bool {
 }
 
 // loop runs rounds until the job agrees to stop: after a signal, or with
-// stdin as the only input once nothing is left to renew.
-func (w *watcher) loop(items []commit.Item) (os.Signal, error) {
-	t := newWatchTicker(w.e.set.RenewInterval)
-	defer t.close()
+// stdin as the only input once nothing is left to renew. The first round
+// always runs, so that what is printed at the end was checked.
+func (w *watcher) loop(items []commit.Item, sigc chan os.Signal) (os.Signal, error) {
+	t := newWatchTicker(w.e.set.RenewInterval, sigc)
 	for {
 		done := w.stdinOnly && w.rounds > 0 && len(w.order) == 0
-		stop, err := w.agreeStop(t.signalled() || done)
+		stop, err := w.agreeStop(w.rounds > 0 && (t.signalled() || done))
 		if err != nil {
 			return t.stopped, err
 		}
@@ -420,7 +427,7 @@ func (w *watcher) round(items []commit.Item) {
 	}
 	started := time.Now()
 	now := w.e.clock()
-	res := w.renew(items, now)
+	res := w.renew(items)
 	renewed, lost, failed := 0, 0, 0
 	kept := items[:0:0]
 	for _, r := range res {
@@ -432,7 +439,7 @@ func (w *watcher) round(items []commit.Item) {
 		switch {
 		case r.Outcome == commit.OK:
 			renewed++
-			l.ok, l.expires = true, now+w.e.set.TTL
+			l.ok, l.expires = true, r.Record.ExpiresAt
 		case lostOutcome(r.Outcome):
 			lost++
 			w.drop(r)
@@ -442,9 +449,9 @@ func (w *watcher) round(items []commit.Item) {
 			l.ok = false
 			// It may pass, but not past the lease's own expiry (or, never
 			// renewed here, one TTL after it was first read).
-			end := l.expires
-			if end == 0 {
-				end = l.seen + w.e.set.TTL
+			end := l.expires - w.e.set.ClockSkew
+			if l.expires == 0 {
+				end = l.seen + w.e.set.TTL - w.e.set.ClockSkew
 			}
 			if w.e.clock() >= end {
 				lost++
@@ -486,14 +493,27 @@ type watchHeld struct {
 	ExpiresAt float64 `json:"expires_at"`
 }
 
-// finish prints the lines still held (renewed by the last round and not
-// yet expired) and the statistics, and returns the exit status.
+// finish prints the lines still held and the statistics, and returns the
+// exit status. A lease is still held when the last round renewed it and a
+// last fencing check (lease verify) passes now: one completed, released
+// or taken over since the last round is reported lost instead.
 func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
-	now := w.e.clock()
-	var held []watchHeld
+	var candidates []commit.Item
 	for _, it := range w.order {
-		if l := w.leases[it]; l != nil && l.ok && l.expires > now {
-			held = append(held, watchHeld{string(it.ID), it.Token, l.expires})
+		if l := w.leases[it]; l != nil && l.ok {
+			candidates = append(candidates, it)
+		}
+	}
+	var held []watchHeld
+	for _, r := range w.st.Verify(candidates) {
+		switch {
+		case r.Outcome == commit.OK:
+			held = append(held, watchHeld{string(r.ID), r.Item.Token, r.Record.ExpiresAt})
+		case lostOutcome(r.Outcome):
+			w.drop(r)
+		default: // cannot tell now: kept, so that the held set loses no lease
+			fmt.Fprintln(w.e.errw, failLine(r)+" (kept: the last round renewed it)")
+			held = append(held, watchHeld{string(r.ID), r.Item.Token, w.leases[r.Item].expires})
 		}
 	}
 	code := w.code
@@ -551,7 +571,6 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 
 // watchPlan is what rank 0 broadcasts each round.
 type watchPlan struct {
-	Now   float64       `json:"now"`
 	Items []commit.Item `json:"items"`
 }
 
@@ -562,6 +581,7 @@ type watchResult struct {
 	T int64          `json:"t,omitempty"`
 	D string         `json:"d,omitempty"`
 	P string         `json:"p"`
+	E float64        `json:"e,omitempty"` // expires_at as renewed
 }
 
 // watchStats is one rank's statistics at the end.
@@ -583,7 +603,7 @@ type watchErr struct {
 // begins with the ranks agreeing whether to stop (a signal on any rank
 // stops them all), and every rank exits with rank 0's status. A collective
 // that does not complete within mpi_timeout aborts the job (exit 4).
-func runWatchDistributed(c *cli.Context) error {
+func runWatchDistributed(c *cli.Context, sigc chan os.Signal) error {
 	e, setErr := newEnv(c)
 	timeout := time.Duration(defaultMPITimeout) * time.Second
 	if setErr == nil {
@@ -626,7 +646,7 @@ func runWatchDistributed(c *cli.Context) error {
 		return quiet(agreed.(cli.ExitCoder).ExitCode())
 	}
 	if !rank0 {
-		return quiet(watchFollow(world, e, st))
+		return quiet(watchFollow(world, e, st, sigc))
 	}
 	w.agreeStop = func(stop bool) (bool, error) {
 		v := 0
@@ -636,8 +656,8 @@ func runWatchDistributed(c *cli.Context) error {
 		n, err := world.AllMaxInt(v)
 		return n > 0, err
 	}
-	w.renew = func(items []commit.Item, now float64) []commit.Result {
-		res, err := watchCollectiveRound(world, e, st, watchPlan{Now: now, Items: items})
+	w.renew = func(items []commit.Item) []commit.Result {
+		res, err := watchCollectiveRound(world, e, st, watchPlan{Items: items})
 		if err != nil {
 			res = make([]commit.Result, len(items))
 			for i, it := range items {
@@ -646,7 +666,7 @@ func runWatchDistributed(c *cli.Context) error {
 		}
 		return res
 	}
-	stopped, loopErr := w.loop(items)
+	stopped, loopErr := w.loop(items, sigc)
 	if loopErr != nil {
 		return cli.Exit(leasefmt.Bound("mpi: "+loopErr.Error()), 4)
 	}
@@ -693,12 +713,11 @@ func watchAgree(world *mpi.World, err error) error {
 
 // watchFollow is the loop of a rank other than 0: it mirrors rank 0's
 // collectives round by round and returns the agreed exit status.
-func watchFollow(world *mpi.World, e *env, st *commit.Store) int {
-	t := newWatchTicker(e.set.RenewInterval)
-	defer t.close()
-	for {
+func watchFollow(world *mpi.World, e *env, st *commit.Store, sigc chan os.Signal) int {
+	t := newWatchTicker(e.set.RenewInterval, sigc)
+	for rounds := 0; ; rounds++ {
 		v := 0
-		if t.signalled() {
+		if rounds > 0 && t.signalled() {
 			v = 1
 		}
 		n, err := world.AllMaxInt(v)
@@ -751,8 +770,12 @@ func watchCollectiveRound(world *mpi.World, e *env, st *commit.Store, plan watch
 	}
 	var out []watchResult
 	if len(mine) > 0 {
-		for j, r := range st.Renew(mine, plan.Now, e.set.TTL) {
-			out = append(out, watchResult{I: index[j], O: r.Outcome, T: r.Token, D: r.Detail, P: r.Path})
+		for j, r := range st.Renew(mine, e.renewTTL()) {
+			wr := watchResult{I: index[j], O: r.Outcome, T: r.Token, D: r.Detail, P: r.Path}
+			if r.Outcome == commit.OK {
+				wr.E = r.Record.ExpiresAt
+			}
+			out = append(out, wr)
 		}
 	}
 	b, _ = json.Marshal(out)
@@ -773,6 +796,10 @@ func watchCollectiveRound(world *mpi.World, e *env, st *commit.Store, plan watch
 				continue
 			}
 			res[x.I] = commit.Result{Item: plan.Items[x.I], Outcome: x.O, Token: x.T, Detail: x.D, Path: x.P}
+			if x.O == commit.OK {
+				it := plan.Items[x.I]
+				res[x.I].Record = &leasefmt.Record{Kind: leasefmt.Work, ID: it.ID, Token: x.T, Status: leasefmt.Leased, ExpiresAt: x.E}
+			}
 			filled[x.I] = true
 			if x.O == commit.IOError && ioErr == "" {
 				ioErr = x.D

@@ -26,16 +26,16 @@ var runCommand = &cli.Command{
 	Usage:     "hold a work lease exactly as long as a command runs",
 	ArgsUsage: "ID -- CMD [ARG...]",
 	Description: "Claims ID (or, with --token, adopts the lease ID already held with that token), then runs\n" +
-		"CMD with LEASE_ID, LEASE_TOKEN and LEASE_ROOT in its environment and renews the lease every\n" +
+		"CMD with LEASE_ID, LEASE_TOKEN, LEASE_ROOT and LEASE_STAGE in its environment and renews the lease every\n" +
 		"renewal interval while CMD runs. CMD runs in its own process group; SIGINT, SIGTERM, SIGHUP,\n" +
 		"SIGQUIT, SIGUSR1 and SIGUSR2 sent to lease run are forwarded to that group. When the lease\n" +
-		"is lost (a renewal is refused because the token is stale, the lease expired, was released\n" +
-		"or is done, or no renewal succeeded before the lease's expiry), the group gets SIGTERM and,\n" +
-		"--grace seconds later, SIGKILL, and lease run exits 124. When CMD exits, the lease is\n" +
-		"released, or with --complete and status 0 marked done; a lease that CMD itself completed or\n" +
-		"released with its LEASE_TOKEN counts as finished. Renewals take at most ttl - interval for\n" +
-		"a record lock, so a renewal that waits cannot arrive after the expiry it was meant to\n" +
-		"prevent. CMD's standard streams are lease run's own; lease run writes only to stderr.",
+		"is lost (a renewal or check finds the token stale or the lease released or revoked, or no\n" +
+		"renewal succeeded before expires_at - clock_skew), the group gets SIGTERM and, --grace seconds\n" +
+		"later, SIGKILL, and lease run exits 124. When CMD exits, the lease is released, or with\n" +
+		"--complete and status 0 marked done; a lease that CMD itself completed with its LEASE_TOKEN\n" +
+		"counts as finished. Renewals take at most ttl - interval - clock_skew for a record lock, so a\n" +
+		"renewal that waits cannot arrive after the lease counts as lost. CMD's standard streams are\n" +
+		"lease run's own; lease run writes only to stderr.",
 	Flags: flags(commonFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
 		&cli.Float64Flag{Name: "grace", Usage: "seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE, default 10)"},
@@ -104,16 +104,17 @@ func lookCommand(name string) (string, error) {
 	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitNotFound)
 }
 
-// renewLockTimeout bounds the lock wait of a renewal to ttl - interval:
-// a renewal started one interval after the last must land before expiry.
+// renewLockTimeout bounds the lock wait of a renewal to ttl - interval -
+// clock_skew: a renewal started one interval after the last must land
+// before the lease counts as lost.
 func renewLockTimeout(set *Settings) time.Duration {
-	return time.Duration(min(set.LockTimeout, set.TTL-set.RenewInterval) * float64(time.Second))
+	return time.Duration(min(set.LockTimeout, set.TTL-set.RenewInterval-set.ClockSkew) * float64(time.Second))
 }
 
 // childEnv is the environment of CMD: lease run's own with LEASE_ID,
-// LEASE_TOKEN and LEASE_ROOT set.
-func childEnv(id leasefmt.ID, token int64, root string) []string {
-	set := map[string]string{"LEASE_ID": string(id), "LEASE_TOKEN": strconv.FormatInt(token, 10), "LEASE_ROOT": root}
+// LEASE_TOKEN, LEASE_ROOT and LEASE_STAGE set.
+func childEnv(id leasefmt.ID, token int64, root, stage string) []string {
+	set := map[string]string{"LEASE_ID": string(id), "LEASE_TOKEN": strconv.FormatInt(token, 10), "LEASE_ROOT": root, "LEASE_STAGE": stage}
 	var out []string
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); set[k] != "" {
@@ -121,7 +122,7 @@ func childEnv(id leasefmt.ID, token int64, root string) []string {
 		}
 		out = append(out, kv)
 	}
-	for _, k := range []string{"LEASE_ID", "LEASE_TOKEN", "LEASE_ROOT"} {
+	for _, k := range []string{"LEASE_ID", "LEASE_TOKEN", "LEASE_ROOT", "LEASE_STAGE"} {
 		out = append(out, k+"="+set[k])
 	}
 	return out
@@ -164,7 +165,7 @@ func runRun(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	st, err := e.open(true)
+	st, err := e.open(false)
 	if err != nil {
 		return toolFailed(err)
 	}
@@ -172,12 +173,11 @@ func runRun(c *cli.Context) error {
 	// Claim (or adopt) the lease.
 	item := commit.Item{ID: id, Token: adopt}
 	start := time.Now()
-	now := e.clock()
 	var res []commit.Result
 	if adopt != 0 {
-		res = st.Renew([]commit.Item{item}, now, e.set.TTL)
+		res = st.Renew([]commit.Item{item}, e.renewTTL())
 	} else {
-		res = st.Claim([]commit.Item{item}, e.set.Owner, now, e.set.TTL)
+		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
 	}
 	if r := res[0]; r.Outcome != commit.OK {
 		fmt.Fprintln(e.errw, failLine(r))
@@ -189,11 +189,19 @@ func runRun(c *cli.Context) error {
 	}
 	item.Token = res[0].Token
 	st.LockTimeout = renewLockTimeout(e.set)
+	h := &holder{e: e, st: st, item: item, argv: argv}
+	h.extend(start, res[0].Record)
+	stage, err := st.MakeStage(id, item.Token)
+	if err != nil {
+		h.end(false)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+	}
+	h.stage = stage
 	if e.verbose {
-		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %gs, renewing every %gs\n", id, item.Token, e.set.TTL, e.set.RenewInterval)
+		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %s, renewing every %s, staging in %s\n",
+			id, item.Token, formatSeconds(h.duration), formatSeconds(e.set.RenewInterval), stage)
 	}
 
-	h := &holder{e: e, st: st, item: item, argv: argv, deadline: start.Add(seconds(e.set.TTL))}
 	code, status := h.run(path, c.App.Reader, c.App.Writer, c.App.ErrWriter)
 	if e.json {
 		sum := runSummary{Command: "run", ID: string(id), Token: item.Token, Exit: code, ChildStatus: status.code,
@@ -212,21 +220,58 @@ func runRun(c *cli.Context) error {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
+// formatSeconds renders a number of seconds for people: 30s, 333ms, 2m0s.
+func formatSeconds(s float64) string {
+	return seconds(s).Round(time.Millisecond).String()
+}
+
 // holder runs CMD while keeping one lease alive.
 type holder struct {
-	e    *env
-	st   *commit.Store
-	item commit.Item
-	argv []string
-	// deadline is when the lease runs out by the local monotonic clock,
-	// counted from before the write that last extended it.
-	deadline time.Time
+	e     *env
+	st    *commit.Store
+	item  commit.Item
+	argv  []string
+	stage string // LEASE_STAGE: the staging directory of this token
+
+	// duration is the lease's own duration, expires_at - renewed_at of
+	// the record last written.
+	duration float64
+	// lostAt is when the lease counts as lost by the local monotonic
+	// clock (SPEC §6: expires_at - clock_skew), counted from before the
+	// write that last extended it, so it is never later than the truth.
+	lostAt time.Time
 
 	renewals   int
-	byCommand  bool // CMD finished the lease itself: renewals stopped
+	byCommand  bool // CMD completed the lease itself: renewals stopped
 	lost       bool
 	lostReason string
 	finish     string // released, done, lost, or the failure's reason word
+}
+
+// extend records a write of the lease begun at started.
+func (h *holder) extend(started time.Time, rec *leasefmt.Record) {
+	h.duration = rec.ExpiresAt - rec.RenewedAt
+	h.lostAt = started.Add(seconds(h.duration - h.e.set.ClockSkew))
+}
+
+// grace is the time between SIGTERM and SIGKILL when renewals keep
+// failing, which ends at the lost point, so that CMD is gone before the
+// lease counts as lost (and long before a claimer may take it over):
+// --grace, shortened to half of what the lease leaves after the first
+// retry, so that renewals are retried before CMD is told to stop.
+func (h *holder) grace() time.Duration {
+	room := h.duration - h.e.set.ClockSkew - h.e.set.RenewInterval
+	return seconds(max(0, min(h.e.set.Grace, room/2)))
+}
+
+// stopAt is when CMD gets SIGTERM if no renewal succeeds before.
+func (h *holder) stopAt() time.Time { return h.lostAt.Add(-h.grace()) }
+
+// pollInterval is how often the lease is checked, read-only, between
+// renewals, so that a revoke or a release from outside stops CMD within
+// about a second.
+func (h *holder) pollInterval() time.Duration {
+	return min(time.Second, seconds(h.e.set.RenewInterval))
 }
 
 // childStatus is how CMD ended.
@@ -241,7 +286,7 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 	e := h.e
 	cmd := exec.Command(path, h.argv[1:]...)
 	cmd.Args[0] = h.argv[0]
-	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root())
+	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	// Its own process group, so that signals reach CMD's children too and
 	// a terminal's ^C reaches CMD once (through us), not twice. Pdeathsig:
@@ -270,27 +315,32 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 
 	ticker := time.NewTicker(seconds(e.set.RenewInterval))
 	defer ticker.Stop()
-	expiry := time.NewTimer(time.Until(h.deadline))
+	poll := time.NewTicker(h.pollInterval())
+	defer poll.Stop()
+	expiry := time.NewTimer(time.Until(h.stopAt()))
 	defer expiry.Stop()
 	var killc <-chan time.Time
 	renewc := make(chan renewal, 1)
-	renewing := false
+	checkc := make(chan commit.Result, 1)
+	renewing, checking := false, false
 
 	stopRenewing := func() {
 		ticker.Stop()
+		poll.Stop()
 		expiry.Stop()
 	}
-	loseLease := func(why string) {
+	loseLease := func(why string, wait time.Duration) {
 		if h.lost {
 			return
 		}
 		h.lost, h.lostReason = true, why
 		stopRenewing()
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %gs",
-			why, leasefmt.Quote(h.argv[0]), pgid, e.set.Grace)))
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %s",
+			why, leasefmt.Quote(h.argv[0]), pgid, wait)))
 		syscall.Kill(-pgid, syscall.SIGTERM)
-		killc = time.After(seconds(e.set.Grace))
+		killc = time.After(wait)
 	}
+	lose := func(why string) { loseLease(why, seconds(e.set.Grace)) }
 
 	var waitErr error
 loop:
@@ -304,8 +354,8 @@ loop:
 			}
 		case <-killc:
 			killc = nil
-			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running %gs after SIGTERM; sending SIGKILL to process group %d",
-				leasefmt.Quote(h.argv[0]), e.set.Grace, pgid)))
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running after SIGTERM; sending SIGKILL to process group %d",
+				leasefmt.Quote(h.argv[0]), pgid)))
 			syscall.Kill(-pgid, syscall.SIGKILL)
 		case <-ticker.C:
 			if renewing || h.lost || h.byCommand {
@@ -315,15 +365,39 @@ loop:
 			go h.renew(renewc)
 		case r := <-renewc:
 			renewing = false
-			h.renewed(r, loseLease, stopRenewing, expiry)
+			h.renewed(r, lose, stopRenewing, expiry)
+		case <-poll.C:
+			if checking || renewing || h.lost || h.byCommand {
+				continue
+			}
+			checking = true
+			go func() { checkc <- h.st.Verify([]commit.Item{h.item})[0] }()
+		case r := <-checkc:
+			checking = false
+			h.checked(r, lose, stopRenewing)
 		case <-expiry.C:
 			if !h.lost && !h.byCommand {
-				loseLease(fmt.Sprintf("expired %s %d: no renewal succeeded within the TTL of %gs", h.item.ID, h.item.Token, e.set.TTL))
+				// SIGKILL comes at the lost point, before any claimer can
+				// take the lease over (expires_at + clock_skew). Past it
+				// (lease run itself was stopped), CMD still gets a short
+				// grace to exit on SIGTERM.
+				left := time.Until(h.lostAt)
+				why := fmt.Sprintf("no renewal of %s token %d succeeded; the lease counts as lost at expires_at - clock_skew, in %s",
+					h.item.ID, h.item.Token, left.Round(time.Millisecond))
+				if left <= 0 {
+					why = fmt.Sprintf("no renewal of %s token %d succeeded; the lease counted as lost %s ago (was lease run stopped?)",
+						h.item.ID, h.item.Token, (-left).Round(time.Millisecond))
+					left = min(seconds(e.set.Grace), time.Second)
+				}
+				loseLease(why, left)
 			}
 		}
 	}
 	if renewing { // let the renewal in flight land before finishing
-		h.renewed(<-renewc, loseLease, stopRenewing, expiry)
+		h.renewed(<-renewc, lose, stopRenewing, expiry)
+	}
+	if checking {
+		<-checkc
 	}
 
 	status := childStatus{}
@@ -362,7 +436,7 @@ type renewal struct {
 
 func (h *holder) renew(out chan<- renewal) {
 	started := time.Now()
-	res := h.st.Renew([]commit.Item{h.item}, h.e.clock(), h.e.set.TTL)
+	res := h.st.Renew([]commit.Item{h.item}, h.e.renewTTL())
 	out <- renewal{started, res[0]}
 }
 
@@ -376,47 +450,75 @@ func (h *holder) renewed(r renewal, lose func(string), stop func(), expiry *time
 	switch {
 	case r.res.Outcome == commit.OK:
 		h.renewals++
-		h.deadline = r.started.Add(seconds(h.e.set.TTL))
-		expiry.Reset(time.Until(h.deadline))
+		h.extend(r.started, r.res.Record)
+		expiry.Reset(time.Until(h.stopAt()))
 		if h.e.verbose {
-			fmt.Fprintf(h.e.errw, "lease run: renewed %s token %d until %.6f\n", h.item.ID, h.item.Token, r.res.Record.ExpiresAt)
+			fmt.Fprintf(h.e.errw, "lease run: renewed %s token %d until %s (%s from now)\n", h.item.ID, h.item.Token,
+				time.UnixMicro(int64(r.res.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.duration))
 		}
-	case finishedByCommand(r.res.Outcome):
+	case doneByCommand(r.res.Outcome):
 		h.byCommand = true
 		stop()
 		if h.e.verbose {
-			fmt.Fprintf(h.e.errw, "lease run: %s token %d was finished by the command (%s); renewals stop\n", h.item.ID, h.item.Token, r.res.Outcome.Reason())
+			fmt.Fprintf(h.e.errw, "lease run: %s token %d was completed by the command; renewals stop\n", h.item.ID, h.item.Token)
 		}
 	case lostOutcome(r.res.Outcome):
-		lose(failLine(r.res))
+		lose(lostWhy(r.res))
 	default:
 		fmt.Fprintln(h.e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.res))
 	}
 }
 
+// checked handles the read-only check between renewals: a lease that is
+// no longer this token's (revoked, released, taken over) stops CMD now.
+func (h *holder) checked(r commit.Result, lose func(string), stop func()) {
+	if h.lost || h.byCommand {
+		return
+	}
+	switch {
+	case doneByCommand(r.Outcome):
+		h.byCommand = true
+		stop()
+	case r.Outcome == commit.Expired:
+		// The local deadline decides expiry: it counts from before the
+		// write, on the monotonic clock.
+	case lostOutcome(r.Outcome):
+		lose(lostWhy(r))
+	}
+}
+
+// lostWhy says why a lease is gone, for the line that stops CMD.
+func lostWhy(r commit.Result) string {
+	if r.Outcome == commit.Released {
+		return "the lease was released or revoked (lease release, lease revoke); " + failLine(r)
+	}
+	return failLine(r)
+}
+
 // end finishes the lease after CMD exited: complete (done) when asked and
 // CMD succeeded, else release. A lease CMD finished itself under our token
-// (done or released) is fine. It returns 0, exitLost when the lease turns
-// out to be gone, or exitToolFailed when the table could not be written.
+// (done, or released at its end) is fine. It returns 0, exitLost when the
+// lease turns out to be gone, or exitToolFailed when the table could not be
+// written. An empty staging directory is removed.
 func (h *holder) end(complete bool) int {
-	now := h.e.clock()
+	defer h.removeStage()
 	var res []commit.Result
 	verb := "release"
 	if complete {
-		res, verb = h.st.Complete([]commit.Item{h.item}, now), "complete"
+		res, verb = h.st.Complete([]commit.Item{h.item}), "complete"
 	} else {
-		res = h.st.Release([]commit.Item{h.item}, now)
+		res = h.st.Release([]commit.Item{h.item})
 	}
 	switch r := res[0]; {
 	case r.Outcome == commit.OK:
 		h.finish = map[bool]string{true: "done", false: "released"}[complete]
 		return 0
-	case finishedByCommand(r.Outcome):
-		h.finish = "by-command-" + r.Outcome.Reason()
-		return 0
 	case h.lost:
 		h.finish = "lost"
 		return exitLost
+	case doneByCommand(r.Outcome) || r.Outcome == commit.Released:
+		h.finish = "by-command-" + r.Outcome.Reason()
+		return 0
 	case lostOutcome(r.Outcome):
 		h.finish = "lost"
 		h.lost, h.lostReason = true, failLine(r)
@@ -429,7 +531,17 @@ func (h *holder) end(complete bool) int {
 	}
 }
 
-// finishedByCommand: a renewal or release refused as done or released
-// passed the token check first (fenced), so CMD (or someone it gave
-// LEASE_TOKEN to) finished the lease itself.
-func finishedByCommand(o commit.Outcome) bool { return o == commit.Done || o == commit.Released }
+// removeStage removes the staging directory when CMD left nothing in it
+// (a published result was moved out by lease complete --publish); what
+// is left stays for lease fsck to move to lost+found/.
+func (h *holder) removeStage() {
+	if h.stage != "" {
+		h.st.FS.Remove(commit.StagePath(h.item.ID, h.item.Token))
+	}
+}
+
+// doneByCommand: a renewal refused as done passed the token check first
+// (fenced), so CMD (or someone it gave LEASE_TOKEN to) completed the
+// lease itself; done is final, so CMD may finish in peace. A release is
+// not: once released, the item can be claimed again, and CMD must stop.
+func doneByCommand(o commit.Outcome) bool { return o == commit.Done }

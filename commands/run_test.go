@@ -31,6 +31,7 @@ const holdAsLease = "LEASE_TEST_RUN_AS_LEASE"
 
 func init() {
 	if os.Getenv(holdAsLease) == "1" {
+		installKillPoint()
 		os.Exit(commands.Main())
 	}
 }
@@ -67,7 +68,8 @@ func newHoldTable(t *testing.T) *holdTable {
 }
 
 // env is the environment of a lease process: no configuration from the
-// developer's environment, the table in LEASE_ROOT.
+// developer's environment, the table in LEASE_ROOT, and a clock_skew of
+// 0.1 s (one host, one clock), so that leases of a second or two work.
 func (h *holdTable) env() []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -77,7 +79,7 @@ func (h *holdTable) env() []string {
 		}
 		out = append(out, kv)
 	}
-	return append(out, holdAsLease+"=1", "LEASE_ROOT="+h.root, "XDG_CONFIG_HOME="+filepath.Join(h.dir, "xdg"),
+	return append(out, holdAsLease+"=1", "LEASE_ROOT="+h.root, "LEASE_CLOCK_SKEW=0.1", "XDG_CONFIG_HOME="+filepath.Join(h.dir, "xdg"),
 		"PATH="+h.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 }
 
@@ -400,6 +402,7 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	time.Sleep(150 * time.Millisecond) // past expires_at + clock_skew (0.1 s)
 	h.must(0, "", "claim", "--owner", "thief", "--ttl", "60", string(id))
 	p.cmd.Process.Signal(syscall.SIGCONT)
 	code := p.wait()

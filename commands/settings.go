@@ -32,6 +32,7 @@ type Settings struct {
 	Writers       int
 	MPITimeout    float64
 	Grace         float64
+	ClockSkew     float64
 
 	// ConfigFile is the TOML file read, "" when none.
 	ConfigFile string
@@ -59,6 +60,7 @@ var settingDefs = []settingDef{
 	{"writers", "LEASE_WRITERS", "writers", "int", "concurrent record writers of a batch"},
 	{"mpi_timeout", "LEASE_MPI_TIMEOUT", "mpi-timeout", "float", "under mpirun, longest wait for one collective before aborting"},
 	{"grace", "LEASE_GRACE", "grace", "float", "lease run: seconds between SIGTERM and SIGKILL when the lease is lost"},
+	{"clock_skew", "LEASE_CLOCK_SKEW", "clock-skew", "float", "bound on the clock difference between nodes in seconds: claims take over from expires_at + clock_skew, holders count a lease lost from expires_at - clock_skew"},
 }
 
 // Defaults that do not derive from other settings.
@@ -69,6 +71,7 @@ const (
 	defaultLockTimeout   = 10
 	defaultMPITimeout    = 60
 	defaultGrace         = 10
+	defaultClockSkew     = 1
 )
 
 // usageErr is an error that exits 2: usage, configuration or input.
@@ -202,16 +205,18 @@ func (s *Settings) resolve(vals map[string]any) error {
 	s.Writers = integer("writers", 64)
 	s.MPITimeout = num("mpi_timeout", defaultMPITimeout)
 	s.Grace = num("grace", defaultGrace)
+	s.ClockSkew = num("clock_skew", defaultClockSkew)
 
 	if err := leasefmt.CheckOwner(s.Owner); err != nil {
 		return usageErr("owner (%s): %v", s.origin["owner"], err)
 	}
-	if s.TTL <= 0 {
-		return usageErr("ttl (%s) must be more than 0", s.origin["ttl"])
+	if s.TTL <= s.ClockSkew {
+		return usageErr("ttl %g (%s) must be more than clock_skew %g (%s): a holder counts its lease as lost from expires_at - clock_skew",
+			s.TTL, s.origin["ttl"], s.ClockSkew, s.origin["clock_skew"])
 	}
-	if s.RenewInterval <= 0 || s.RenewInterval >= s.TTL {
-		return usageErr("renew_interval %g (%s) must be more than 0 and less than ttl %g (%s): a renewal could not arrive before expiry",
-			s.RenewInterval, s.origin["renew_interval"], s.TTL, s.origin["ttl"])
+	if s.RenewInterval <= 0 || s.RenewInterval >= s.TTL-s.ClockSkew {
+		return usageErr("renew_interval %g (%s) must be more than 0 and less than ttl - clock_skew = %g (ttl %s, clock_skew %s): a renewal could not arrive before the lease counts as lost",
+			s.RenewInterval, s.origin["renew_interval"], s.TTL-s.ClockSkew, s.origin["ttl"], s.origin["clock_skew"])
 	}
 	if s.Root == "" {
 		return usageErr("root (%s) is empty", s.origin["root"])

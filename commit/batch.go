@@ -98,12 +98,22 @@ type Result struct {
 	Path string
 	// Latency is how long the item took until its directory was fsynced.
 	Latency time.Duration
+
+	// settledWrite: a refused item whose abandoned publish was settled,
+	// so its record was written all the same.
+	settledWrite bool
 }
 
 // Decide computes the next version of a record. It runs under the record's
-// lock, after the record was read and validated; cur is nil when there is
-// no record. An outcome other than OK writes nothing (G7).
-type Decide func(it Item, cur *leasefmt.Record) (next *leasefmt.Record, out Outcome, detail string)
+// lock, after the record was read and validated, with now read from the
+// store's clock under that lock; cur is nil when there is no record. An
+// outcome other than OK writes nothing (G7); OK with a nil next is a
+// success that needs no write (a retried complete).
+type Decide func(it Item, cur *leasefmt.Record, now float64) (next *leasefmt.Record, out Outcome, detail string)
+
+// settlePolicy says whether an abandoned publish met under the lock is
+// settled before deciding (see Store.settle); nil never settles.
+type settlePolicy func(cur *leasefmt.Record, now float64) bool
 
 // Apply runs decide over items as one group commit and returns the results
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
@@ -112,7 +122,16 @@ type Decide func(it Item, cur *leasefmt.Record) (next *leasefmt.Record, out Outc
 // (G4). An I/O error stops the batch:
 // no new item starts, the directories already renamed into are still
 // fsynced (G5), and no item is reported OK (G6).
+//
+// A lease written leased (a claim or a renewal) whose expires_at, less the
+// clock skew, has passed by the time its directory is fsynced is reported
+// Expired, not OK: nothing is reported granted or renewed that its holder
+// could no longer count on (SPEC §6).
 func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
+	return s.apply(k, items, decide, nil)
+}
+
+func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
 	s.Stats.Batches.Add(1)
 	if f, ok := s.FS.(interface{ DropIdleLocks() }); ok {
 		f.DropIdleLocks()
@@ -160,14 +179,15 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 		aborted  atomic.Bool
 		errMu    sync.Mutex
 		firstErr error
+		firstAt  int = -1 // the item whose I/O error stopped the batch
 		syncMu   sync.Mutex
 		syncedAt = map[string]time.Time{}
 		begun    = make([]time.Time, len(items))
 	)
-	fail := func(err error) {
+	fail := func(i int, err error) {
 		errMu.Lock()
 		if firstErr == nil {
-			firstErr = err
+			firstErr, firstAt = err, i
 		}
 		errMu.Unlock()
 		aborted.Store(true)
@@ -191,18 +211,19 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 				r := &res[i]
 				r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
 				if aborted.Load() {
-					r.Outcome, r.Detail = IOError, "not attempted: the batch stopped at an I/O error"
+					r.Outcome = IOError // the detail names the cause below
+					r.Detail = ""
 					s.Stats.Attempted.Add(1)
 					continue
 				}
 				begun[i] = time.Now()
-				if err := s.applyOne(k, it, decide, batch, r); err != nil {
-					fail(err)
+				if err := s.applyOne(k, it, decide, settle, batch, r); err != nil {
+					fail(i, err)
 				}
 				dir := path.Dir(s.RecordPath(k, it.ID))
 				if s.Strategy == OneAtATime && r.Outcome == OK {
 					if err := batch.SyncDir(dir); err != nil {
-						fail(err)
+						fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 					}
 					syncMu.Lock()
 					syncedAt[it.ID.FileName()] = time.Now()
@@ -210,7 +231,7 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 				}
 				if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != NoSync && batch.Pending(dir) {
 					if err := batch.SyncDir(dir); err != nil {
-						fail(err)
+						fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 					}
 					syncMu.Lock()
 					syncedAt[dir] = time.Now()
@@ -228,21 +249,39 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 	if s.Strategy == NoSync {
 		if sf, ok := s.FS.(interface{ Syncfs() error }); ok {
 			if err := sf.Syncfs(); err != nil {
-				fail(err)
+				fail(-1, err)
 			}
 		}
 		batch = NewSyncBatch(s.FS, nil) // nothing to flush: the floor syncs the filesystem once
 	}
 	if err := batch.Flush(); err != nil {
-		fail(err)
+		fail(-1, &OpError{Op: "fsync the shard directories", Err: err})
 	}
 	flushed := time.Now()
+	cause := ""
+	if firstErr != nil {
+		cause = firstErr.Error()
+		if firstAt >= 0 {
+			cause = fmt.Sprintf("%s (%s): %s", items[firstAt].ID, res[firstAt].Path, firstErr)
+		}
+	}
+	reported := s.now()
 	for i := range res {
 		r := &res[i]
 		switch {
-		case r.Outcome == OK && firstErr != nil:
+		case r.Outcome == IOError && r.Detail == "":
+			r.Detail = "not attempted: the batch stopped at an I/O error of " + cause
+		case (r.Outcome == OK || r.settledWrite) && firstErr != nil:
 			r.Outcome = IOError
-			r.Detail = "batch failed, not renewed: " + firstErr.Error()
+			if i == firstAt {
+				r.Detail = "written, but the batch failed: " + firstErr.Error()
+			} else {
+				r.Detail = "written, but the batch failed, so not reported: " + cause
+			}
+		case r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Leased && reported >= r.Record.ExpiresAt-s.ClockSkew:
+			r.Outcome = Expired
+			r.Detail = fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable at %s",
+				formatTime(r.Record.ExpiresAt), s.ClockSkew, formatTime(reported))
 		case r.Outcome == OK:
 			t, ok := syncedAt[r.ID.FileName()]
 			if !ok {
@@ -272,48 +311,72 @@ func (s *Store) count(o Outcome) {
 
 // applyOne locks, reads, decides and stages one item. It returns an error
 // only for an I/O failure that must stop the batch.
-func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, b *SyncBatch, r *Result) error {
+func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *SyncBatch, r *Result) error {
 	unlock, err := s.Lock(k, it.ID)
 	if err != nil {
-		return s.lockFailed(err, r)
+		return s.lockFailed(err, r, "lock the record")
 	}
 	defer unlock()
 	cur, err := s.Read(k, it.ID)
 	if err != nil {
 		return s.readFailed(err, r)
 	}
+	now := s.now()
 	r.Record = cur
 	if cur != nil {
 		r.Token = cur.Token
 	}
-	next, out, detail := decide(it, cur)
+	var settled *leasefmt.Record
+	settledHow := ""
+	if settle != nil && cur != nil && abandonedPublish(cur) && settle(cur, now) {
+		if settled, settledHow, err = s.settle(cur, now); err != nil {
+			r.Outcome, r.Detail = IOError, describe(err)
+			return err
+		}
+		if settled.Status == leasefmt.Done {
+			s.dropStage(cur.ID, cur.Token) // its result was moved out
+		}
+		cur = settled
+	}
+	next, out, detail := decide(it, cur, now)
 	r.Outcome, r.Detail = out, detail
-	if out != OK {
+	if settled != nil && settledHow != "" {
+		r.Detail = settledHow + "; " + detail
+	}
+	if out == OK && next == nil {
 		return nil
+	}
+	if out != OK {
+		if settled == nil {
+			return nil
+		}
+		next = settled // the settled record is written even when the claim is refused
+		r.settledWrite = true
 	}
 	if err := s.stage(b, next); err != nil {
 		if errors.Is(err, leasefmt.ErrCorrupt) {
 			r.Outcome, r.Detail = Corrupt, "cannot rewrite: "+err.Error()
 			return nil
 		}
-		r.Outcome, r.Detail = IOError, err.Error()
+		r.Outcome, r.Detail = IOError, describe(err)
 		return err
 	}
 	r.Record, r.Token = next, next.Token
 	return nil
 }
 
-func (s *Store) lockFailed(err error, r *Result) error {
+func (s *Store) lockFailed(err error, r *Result, op string) error {
 	switch {
 	case errors.Is(err, ErrLockTimeout):
-		r.Outcome, r.Detail = LockTimeout, fmt.Sprintf("lock not granted within %v: %v", s.LockTimeout, err)
+		r.Outcome, r.Detail = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout)
 		return nil
 	case errors.Is(err, ErrNotRegular), errors.Is(err, unix.ENOTDIR):
 		r.Outcome, r.Detail = Corrupt, err.Error()
 		return nil
 	}
-	r.Outcome, r.Detail = IOError, err.Error()
-	return err
+	oe := &OpError{Op: "cannot " + op, Err: err}
+	r.Outcome, r.Detail = IOError, oe.Error()
+	return oe
 }
 
 func (s *Store) readFailed(err error, r *Result) error {
@@ -321,6 +384,7 @@ func (s *Store) readFailed(err error, r *Result) error {
 		r.Outcome, r.Detail = Corrupt, err.Error()
 		return nil
 	}
-	r.Outcome, r.Detail = IOError, err.Error()
-	return err
+	oe := &OpError{Op: "cannot read the record", Err: err}
+	r.Outcome, r.Detail = IOError, oe.Error()
+	return oe
 }

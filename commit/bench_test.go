@@ -62,7 +62,7 @@ func benchRenew(b *testing.B, strategy commit.Strategy, n, k int) {
 	}
 	items := spreadIDs(b, n, k)
 	const now, ttl = 1000.0, 1e9 // nothing expires during the run
-	for i, r := range st.Claim(items, "bench", now, ttl) {
+	for i, r := range at(st, now).Claim(items, "bench", ttl) {
 		if r.Outcome != commit.OK {
 			b.Fatalf("claim %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 		}
@@ -80,7 +80,7 @@ func benchRenew(b *testing.B, strategy commit.Strategy, n, k int) {
 	base := st.Stats.Snapshot(0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, r := range st.Renew(items, now+1+float64(i), ttl) {
+		for _, r := range at(st, now+1+float64(i)).Renew(items, ttl) {
 			if r.Outcome != commit.OK {
 				b.Fatalf("renew %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 			}

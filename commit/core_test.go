@@ -270,7 +270,7 @@ func TestGroupCommitCounts(t *testing.T) {
 				checkG1(t, ops, true)
 			}
 			before := st.Stats.Snapshot(0)
-			res := st.Claim(items, "host/w1", 1000, 60)
+			res := at(st, 1000).Claim(items, "host/w1", 60)
 			check("claim", res, tc.n)
 			if s := st.Stats.Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
 				t.Errorf("stats: %d file syncs, %d directory syncs; want %d, %d", s.FileSyncs, s.DirectorySyncs, tc.n, tc.k)
@@ -282,7 +282,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			h := held(t, res)
 			log.reset(nil)
-			check("renew", st.Renew(h, 1010, 60), tc.n)
+			check("renew", at(st, 1010).Renew(h, 60), tc.n)
 			for _, it := range h {
 				if r := readRecord(t, st, it.ID); r.ExpiresAt != 1070 || r.Token != 1 || r.RenewedAt != 1010 {
 					t.Fatalf("after renew %s: %+v", it.ID, r)
@@ -290,7 +290,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			// Complete is two group commits: committing, then done.
 			log.reset(nil)
-			res = st.Complete(h, 1020)
+			res = at(st, 1020).Complete(h)
 			for _, r := range res {
 				if r.Outcome != commit.OK || r.Record.Status != leasefmt.Done {
 					t.Fatalf("complete %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
@@ -316,12 +316,12 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 		ids[name] = shardID(i, i)
 	}
 	for _, name := range []string{"leased", "done", "released", "corrupt", "expired"} {
-		if r := st.Claim([]commit.Item{{ID: ids[name]}}, "host/w1", 1000, 60); r[0].Outcome != commit.OK {
+		if r := at(st, 1000).Claim([]commit.Item{{ID: ids[name]}}, "host/w1", 60); r[0].Outcome != commit.OK {
 			t.Fatal(r[0].Detail)
 		}
 	}
-	st.Complete([]commit.Item{{ID: ids["done"], Token: 1}}, 1001)
-	st.Release([]commit.Item{{ID: ids["released"], Token: 1}}, 1001)
+	at(st, 1001).Complete([]commit.Item{{ID: ids["done"], Token: 1}})
+	at(st, 1001).Release([]commit.Item{{ID: ids["released"], Token: 1}})
 	corruptPath := st.Abs(st.RecordPath(leasefmt.Work, ids["corrupt"]))
 	if err := os.WriteFile(corruptPath, []byte(`{"schema":"lease.work/v1","token":NaN}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -339,20 +339,20 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 		run  func() []commit.Result
 		want commit.Outcome
 	}{
-		{"stale token", func() []commit.Result { return st.Renew([]commit.Item{{ID: ids["leased"], Token: 2}}, 1010, 60) }, commit.StaleToken},
-		{"older token", func() []commit.Result { return st.Release([]commit.Item{{ID: ids["expired"], Token: 7}}, 1010) }, commit.StaleToken},
-		{"done", func() []commit.Result { return st.Renew([]commit.Item{{ID: ids["done"], Token: 1}}, 1010, 60) }, commit.Done},
-		{"released", func() []commit.Result { return st.Renew([]commit.Item{{ID: ids["released"], Token: 1}}, 1010, 60) }, commit.Released},
-		{"missing", func() []commit.Result { return st.Renew([]commit.Item{{ID: ids["missing"], Token: 1}}, 1010, 60) }, commit.Missing},
-		{"corrupt renew", func() []commit.Result { return st.Renew([]commit.Item{{ID: ids["corrupt"], Token: 1}}, 1010, 60) }, commit.Corrupt},
-		{"corrupt claim", func() []commit.Result { return st.Claim([]commit.Item{{ID: ids["corrupt"]}}, "host/w2", 5000, 60) }, commit.Corrupt},
-		{"expired", func() []commit.Result { return st.Renew([]commit.Item{{ID: ids["expired"], Token: 1}}, 1010, 60) }, commit.Expired},
-		{"held", func() []commit.Result { return st.Claim([]commit.Item{{ID: ids["leased"]}}, "host/w2", 1010, 60) }, commit.Held},
-		{"done claim", func() []commit.Result { return st.Claim([]commit.Item{{ID: ids["done"]}}, "host/w2", 9999, 60) }, commit.Done},
-		{"complete stale", func() []commit.Result { return st.Complete([]commit.Item{{ID: ids["leased"], Token: 9}}, 1010) }, commit.StaleToken},
+		{"stale token", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["leased"], Token: 2}}, 60) }, commit.StaleToken},
+		{"older token", func() []commit.Result { return at(st, 1010).Release([]commit.Item{{ID: ids["expired"], Token: 7}}) }, commit.StaleToken},
+		{"done", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["done"], Token: 1}}, 60) }, commit.Done},
+		{"released", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["released"], Token: 1}}, 60) }, commit.Released},
+		{"missing", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["missing"], Token: 1}}, 60) }, commit.Missing},
+		{"corrupt renew", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["corrupt"], Token: 1}}, 60) }, commit.Corrupt},
+		{"corrupt claim", func() []commit.Result { return at(st, 5000).Claim([]commit.Item{{ID: ids["corrupt"]}}, "host/w2", 60) }, commit.Corrupt},
+		{"expired", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["expired"], Token: 1}}, 60) }, commit.Expired},
+		{"held", func() []commit.Result { return at(st, 1010).Claim([]commit.Item{{ID: ids["leased"]}}, "host/w2", 60) }, commit.Held},
+		{"done claim", func() []commit.Result { return at(st, 9999).Claim([]commit.Item{{ID: ids["done"]}}, "host/w2", 60) }, commit.Done},
+		{"complete stale", func() []commit.Result { return at(st, 1010).Complete([]commit.Item{{ID: ids["leased"], Token: 9}}) }, commit.StaleToken},
 		{"all at once", func() []commit.Result {
-			return st.Renew([]commit.Item{{ID: ids["leased"], Token: 2}, {ID: ids["done"], Token: 1}, {ID: ids["released"], Token: 1},
-				{ID: ids["missing"], Token: 1}, {ID: ids["corrupt"], Token: 1}, {ID: ids["expired"], Token: 1}}, 1010, 60)
+			return at(st, 1010).Renew([]commit.Item{{ID: ids["leased"], Token: 2}, {ID: ids["done"], Token: 1}, {ID: ids["released"], Token: 1},
+				{ID: ids["missing"], Token: 1}, {ID: ids["corrupt"], Token: 1}, {ID: ids["expired"], Token: 1}}, 60)
 		}, commit.Outcome(-1)},
 	} {
 		log.reset(nil)
@@ -398,7 +398,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					st, log := hookedTable(t, k)
 					st.Writers = writers
 					items := spread(n, k)
-					h := held(t, st.Claim(items, "host/w1", 1000, 60))
+					h := held(t, at(st, 1000).Claim(items, "host/w1", 60))
 					sorted := slices.Clone(h)
 					slices.SortFunc(sorted, func(a, b commit.Item) int {
 						if c := a.ID.Shard(k) - b.ID.Shard(k); c != 0 {
@@ -409,7 +409,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					victim := sorted[pos].ID
 					log.reset(failAt(op, victim))
 					attempted := st.Stats.Attempted.Load()
-					res := st.Renew(h, 1010, 60)
+					res := at(st, 1010).Renew(h, 60)
 					if got := st.Stats.Attempted.Load() - attempted; got != int64(len(h)) {
 						t.Errorf("Stats.Attempted grew by %d, want %d: every item, also those not attempted after the failure, counts for progress", got, len(h))
 					}
@@ -463,7 +463,7 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 			t.Run(fmt.Sprintf("writers=%d/shard=%d", writers, bad), func(t *testing.T) {
 				st, log := hookedTable(t, k)
 				st.Writers = writers
-				h := held(t, st.Claim(spread(n, k), "host/w1", 1000, 60))
+				h := held(t, at(st, 1000).Claim(spread(n, k), "host/w1", 60))
 				dir := st.ShardDir(leasefmt.Work, bad)
 				log.reset(func(op commit.Op, name string) error {
 					if op == commit.OpSyncDir && name == dir {
@@ -472,7 +472,7 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 					return nil
 				})
 				before := st.Stats.Snapshot(0)
-				res := st.Renew(h, 1010, 60)
+				res := at(st, 1010).Renew(h, 60)
 				for _, r := range res {
 					if r.Outcome != commit.IOError {
 						t.Errorf("%s: %s (%s), want io-error", r.ID, r.Outcome.Reason(), r.Detail)
@@ -598,7 +598,7 @@ func TestClaimTokens(t *testing.T) {
 	id := shardID(3, 1)
 	path := st.Abs(st.RecordPath(leasefmt.Work, id))
 	claim := func(now float64) commit.Result {
-		return st.Claim([]commit.Item{{ID: id}}, "host/w", now, 10)[0]
+		return at(st, now).Claim([]commit.Item{{ID: id}}, "host/w", 10)[0]
 	}
 	if r := claim(100); r.Outcome != commit.OK || r.Token != 1 {
 		t.Fatalf("first claim: %+v", r)
@@ -609,7 +609,7 @@ func TestClaimTokens(t *testing.T) {
 	if r := claim(110); r.Outcome != commit.OK || r.Token != 2 {
 		t.Fatalf("claim at expiry: %+v", r)
 	}
-	if r := st.Release([]commit.Item{{ID: id, Token: 2}}, 111)[0]; r.Outcome != commit.OK || r.Record.Status != leasefmt.Released {
+	if r := at(st, 111).Release([]commit.Item{{ID: id, Token: 2}})[0]; r.Outcome != commit.OK || r.Record.Status != leasefmt.Released {
 		t.Fatalf("release: %+v", r)
 	}
 	// Another program adds a key; the next claim keeps it.
@@ -628,7 +628,7 @@ func TestClaimTokens(t *testing.T) {
 	if !strings.HasSuffix(string(data), `,"x_campaign":{"a":[1,2]}}`+"\n") || !strings.Contains(string(data), `"token":3,`) {
 		t.Errorf("record after claim: %s", data)
 	}
-	if r := st.Complete([]commit.Item{{ID: id, Token: 3}}, 113)[0]; r.Outcome != commit.OK {
+	if r := at(st, 113).Complete([]commit.Item{{ID: id, Token: 3}})[0]; r.Outcome != commit.OK {
 		t.Fatalf("complete: %+v", r)
 	}
 	if r := claim(1e6); r.Outcome != commit.Done {
@@ -640,8 +640,8 @@ func TestClaimTokens(t *testing.T) {
 func TestClaimFirst(t *testing.T) {
 	st, _ := hookedTable(t, 4)
 	items := spread(10, 4)
-	st.Claim(items[1:3], "other", 100, 60) // 1 and 2 are held
-	res := st.ClaimFirst(items, 3, "me", 100, 60)
+	at(st, 100).Claim(items[1:3], "other", 60) // 1 and 2 are held
+	res := at(st, 100).ClaimFirst(items, 3, "me", 60)
 	var got []leasefmt.ID
 	for _, r := range res {
 		if r.Outcome == commit.OK {

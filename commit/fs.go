@@ -27,12 +27,15 @@ type FS interface {
 	// RenameNoReplace moves oldname to newname and fails with fs.ErrExist
 	// when newname exists; it never replaces a file.
 	RenameNoReplace(oldname, newname string) error
-	// Remove removes the file name.
+	// Remove removes the file or empty directory name.
 	Remove(name string) error
 	// Mkdir creates the directory name; fs.ErrExist when it exists.
 	Mkdir(name string) error
 	// SyncDir makes the entries of directory name durable (fsync(2) on it).
 	SyncDir(name string) error
+	// SyncFile makes the data of the existing regular file name durable
+	// (a result staged by another program, before it is published).
+	SyncFile(name string) error
 	// ReadDir lists directory name.
 	ReadDir(name string) ([]fs.DirEntry, error)
 	// Lstat describes name without following a final symbolic link.
@@ -162,6 +165,13 @@ func (h *hooked) SyncDir(name string) error {
 		return err
 	}
 	return h.fs.SyncDir(name)
+}
+
+func (h *hooked) SyncFile(name string) error {
+	if err := h.hook(OpFsync, name); err != nil {
+		return err
+	}
+	return h.fs.SyncFile(name)
 }
 
 func (h *hooked) ReadDir(name string) ([]fs.DirEntry, error) {

@@ -251,8 +251,52 @@ func (o *OSFS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Unlinkat(dfd, base, 0); err != nil {
+	err = unix.Unlinkat(dfd, base, 0)
+	if errors.Is(err, unix.EISDIR) {
+		err = unix.Unlinkat(dfd, base, unix.AT_REMOVEDIR)
+		if err == nil {
+			o.forget(name)
+		}
+	}
+	if err != nil {
 		return o.perr("remove", name, err)
+	}
+	return nil
+}
+
+// forget closes the cached handle of a removed directory.
+func (o *OSFS) forget(name string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	name = strings.Trim(path.Clean("/"+name), "/")
+	if fd, ok := o.dirs[name]; ok {
+		unix.Close(fd)
+		delete(o.dirs, name)
+	}
+}
+
+// SyncFile implements FS.
+func (o *OSFS) SyncFile(name string) error {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return err
+	}
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return o.perr("open", name, err)
+	}
+	defer unix.Close(fd)
+	if _, err := regular(fd); err != nil {
+		return o.perr("open", name, err)
+	}
+	for {
+		err = unix.Fsync(fd)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return o.perr("fsync", name, err)
 	}
 	return nil
 }

@@ -81,18 +81,18 @@ func sortedUnique(ids []leasefmt.ID) []leasefmt.ID {
 }
 
 // CheckGroupInput validates a group claim before anything is locked or
-// written: owner, now and ttl (finite, now >= 0, ttl > 0), at least one
+// written: owner and ttl (finite, > 0), at least one
 // target, no duplicate, and a manifest that fits in a record (4 KiB) even
 // with the longest token, status and times it may come to carry. Errors
 // wrap ErrGroupInput.
-func CheckGroupInput(gid leasefmt.ID, targets []leasefmt.ID, owner string, now, ttl float64) error {
+func CheckGroupInput(gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float64) error {
 	if _, err := leasefmt.ParseID(string(gid)); err != nil {
 		return fmt.Errorf("%w: group: %w", ErrGroupInput, err)
 	}
 	if err := leasefmt.CheckOwner(owner); err != nil {
 		return fmt.Errorf("%w: %w", ErrGroupInput, err)
 	}
-	if err := checkTimes(now, ttl, true); err != nil {
+	if err := checkTTL(ttl, false); err != nil {
 		return err
 	}
 	if len(targets) == 0 {
@@ -109,7 +109,7 @@ func CheckGroupInput(gid leasefmt.ID, targets []leasefmt.ID, owner string, now, 
 	}
 	// The widest manifest this group can come to have: a renewal at a later
 	// clock may add digits, so the times are at least 11 integer digits.
-	t := math.Max(now+ttl, 99999999999.999999)
+	t := math.Max(SystemClock()+ttl, 99999999999.999999)
 	proto := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: owner,
 		Token: leasefmt.MaxToken, ClaimedAt: t, RenewedAt: t, ExpiresAt: t, Targets: ids}
 	if _, err := leasefmt.Encode(proto); err != nil {
@@ -119,21 +119,14 @@ func CheckGroupInput(gid leasefmt.ID, targets []leasefmt.ID, owner string, now, 
 	return nil
 }
 
-func checkTimes(now, ttl float64, withTTL bool) error {
-	if err := leasefmt.CheckTime("now", now); err != nil {
-		return fmt.Errorf("%w: %w", ErrGroupInput, err)
-	}
-	if !withTTL {
-		return nil
-	}
+// checkTTL validates a lease duration: finite and more than 0, or, when
+// keep is allowed, 0 for "the lease's own duration".
+func checkTTL(ttl float64, keep bool) error {
 	if err := leasefmt.CheckTime("ttl", ttl); err != nil {
 		return fmt.Errorf("%w: %w", ErrGroupInput, err)
 	}
-	if ttl == 0 {
+	if ttl == 0 && !keep {
 		return fmt.Errorf("%w: ttl must be more than 0", ErrGroupInput)
-	}
-	if err := leasefmt.CheckTime("now + ttl", now+ttl); err != nil {
-		return fmt.Errorf("%w: %w", ErrGroupInput, err)
 	}
 	return nil
 }
@@ -168,67 +161,71 @@ type GroupResult struct {
 }
 
 // ClaimGroup claims every target of the group gid and its manifest for
-// owner until now+ttl, all or nothing, with one token strictly larger than
+// owner for ttl seconds, all or nothing, with one token strictly larger than
 // every earlier token of the group and of each target. It refuses (Held)
 // when the manifest is live or any target is live (each such target named
 // in Issues with its holder and remaining time), and (Corrupt) when the
 // manifest or any target exists but does not validate; nothing is written
 // then. The error, wrapping ErrGroupInput, is for input refused by
 // CheckGroupInput.
-func (s *Store) ClaimGroup(gid leasefmt.ID, targets []leasefmt.ID, owner string, now, ttl float64) (GroupResult, error) {
-	if err := CheckGroupInput(gid, targets, owner, now, ttl); err != nil {
+func (s *Store) ClaimGroup(gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float64) (GroupResult, error) {
+	if err := CheckGroupInput(gid, targets, owner, ttl); err != nil {
 		return GroupResult{}, err
 	}
 	ids := sortedUnique(targets)
-	return s.runGroups([]Item{{ID: gid}}, claimGroupPolicy(ids, owner, now, ttl))[0], nil
+	return s.runGroups([]Item{{ID: gid}}, claimGroupPolicy(ids, owner, ttl, s.ClockSkew))[0], nil
 }
 
 // RenewGroups renews each group whose manifest token is the item's token
-// and whose lease is live, with all its targets, until now+ttl. A group is
+// and whose lease is live, with all its targets, for ttl seconds from now
+// (with ttl 0, for the group's own duration, expires_at - renewed_at of its
+// manifest). A group is
 // renewed only when every target agrees with the manifest (token, group,
 // owner, status, expires_at): a target taken by a later lease is
 // StaleToken, any other disagreement Corrupt. Results are in input order.
-func (s *Store) RenewGroups(items []Item, now, ttl float64) ([]GroupResult, error) {
-	if err := checkTimes(now, ttl, true); err != nil {
+func (s *Store) RenewGroups(items []Item, ttl float64) ([]GroupResult, error) {
+	if err := checkTTL(ttl, true); err != nil {
 		return nil, err
 	}
-	return s.runGroups(items, fencedGroupPolicy(now, func(r *leasefmt.Record) {
-		r.RenewedAt, r.ExpiresAt = now, now+ttl
+	return s.runGroups(items, fencedGroupPolicy(s.ClockSkew, func(m, r *leasefmt.Record, now float64) {
+		d := ttl
+		if d <= 0 {
+			d = m.ExpiresAt - m.RenewedAt
+		}
+		r.RenewedAt, r.ExpiresAt = now, now+d
 	})), nil
 }
 
 // ReleaseGroups releases each current live group and all its targets: they
 // become released, expiring now, keeping their token. The checks are those
 // of RenewGroups.
-func (s *Store) ReleaseGroups(items []Item, now float64) ([]GroupResult, error) {
-	if err := checkTimes(now, 0, false); err != nil {
-		return nil, err
-	}
-	return s.runGroups(items, fencedGroupPolicy(now, func(r *leasefmt.Record) {
+func (s *Store) ReleaseGroups(items []Item) ([]GroupResult, error) {
+	return s.runGroups(items, fencedGroupPolicy(s.ClockSkew, func(_, r *leasefmt.Record, now float64) {
 		r.Status, r.RenewedAt, r.ExpiresAt = leasefmt.Released, now, now
 	})), nil
 }
 
-// groupPolicy is what a group operation decides, under the locks.
+// groupPolicy is what a group operation decides, under the locks, with now
+// read from the store's clock once the locks it needs are held.
 type groupPolicy struct {
 	// manifest checks the manifest (nil when missing) and names the targets
 	// to lock; an outcome other than OK ends the group there.
-	manifest func(it Item, m *leasefmt.Record) (targets []leasefmt.ID, out Outcome, detail string)
+	manifest func(it Item, m *leasefmt.Record, now float64) (targets []leasefmt.ID, out Outcome, detail string)
 	// next computes the new records, targets first and the manifest last,
 	// from the manifest and the records of the targets (ts[i] is the record
 	// of targets[i], nil when missing); or refuses, naming the targets.
-	next func(it Item, m *leasefmt.Record, targets []leasefmt.ID, ts []*leasefmt.Record) ([]*leasefmt.Record, Outcome, string, []TargetIssue)
+	next func(it Item, m *leasefmt.Record, targets []leasefmt.ID, ts []*leasefmt.Record, now float64) ([]*leasefmt.Record, Outcome, string, []TargetIssue)
 }
 
-func claimGroupPolicy(ids []leasefmt.ID, owner string, now, ttl float64) groupPolicy {
+func claimGroupPolicy(ids []leasefmt.ID, owner string, ttl, skew float64) groupPolicy {
 	return groupPolicy{
-		manifest: func(it Item, m *leasefmt.Record) ([]leasefmt.ID, Outcome, string) {
-			if m != nil && m.Live(now) {
+		manifest: func(it Item, m *leasefmt.Record, now float64) ([]leasefmt.ID, Outcome, string) {
+			if m != nil && Taken(m, now, skew) {
 				return nil, Held, "group " + heldDetail(m, now)
 			}
 			return ids, OK, ""
 		},
-		next: func(it Item, m *leasefmt.Record, targets []leasefmt.ID, ts []*leasefmt.Record) ([]*leasefmt.Record, Outcome, string, []TargetIssue) {
+		next: func(it Item, m *leasefmt.Record, targets []leasefmt.ID, ts []*leasefmt.Record, now float64) ([]*leasefmt.Record, Outcome, string, []TargetIssue) {
 			var issues []TargetIssue
 			token := int64(0)
 			if m != nil {
@@ -239,7 +236,7 @@ func claimGroupPolicy(ids []leasefmt.ID, owner string, now, ttl float64) groupPo
 					continue
 				}
 				token = max(token, t.Token)
-				if t.Live(now) {
+				if Taken(t, now, skew) {
 					issues = append(issues, TargetIssue{Target: targets[i], Outcome: Held,
 						Detail: fmt.Sprintf("held by %s (group %s, token %d) for %s more", leasefmt.Quote(t.Owner), t.Group, t.Token, remaining(t, now))})
 				}
@@ -279,15 +276,15 @@ func claimGroupPolicy(ids []leasefmt.ID, owner string, now, ttl float64) groupPo
 // fencedGroupPolicy checks that the caller holds the current live group
 // and that every target agrees with it, then applies change to the
 // manifest and to every target.
-func fencedGroupPolicy(now float64, change func(*leasefmt.Record)) groupPolicy {
+func fencedGroupPolicy(skew float64, change func(m, r *leasefmt.Record, now float64)) groupPolicy {
 	return groupPolicy{
-		manifest: func(it Item, m *leasefmt.Record) ([]leasefmt.ID, Outcome, string) {
-			if out, d := fenced(it, m, now); out != OK {
+		manifest: func(it Item, m *leasefmt.Record, now float64) ([]leasefmt.ID, Outcome, string) {
+			if out, d := fenced(it, m, now, skew); out != OK {
 				return nil, out, d
 			}
 			return m.Targets, OK, ""
 		},
-		next: func(it Item, m *leasefmt.Record, targets []leasefmt.ID, ts []*leasefmt.Record) ([]*leasefmt.Record, Outcome, string, []TargetIssue) {
+		next: func(it Item, m *leasefmt.Record, targets []leasefmt.ID, ts []*leasefmt.Record, now float64) ([]*leasefmt.Record, Outcome, string, []TargetIssue) {
 			var issues []TargetIssue
 			for i, t := range ts {
 				if out, d := targetHeld(m, targets[i], t); out != OK {
@@ -301,11 +298,11 @@ func fencedGroupPolicy(now float64, change func(*leasefmt.Record)) groupPolicy {
 			recs := make([]*leasefmt.Record, 0, len(ts)+1)
 			for _, t := range ts {
 				next := t.Clone()
-				change(next)
+				change(m, next, now)
 				recs = append(recs, next)
 			}
 			man := m.Clone()
-			change(man)
+			change(m, man, now)
 			return append(recs, man), OK, "", nil
 		},
 	}
@@ -433,12 +430,12 @@ func CheckTarget(t, m *leasefmt.Record) []string {
 // the current token of a live group lease and that every target of the
 // group carries it (same group and token, live). Results use the group's
 // ID and manifest path; a failing target is named in the detail.
-func (s *Store) VerifyGroups(items []Item, now float64) []Result {
+func (s *Store) VerifyGroups(items []Item) []Result {
 	res := make([]Result, len(items))
 	for i, it := range items {
 		r := &res[i]
 		r.Item, r.Path = it, s.Abs(s.RecordPath(leasefmt.Group, it.ID))
-		s.verifyGroup(it, now, r)
+		s.verifyGroup(it, s.now(), r)
 		s.count(r.Outcome)
 	}
 	return res
@@ -454,7 +451,7 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 	if m != nil {
 		r.Token = m.Token
 	}
-	if r.Outcome, r.Detail = fenced(it, m, now); r.Outcome != OK {
+	if r.Outcome, r.Detail = fenced(it, m, now, s.ClockSkew); r.Outcome != OK {
 		return
 	}
 	for _, tid := range m.Targets {
@@ -473,8 +470,8 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 			out, d = Corrupt, targetDisagrees(m, t)+" (lease fsck checks the group)"
 		case t.Status == leasefmt.Released:
 			out, d = Released, "target was released"
-		case !t.Live(now):
-			out, d = Expired, fmt.Sprintf("target expired %.1fs ago", now-t.ExpiresAt)
+		case !StillHeld(t, now, s.ClockSkew):
+			out, d = Expired, fmt.Sprintf("target expired %.1fs ago (clock_skew %gs)", now-t.ExpiresAt, s.ClockSkew)
 		}
 		if out != OK {
 			r.Outcome, r.Detail = out, fmt.Sprintf("target %s: %s (%s)", tid, d, where)
@@ -568,6 +565,12 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 	for _, op := range ops {
 		r := op.res
 		switch {
+		case op.written && fatal == nil && op.next[len(op.next)-1].Status == leasefmt.Leased &&
+			s.now() >= op.next[len(op.next)-1].ExpiresAt-s.ClockSkew:
+			m := op.next[len(op.next)-1]
+			r.Manifest, r.Token = m, m.Token
+			r.Outcome, r.Detail = Expired, fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable",
+				formatTime(m.ExpiresAt), s.ClockSkew)
 		case op.written && fatal == nil:
 			r.Outcome, r.Detail = OK, ""
 			r.Manifest = op.next[len(op.next)-1]
@@ -655,7 +658,7 @@ func (c *groupRun) manifests(sorted []*groupOp, pos int) int {
 		r := op.res
 		var rr Result
 		if err := c.locks.take(leasefmt.Group, op.it.ID); err != nil {
-			c.fatal = s.lockFailed(err, &rr)
+			c.fatal = s.lockFailed(err, &rr, "lock the group manifest")
 			r.Outcome, r.Detail = rr.Outcome, rr.Detail
 			continue
 		}
@@ -669,7 +672,7 @@ func (c *groupRun) manifests(sorted []*groupOp, pos int) int {
 		if m != nil {
 			r.Token, op.mraw = m.Token, raw
 		}
-		targets, out, detail := c.pol.manifest(op.it, m)
+		targets, out, detail := c.pol.manifest(op.it, m, s.now())
 		r.Outcome, r.Detail = out, detail
 		if out == OK {
 			op.targets = targets
@@ -698,7 +701,7 @@ func (c *groupRun) targets() {
 		c.reads[id] = tr
 		var rr Result
 		if err := c.locks.take(leasefmt.Target, id); err != nil {
-			c.fatal = c.s.lockFailed(err, &rr)
+			c.fatal = c.s.lockFailed(err, &rr, "lock the target record")
 			tr.out, tr.detail = rr.Outcome, rr.Detail
 			continue
 		}
@@ -736,7 +739,7 @@ func (c *groupRun) decide() []*groupOp {
 		out, detail := OK, ""
 		var next []*leasefmt.Record
 		if len(issues) == 0 {
-			next, out, detail, issues = c.pol.next(op.it, r.Manifest, op.targets, ts)
+			next, out, detail, issues = c.pol.next(op.it, r.Manifest, op.targets, ts, s.now())
 		} else {
 			out = worstIssue(issues)
 			detail = fmt.Sprintf("%d of %d targets could not be checked; nothing written", len(issues), len(op.targets))

@@ -182,7 +182,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		renewItems = renewItems[:0]
 		for _, ts := range renewGroups {
-			r, err := st.ClaimGroup(commit.GroupID(ts), ts, "holder", now, ttl)
+			r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "holder", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 			}
@@ -211,7 +211,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 	cases := []restoreCase{
 		{name: "claim", setup: claimSetup, records: 5, dirs: len(claimDirs),
 			run: func(st *commit.Store) []commit.GroupResult {
-				r, err := st.ClaimGroup(gid, []leasefmt.ID{targets[2], targets[0], targets[3], targets[1]}, "new", now, ttl)
+				r, err := at(st, now).ClaimGroup(gid, []leasefmt.ID{targets[2], targets[0], targets[3], targets[1]}, "new", ttl)
 				if err != nil {
 					panic(err)
 				}
@@ -219,7 +219,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			}},
 		{name: "renew", setup: renewSetup, records: 10, dirs: grpDirsOf(renewGroups...),
 			run: func(st *commit.Store) []commit.GroupResult {
-				res, err := st.RenewGroups(renewItems, now+10, ttl)
+				res, err := at(st, now+10).RenewGroups(renewItems, ttl)
 				if err != nil {
 					panic(err)
 				}
@@ -305,7 +305,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		var items []commit.Item
 		for _, ts := range sets {
-			r, err := st.ClaimGroup(commit.GroupID(ts), ts, "me", now, ttl)
+			r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "me", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -316,7 +316,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	}
 	t.Run("all renewed", func(t *testing.T) {
 		_, st, items := setup(t, nil)
-		res, err := st.RenewGroups(items, now+10, ttl)
+		res, err := at(st, now+10).RenewGroups(items, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -338,7 +338,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 			return nil
 		})
 		before := grpSnapshot(t, root)
-		res, err := st.RenewGroups(items, now+10, ttl)
+		res, err := at(st, now+10).RenewGroups(items, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -378,7 +378,7 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 		Extra: []leasefmt.Field{{Key: "k", Value: []byte(`{"v":1}`)}}})
 	grpWriteRecord(t, root, st, &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: "b",
 		Token: 7, ClaimedAt: 1, RenewedAt: 1, ExpiresAt: 1, Targets: ts[:1]})
-	r, err := st.ClaimGroup(gid, ts, "me", 100, 10)
+	r, err := at(st, 100).ClaimGroup(gid, ts, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
@@ -426,11 +426,11 @@ func TestClaimGroupSharedLockByte(t *testing.T) {
 	if a.LockOffset() != b.LockOffset() || a.Shard(16) != b.Shard(16) {
 		t.Fatal("test IDs do not share a lock byte")
 	}
-	r, err := st.ClaimGroup(commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 100, 10)
+	r, err := at(st, 100).ClaimGroup(commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim of two targets sharing a lock byte: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
-	res, err := st.RenewGroups([]commit.Item{{ID: r.ID, Token: r.Token}}, 105, 10)
+	res, err := at(st, 105).RenewGroups([]commit.Item{{ID: r.ID, Token: r.Token}}, 10)
 	if err != nil || res[0].Outcome != commit.OK {
 		t.Fatalf("renew: %v %s %s", err, res[0].Outcome.Reason(), res[0].Detail)
 	}
@@ -469,13 +469,13 @@ func TestRenewGroupsChecksTargets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			st := grpOpen(t, root, nil)
-			r, err := st.ClaimGroup(gid, ts, "me", 100, 50)
+			r, err := at(st, 100).ClaimGroup(gid, ts, "me", 50)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
 			if r.Token < 2 {
 				// Make "older token" possible: claim again after expiry.
-				if r, err = st.ClaimGroup(gid, ts, "me", 200, 50); err != nil || r.Outcome != commit.OK {
+				if r, err = at(st, 200).ClaimGroup(gid, ts, "me", 50); err != nil || r.Outcome != commit.OK {
 					t.Fatalf("claim: %v %s", err, r.Detail)
 				}
 			}
@@ -486,7 +486,7 @@ func TestRenewGroupsChecksTargets(t *testing.T) {
 				grpWriteRecord(t, root, st, d)
 			}
 			before := grpSnapshot(t, root)
-			res, err := st.RenewGroups([]commit.Item{{ID: gid, Token: r.Token}}, 210, 50)
+			res, err := at(st, 210).RenewGroups([]commit.Item{{ID: gid, Token: r.Token}}, 50)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -576,21 +576,19 @@ func TestCheckGroup(t *testing.T) {
 
 func TestCheckGroupInputRefusesOversizeManifest(t *testing.T) {
 	gid := grpID("big")
-	if err := commit.CheckGroupInput(gid, grpIDs("big", 40), "me", 100, 10); err != nil {
+	if err := commit.CheckGroupInput(gid, grpIDs("big", 40), "me", 10); err != nil {
 		t.Fatalf("40 targets: %v", err)
 	}
-	err := commit.CheckGroupInput(gid, grpIDs("big", 60), "me", 100, 10)
+	err := commit.CheckGroupInput(gid, grpIDs("big", 60), "me", 10)
 	if !errors.Is(err, commit.ErrGroupInput) {
 		t.Fatalf("60 targets: %v, want ErrGroupInput", err)
 	}
-	for _, bad := range []struct {
-		now, ttl float64
-	}{{-1, 10}, {100, 0}, {100, -1}, {100, math.Inf(1)}, {math.NaN(), 10}, {math.MaxFloat64, 1e300}} {
-		if err := commit.CheckGroupInput(gid, grpIDs("t", 2), "me", bad.now, bad.ttl); !errors.Is(err, commit.ErrGroupInput) {
-			t.Errorf("now %v ttl %v: %v, want ErrGroupInput", bad.now, bad.ttl, err)
+	for _, ttl := range []float64{0, -1, math.Inf(1), math.NaN()} {
+		if err := commit.CheckGroupInput(gid, grpIDs("t", 2), "me", ttl); !errors.Is(err, commit.ErrGroupInput) {
+			t.Errorf("ttl %v: %v, want ErrGroupInput", ttl, err)
 		}
 	}
-	if err := commit.CheckGroupInput(gid, []leasefmt.ID{grpID("x"), grpID("x")}, "me", 100, 10); !errors.Is(err, commit.ErrGroupInput) {
+	if err := commit.CheckGroupInput(gid, []leasefmt.ID{grpID("x"), grpID("x")}, "me", 10); !errors.Is(err, commit.ErrGroupInput) {
 		t.Errorf("duplicate targets: %v, want ErrGroupInput", err)
 	}
 }
@@ -634,7 +632,7 @@ func BenchmarkGroups(b *testing.B) {
 			now += 2 * ttl // every earlier claim has expired
 			for _, ts := range sets {
 				before := st.Stats.DirectorySyncs.Load()
-				r, err := st.ClaimGroup(commit.GroupID(ts), ts, "bench", now, ttl)
+				r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "bench", ttl)
 				if err != nil || r.Outcome != commit.OK {
 					b.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 				}
@@ -649,7 +647,7 @@ func BenchmarkGroups(b *testing.B) {
 		st := open(b)
 		items := make([]commit.Item, groups)
 		for g, ts := range sets {
-			r, err := st.ClaimGroup(commit.GroupID(ts), ts, "bench", 1000, 1e9)
+			r, err := at(st, 1000).ClaimGroup(commit.GroupID(ts), ts, "bench", 1e9)
 			if err != nil || r.Outcome != commit.OK {
 				b.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -660,7 +658,7 @@ func BenchmarkGroups(b *testing.B) {
 		for b.Loop() {
 			now++
 			before := st.Stats.DirectorySyncs.Load()
-			res, err := st.RenewGroups(items, now, 1e9)
+			res, err := at(st, now).RenewGroups(items, 1e9)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -137,7 +137,7 @@ func TestLockBetweenProcesses(t *testing.T) {
 				}
 				t.Fatalf("Lock while another process holds it = %v, want ErrLockTimeout", err)
 			}
-			res := st.Claim([]commit.Item{{ID: id}, {ID: neighbour}}, "host/w", 1000, 60)
+			res := at(st, 1000).Claim([]commit.Item{{ID: id}, {ID: neighbour}}, "host/w", 60)
 			if res[0].Outcome != commit.LockTimeout || res[0].Outcome.Exit() != 5 {
 				t.Errorf("claim of the locked ID: %s (%s), want lock-timeout", res[0].Outcome.Reason(), res[0].Detail)
 			}
@@ -158,7 +158,7 @@ func TestLockBetweenProcesses(t *testing.T) {
 				t.Fatalf("Lock after the holder was killed: %v", err)
 			}
 			unlock()
-			if r := st.Claim([]commit.Item{{ID: id}}, "host/w", 1000, 60)[0]; r.Outcome != commit.OK || r.Token != 1 {
+			if r := at(st, 1000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK || r.Token != 1 {
 				t.Errorf("claim after the holder died: %s %s", r.Outcome.Reason(), r.Detail)
 			}
 		})
@@ -302,7 +302,7 @@ func TestReplacedLockFileBetweenBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := shardID(1, 1)
-	if r := st.Claim([]commit.Item{{ID: id}}, "host/w", 1000, 60)[0]; r.Outcome != commit.OK {
+	if r := at(st, 1000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK {
 		t.Fatalf("claim: %s %s", r.Outcome.Reason(), r.Detail)
 	}
 	lock := filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(4)), commit.LockFile)
@@ -314,12 +314,12 @@ func TestReplacedLockFileBetweenBatches(t *testing.T) {
 	}
 	holder := startLockHolder(t, "ofd", root, id) // through the new file
 	st.LockTimeout = 200 * time.Millisecond
-	if r := st.Renew([]commit.Item{{ID: id, Token: 1}}, 1010, 60)[0]; r.Outcome != commit.LockTimeout {
+	if r := at(st, 1010).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.LockTimeout {
 		t.Fatalf("renew while another process holds the new lock file: %s (%s), want lock-timeout", r.Outcome.Reason(), r.Detail)
 	}
 	holder.Process.Signal(syscall.SIGKILL)
 	holder.Wait()
-	if r := st.Renew([]commit.Item{{ID: id, Token: 1}}, 1020, 60)[0]; r.Outcome != commit.OK {
+	if r := at(st, 1020).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.OK {
 		t.Fatalf("renew after the holder died: %s (%s)", r.Outcome.Reason(), r.Detail)
 	}
 }

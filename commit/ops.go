@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 
 	"github.com/leasetool/lease/leasefmt"
@@ -15,14 +14,35 @@ func remaining(r *leasefmt.Record, now float64) string {
 	return fmt.Sprintf("%.1fs", r.ExpiresAt-now)
 }
 
+// formatTime renders a time of a record for messages, as records write it.
+func formatTime(t float64) string { return string(leasefmt.AppendTime(nil, t)) }
+
 func heldDetail(r *leasefmt.Record, now float64) string {
+	if now >= r.ExpiresAt {
+		return fmt.Sprintf("held by %s (token %d), expired %.1fs ago but within clock_skew", leasefmt.Quote(r.Owner), r.Token, now-r.ExpiresAt)
+	}
 	return fmt.Sprintf("held by %s (token %d) for %s more", leasefmt.Quote(r.Owner), r.Token, remaining(r, now))
+}
+
+// Taken reports whether a claimer at now must leave r alone: it is leased
+// or committing and not expired by more than skew (SPEC §6: a claimer takes
+// over only from expires_at + clock_skew, so a claimer whose clock runs
+// ahead by up to skew never takes a lease its holder still has).
+func Taken(r *leasefmt.Record, now, skew float64) bool {
+	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt+skew
+}
+
+// StillHeld reports whether the holder of r still has it at now: leased or
+// committing and more than skew before expires_at (SPEC §6: a holder counts
+// its lease as lost from expires_at - clock_skew).
+func StillHeld(r *leasefmt.Record, now, skew float64) bool {
+	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt-skew
 }
 
 // fenced checks that it holds the current, live lease of cur: the checks of
 // renew, release, complete and verify, in the order that names the most
 // useful reason. Committing counts as held.
-func fenced(it Item, cur *leasefmt.Record, now float64) (Outcome, string) {
+func fenced(it Item, cur *leasefmt.Record, now, skew float64) (Outcome, string) {
 	switch {
 	case cur == nil:
 		return Missing, "no record"
@@ -32,7 +52,10 @@ func fenced(it Item, cur *leasefmt.Record, now float64) (Outcome, string) {
 		return Done, "work is done"
 	case cur.Status == leasefmt.Released:
 		return Released, "lease was released"
-	case !cur.Live(now):
+	case !StillHeld(cur, now, skew):
+		if now < cur.ExpiresAt {
+			return Expired, fmt.Sprintf("expires in %s, within clock_skew %gs: counted as lost", remaining(cur, now), skew)
+		}
 		return Expired, fmt.Sprintf("expired %.1fs ago", now-cur.ExpiresAt)
 	}
 	return OK, ""
@@ -40,9 +63,10 @@ func fenced(it Item, cur *leasefmt.Record, now float64) (Outcome, string) {
 
 // ClaimDecision grants a claim of a missing, released or expired record
 // with a token one larger than the record's; a live or done record is
-// refused. Unknown keys of the old record are kept.
-func ClaimDecision(k leasefmt.Kind, owner string, now, ttl float64) Decide {
-	return func(it Item, cur *leasefmt.Record) (*leasefmt.Record, Outcome, string) {
+// refused. A lease counts as expired for a claim only from expires_at +
+// skew. Unknown keys of the old record are kept.
+func ClaimDecision(k leasefmt.Kind, owner string, ttl, skew float64) Decide {
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
 		if cur == nil {
 			return &leasefmt.Record{Kind: k, ID: it.ID, Status: leasefmt.Leased, Owner: owner, Token: 1,
 				ClaimedAt: now, RenewedAt: now, ExpiresAt: now + ttl}, OK, ""
@@ -50,7 +74,7 @@ func ClaimDecision(k leasefmt.Kind, owner string, now, ttl float64) Decide {
 		switch {
 		case cur.Status == leasefmt.Done:
 			return nil, Done, fmt.Sprintf("work is done (token %d)", cur.Token)
-		case cur.Live(now):
+		case Taken(cur, now, skew):
 			return nil, Held, heldDetail(cur, now)
 		case cur.Token >= leasefmt.MaxToken:
 			return nil, Corrupt, "token space exhausted"
@@ -63,52 +87,84 @@ func ClaimDecision(k leasefmt.Kind, owner string, now, ttl float64) Decide {
 	}
 }
 
-// RenewDecision extends a current live lease to now+ttl.
-func RenewDecision(now, ttl float64) Decide {
-	return func(it Item, cur *leasefmt.Record) (*leasefmt.Record, Outcome, string) {
-		if out, d := fenced(it, cur, now); out != OK {
+// RenewDecision extends a current live lease to now+ttl; with ttl <= 0 it
+// keeps the lease's own duration, expires_at - renewed_at of the record it
+// renews (SPEC §6).
+func RenewDecision(ttl, skew float64) Decide {
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
+		if out, d := fenced(it, cur, now, skew); out != OK {
 			return nil, out, d
 		}
+		d := ttl
+		if d <= 0 {
+			d = cur.ExpiresAt - cur.RenewedAt
+		}
 		next := cur.Clone()
-		next.RenewedAt, next.ExpiresAt = now, now+ttl
+		next.RenewedAt, next.ExpiresAt = now, now+d
 		return next, OK, ""
 	}
 }
 
 // ReleaseDecision ends a current live lease: released, expiring now.
-func ReleaseDecision(now float64) Decide {
-	return func(it Item, cur *leasefmt.Record) (*leasefmt.Record, Outcome, string) {
-		if out, d := fenced(it, cur, now); out != OK {
+func ReleaseDecision(skew float64) Decide {
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
+		if out, d := fenced(it, cur, now, skew); out != OK {
 			return nil, out, d
 		}
-		next := cur.Clone()
-		next.Status, next.RenewedAt, next.ExpiresAt = leasefmt.Released, now, now
-		next.Publish = ""
-		return next, OK, ""
+		return released(cur, now), OK, ""
+	}
+}
+
+func released(cur *leasefmt.Record, now float64) *leasefmt.Record {
+	next := cur.Clone()
+	next.Status, next.RenewedAt, next.ExpiresAt = leasefmt.Released, now, now
+	next.Publish = ""
+	return next
+}
+
+// RevokeDecision is the operator's take-back (lease revoke): a leased or
+// committing record, live or not, becomes released now, keeping its token,
+// so the holder is fenced out and the next claim gets a larger token.
+func RevokeDecision() Decide {
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
+		switch {
+		case cur == nil:
+			return nil, Missing, "no record"
+		case cur.Status == leasefmt.Done:
+			return nil, Done, fmt.Sprintf("work is done (token %d)", cur.Token)
+		case cur.Status == leasefmt.Released:
+			return nil, Released, fmt.Sprintf("already released (token %d)", cur.Token)
+		}
+		return released(cur, now), OK, ""
 	}
 }
 
 // CommittingDecision moves a current live lease to committing, naming the
 // staged result it publishes ("" for none). A record already committing
-// under the same token and name is rewritten unchanged (a resumed complete).
-func CommittingDecision(now float64, publish string) Decide {
-	return func(it Item, cur *leasefmt.Record) (*leasefmt.Record, Outcome, string) {
-		if out, d := fenced(it, cur, now); out != OK {
+// under the same token and name is rewritten unchanged (a resumed
+// complete); one already done under the same token is a completed retry:
+// success, nothing written.
+func CommittingDecision(publish string, skew float64) Decide {
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
+		if cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Done && cur.Publish == publish {
+			return nil, OK, "already done with this token"
+		}
+		if out, d := fenced(it, cur, now, skew); out != OK {
 			return nil, out, d
 		}
 		if cur.Status == leasefmt.Committing && cur.Publish != publish {
 			return nil, Held, fmt.Sprintf("already committing with publish %s", leasefmt.Quote(cur.Publish))
 		}
 		next := cur.Clone()
-		next.Status, next.Publish, next.RenewedAt = leasefmt.Committing, publish, now
+		next.Status, next.Publish = leasefmt.Committing, publish
 		return next, OK, ""
 	}
 }
 
 // DoneDecision finishes a committing lease under its token. Expiry no
 // longer matters once committing is durable: the result is published.
-func DoneDecision(now float64) Decide {
-	return func(it Item, cur *leasefmt.Record) (*leasefmt.Record, Outcome, string) {
+func DoneDecision() Decide {
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
 		switch {
 		case cur == nil:
 			return nil, Missing, "no record"
@@ -117,21 +173,39 @@ func DoneDecision(now float64) Decide {
 		case cur.Status != leasefmt.Committing:
 			return nil, Held, fmt.Sprintf("status is %s, not committing", cur.Status)
 		}
-		next := cur.Clone()
-		next.Status, next.RenewedAt = leasefmt.Done, now
-		return next, OK, ""
+		return doneRecord(cur, now), OK, ""
 	}
 }
 
-// Claim claims items (tokens ignored) for owner until now+ttl.
-func (s *Store) Claim(items []Item, owner string, now, ttl float64) []Result {
-	return s.Apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, now, ttl))
+func doneRecord(cur *leasefmt.Record, now float64) *leasefmt.Record {
+	next := cur.Clone()
+	next.Status, next.RenewedAt = leasefmt.Done, now
+	return next
+}
+
+// settleWhenTaken settles an abandoned publish when a claimer could take the
+// record over: expired by more than the clock skew.
+func (s *Store) settleWhenTaken(cur *leasefmt.Record, now float64) bool {
+	return !Taken(cur, now, s.ClockSkew)
+}
+
+// settleAlways settles an abandoned publish whenever it is met under the
+// lock (lease revoke): its completer holds the lock throughout, so a
+// committing record met under the lock has no completer at work.
+func settleAlways(*leasefmt.Record, float64) bool { return true }
+
+// Claim claims items (tokens ignored) for owner for ttl seconds. An
+// expired committing record that names a published result is first
+// rolled forward (done) or back (released) as SPEC §3 says, never simply
+// taken over.
+func (s *Store) Claim(items []Item, owner string, ttl float64) []Result {
+	return s.apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.ClockSkew), s.settleWhenTaken)
 }
 
 // ClaimFirst claims at most n of items, trying them in input order in waves
 // of exactly as many as are still wanted, so it never holds more than n.
 // It returns the results of the items it tried, in input order.
-func (s *Store) ClaimFirst(items []Item, n int, owner string, now, ttl float64) []Result {
+func (s *Store) ClaimFirst(items []Item, n int, owner string, ttl float64) []Result {
 	var out []Result
 	got := 0
 	for len(items) > 0 && got < n {
@@ -139,7 +213,7 @@ func (s *Store) ClaimFirst(items []Item, n int, owner string, now, ttl float64) 
 		if w > len(items) {
 			w = len(items)
 		}
-		res := s.Claim(items[:w], owner, now, ttl)
+		res := s.Claim(items[:w], owner, ttl)
 		items = items[w:]
 		for _, r := range res {
 			if r.Outcome == OK {
@@ -154,24 +228,33 @@ func (s *Store) ClaimFirst(items []Item, n int, owner string, now, ttl float64) 
 	return out
 }
 
-// Renew renews items until now+ttl.
-func (s *Store) Renew(items []Item, now, ttl float64) []Result {
-	return s.Apply(leasefmt.Work, items, RenewDecision(now, ttl))
+// Renew renews items for ttl seconds from the time each is written; with
+// ttl <= 0 each keeps its own duration.
+func (s *Store) Renew(items []Item, ttl float64) []Result {
+	return s.Apply(leasefmt.Work, items, RenewDecision(ttl, s.ClockSkew))
 }
 
 // Release releases items.
-func (s *Store) Release(items []Item, now float64) []Result {
-	return s.Apply(leasefmt.Work, items, ReleaseDecision(now))
+func (s *Store) Release(items []Item) []Result {
+	return s.Apply(leasefmt.Work, items, ReleaseDecision(s.ClockSkew))
+}
+
+// Revoke ends the leases of items (tokens ignored) whoever holds them: the
+// operator's take-back. A committing record that names a published result
+// is settled first (done when the result is in public/).
+func (s *Store) Revoke(items []Item) []Result {
+	return s.apply(leasefmt.Work, items, RevokeDecision(), settleAlways)
 }
 
 // Complete moves items leased → committing → done, each step a group
 // commit; an item reaches done only when its committing write was durable.
-func (s *Store) Complete(items []Item, now float64) []Result {
-	res := s.Apply(leasefmt.Work, items, CommittingDecision(now, ""))
+// An item already done under its token succeeds again (a retry).
+func (s *Store) Complete(items []Item) []Result {
+	res := s.Apply(leasefmt.Work, items, CommittingDecision("", s.ClockSkew))
 	var next []Item
 	var idx []int
 	for i, r := range res {
-		if r.Outcome == OK {
+		if r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Committing {
 			next = append(next, r.Item)
 			idx = append(idx, i)
 		}
@@ -179,7 +262,7 @@ func (s *Store) Complete(items []Item, now float64) []Result {
 	if len(next) == 0 {
 		return res
 	}
-	done := s.Apply(leasefmt.Work, next, DoneDecision(now))
+	done := s.Apply(leasefmt.Work, next, DoneDecision())
 	for j, i := range idx {
 		res[i] = done[j]
 	}
@@ -187,100 +270,259 @@ func (s *Store) Complete(items []Item, now float64) []Result {
 }
 
 // ErrStaged is wrapped by errors about the staged file of a publish.
-var ErrStaged = errors.New("commit: staged result")
+var ErrStaged = errors.New("staged result")
 
-// CompletePublish completes one lease and publishes ROOT/stage/name as
-// ROOT/public/name between committing and done, holding the record's lock
-// throughout: committing (with "publish") is durable before the move, the
-// move is a durable cross-directory replace that never overwrites, and done
-// is written after it. A crash at any point leaves a state fsck rolls
-// forward. An error wrapping ErrStaged means the staged file is unusable
-// and nothing was written.
-func (s *Store) CompletePublish(it Item, name string, now float64) (Result, error) {
+// publishState is what a publish finds of its result.
+type publishState struct {
+	staged bool // a regular file at stage/ID.TOKEN/NAME
+	public bool // something at public/NAME
+	same   bool // both, and one file (a link left by an interrupted move)
+}
+
+func (p publishState) moved() bool { return p.public && (!p.staged || p.same) }
+
+// maxCompare bounds the bytes compared to tell whether a staged result and
+// its public/ name are one file where the filesystem gives no inode.
+const maxCompare = 16 << 20
+
+// sameResult reports whether the staged result and its public/ name hold
+// the same result: one inode (a link left when a no-replace move fell back
+// to link and unlink), or the same size and bytes (a crash that left the
+// renamed file under both names where the filesystem keeps no link, or a
+// filesystem that tells no inode). Publishing bytes that public/ already
+// holds under the name would change nothing.
+func (s *Store) sameResult(staged, public string, sfi, pfi fs.FileInfo) bool {
+	if SameFile(sfi, pfi) {
+		return true
+	}
+	n := sfi.Size()
+	if n != pfi.Size() || n > maxCompare {
+		return false
+	}
+	a, err1 := s.FS.ReadFile(staged, int(n))
+	b, err2 := s.FS.ReadFile(public, int(n))
+	return err1 == nil && err2 == nil && string(a) == string(b)
+}
+
+func (s *Store) publishState(staged, public string) (publishState, error) {
+	var p publishState
+	sfi, err := s.FS.Lstat(staged)
+	switch {
+	case err == nil:
+		p.staged = sfi.Mode().IsRegular()
+	case !errors.Is(err, fs.ErrNotExist):
+		return p, err
+	}
+	pfi, err := s.FS.Lstat(public)
+	switch {
+	case err == nil:
+		p.public = true
+		p.same = p.staged && pfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi)
+	case !errors.Is(err, fs.ErrNotExist):
+		return p, err
+	}
+	return p, nil
+}
+
+// dropStage removes the staging directory of token of id if it is empty,
+// once its result was published: garbage collection, best effort and
+// outside the record protocol (no fsync; a directory left, empty or not,
+// is lease fsck's to clean up).
+func (s *Store) dropStage(id leasefmt.ID, token int64) {
+	s.FS.Remove(StagePath(id, token))
+}
+
+// ResultPublished reports whether the result name that the holder of token
+// of id staged has reached public/: public/NAME is there and
+// stage/ID.TOKEN/NAME is gone or is the same file (SPEC §3.2).
+func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool, error) {
+	p, err := s.publishState(path.Join(StagePath(id, token), name), path.Join(PublicDir, name))
+	return p.moved(), err
+}
+
+// SamePublished reports whether the staged file at the table-relative
+// name staged is the same file as public/ under its base name.
+func (s *Store) SamePublished(staged string) (bool, error) {
+	p, err := s.publishState(staged, path.Join(PublicDir, path.Base(staged)))
+	return p.same, err
+}
+
+// settle is what an abandoned committing record that names a published
+// result becomes (SPEC §3): done when the result reached public/ (rolled
+// forward), else released (rolled back: the staged file stays in its
+// stage/ID.TOKEN/ directory), so a result is published at most once per ID.
+func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, string, error) {
+	staged := path.Join(StagePath(cur.ID, cur.Token), cur.Publish)
+	public := path.Join(PublicDir, cur.Publish)
+	p, err := s.publishState(staged, public)
+	if err != nil {
+		return nil, "", fmt.Errorf("settle the publish of %s token %d: %w", cur.ID, cur.Token, err)
+	}
+	if p.moved() {
+		return doneRecord(cur, now), fmt.Sprintf("an interrupted publish was rolled forward: %s is in %s/, the record is done (token %d)",
+			leasefmt.Quote(cur.Publish), PublicDir, cur.Token), nil
+	}
+	return released(cur, now), fmt.Sprintf("an interrupted publish was rolled back: %s was not published, the record was released (token %d)",
+		leasefmt.Quote(cur.Publish), cur.Token), nil
+}
+
+// Settle settles the committing work record of id if it names a published
+// result (SPEC §3): lease fsck's roll forward and back. It rolls forward
+// whenever the result is in public/ (a committing record met under its
+// lock has no completer at work, and done is what the completer would
+// write), and rolls back only once a claimer could take the record over
+// (expired by more than the clock skew), since until then its holder may
+// still resume the publish. It returns the record as written, or nil when
+// nothing was done, and a detail saying what was done.
+func (s *Store) Settle(id leasefmt.ID) (*leasefmt.Record, string, error) {
+	unlock, err := s.Lock(leasefmt.Work, id)
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
+	cur, err := s.Read(leasefmt.Work, id)
+	if err != nil || cur == nil || !abandonedPublish(cur) {
+		return nil, "", err
+	}
+	now := s.now()
+	next, detail, err := s.settle(cur, now)
+	if err != nil {
+		return nil, "", err
+	}
+	if next.Status != leasefmt.Done && !s.settleWhenTaken(cur, now) {
+		return nil, "", nil // not published, and its holder may still resume
+	}
+	if err := s.WriteOne(next); err != nil {
+		return nil, "", err
+	}
+	return next, detail, nil
+}
+
+// abandonedPublish reports whether cur is a committing record that names a
+// published result: settled, not taken over, once its holder is gone.
+func abandonedPublish(cur *leasefmt.Record) bool {
+	return cur.Kind == leasefmt.Work && cur.Status == leasefmt.Committing && cur.Publish != ""
+}
+
+// CompletePublish completes one lease and publishes its staged result
+// ROOT/stage/ID.TOKEN/name as ROOT/public/name between committing and done,
+// holding the record's lock throughout: the staged file is fsynced, then
+// committing (with "publish") is made durable, then the file is moved with
+// a durable cross-directory replace that never overwrites, and done is
+// written after it. A crash at any point leaves a state that the next claim
+// or lease fsck settles (SPEC §3). Retried with the same token and name it
+// resumes an interrupted publish, or succeeds again when it finished. An
+// error wrapping ErrStaged means the staged file is unusable and nothing
+// was written.
+func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	r := Result{Item: it, Path: s.Abs(s.RecordPath(leasefmt.Work, it.ID))}
 	if err := leasefmt.CheckPublishName(name); err != nil {
 		return r, fmt.Errorf("%w: %v", ErrStaged, err)
 	}
-	staged, public := path.Join(StageDir, name), path.Join(PublicDir, name)
+	staged, public := path.Join(StagePath(it.ID, it.Token), name), path.Join(PublicDir, name)
 	unlock, err := s.Lock(leasefmt.Work, it.ID)
 	if err != nil {
-		return r, s.lockFailed(err, &r)
+		return r, s.lockFailed(err, &r, "lock")
 	}
 	defer unlock()
 	cur, err := s.Read(leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.readFailed(err, &r)
 	}
+	now := s.now()
 	r.Record = cur
 	if cur != nil {
 		r.Token = cur.Token
 	}
-	next, out, detail := CommittingDecision(now, name)(it, cur)
+	next, out, detail := CommittingDecision(name, s.ClockSkew)(it, cur, now)
+	resumed := cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Committing && cur.Publish == name
+	if resumed {
+		// Its own interrupted publish: resumed whatever the expiry, as
+		// nobody can have taken the record over without settling it first.
+		next, out, detail = cur, OK, ""
+	}
 	if r.Outcome, r.Detail = out, detail; out != OK {
 		s.count(out)
 		return r, nil
 	}
-	resumed := cur.Status == leasefmt.Committing
-	stagedOK, publicExists, err := s.publishState(staged, public)
+	if next == nil { // already done with this token and name: a retry
+		s.count(OK)
+		return r, nil
+	}
+	p, err := s.publishState(staged, public)
 	if err != nil {
-		r.Outcome, r.Detail = IOError, err.Error()
+		r.Outcome, r.Detail = IOError, fmt.Sprintf("publish %s: %v", leasefmt.Quote(name), err)
 		s.count(IOError)
 		return r, err
 	}
 	switch {
-	case !stagedOK && !(resumed && publicExists):
+	case !resumed && !p.staged:
 		r.Outcome = Missing
-		return r, fmt.Errorf("%w %s: not a regular file in %s", ErrStaged, s.Abs(staged), s.Abs(StageDir))
-	case stagedOK && publicExists:
+		what := "no such file"
+		if fi, err := s.FS.Lstat(staged); err == nil {
+			what = "not a regular file"
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				what = "a symbolic link, never followed"
+			}
+		}
+		return r, fmt.Errorf("%w %s: %s (the holder of token %d stages its results in %s/, LEASE_STAGE of lease run)",
+			ErrStaged, s.Abs(staged), what, it.Token, s.Abs(StagePath(it.ID, it.Token)))
+	case resumed && !p.staged && !p.public:
+		r.Outcome, r.Detail = Missing, fmt.Sprintf("interrupted publish: %s is neither in %s nor in %s/", leasefmt.Quote(name), s.Abs(path.Dir(staged)), s.Abs(PublicDir))
+		s.count(Missing)
+		return r, nil
+	case p.public && !p.moved():
 		r.Outcome, r.Detail = Exists, fmt.Sprintf("%s already exists; publish never replaces", s.Abs(public))
 		s.count(Exists)
 		return r, nil
 	}
 	s.Stats.Batches.Add(1)
-	if err := s.WriteOne(next); err != nil {
-		r.Outcome, r.Detail = IOError, err.Error()
-		s.count(IOError)
-		return r, err
-	}
-	if stagedOK {
-		if err := s.DurableMove(staged, public); err != nil {
-			r.Outcome, r.Detail = IOError, "record is committing, publish failed: "+err.Error()
+	if !resumed {
+		// G1 for the result itself: its bytes are durable before its name
+		// moves into public/.
+		if err := s.FS.SyncFile(staged); err != nil {
+			r.Outcome, r.Detail = IOError, fmt.Sprintf("fsync staged result %s: %v", s.Abs(staged), err)
+			s.count(IOError)
+			return r, err
+		}
+		s.Stats.FileSyncs.Add(1)
+		if err := s.WriteOne(next); err != nil {
+			r.Outcome, r.Detail = IOError, fmt.Sprintf("write committing record: %v", err)
 			s.count(IOError)
 			return r, err
 		}
 	}
-	done, _, _ := DoneDecision(now)(it, next)
+	switch {
+	case p.same:
+		// A link left by a move that died between link and unlink.
+		if err := s.FS.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.Outcome, r.Detail = IOError, "record is committing, removing the staged name failed: "+err.Error()
+			s.count(IOError)
+			return r, err
+		}
+	case !p.public:
+		if err := s.DurableMove(staged, public); err != nil {
+			r.Outcome, r.Detail = IOError, fmt.Sprintf("record is committing, publish %s failed: %v", s.Abs(public), err)
+			s.count(IOError)
+			return r, err
+		}
+	}
+	done := doneRecord(next, s.now())
 	if err := s.WriteOne(done); err != nil {
 		r.Outcome, r.Detail = IOError, "published, record still committing: "+err.Error()
 		s.count(IOError)
 		return r, err
 	}
+	s.dropStage(it.ID, it.Token)
 	r.Outcome, r.Record, r.Token = OK, done, done.Token
 	s.count(OK)
 	return r, nil
 }
 
-func (s *Store) publishState(staged, public string) (stagedOK, publicExists bool, err error) {
-	fi, err := s.FS.Lstat(staged)
-	switch {
-	case err == nil:
-		stagedOK = fi.Mode().IsRegular()
-	case !errors.Is(err, fs.ErrNotExist):
-		return false, false, err
-	}
-	_, err = s.FS.Lstat(public)
-	switch {
-	case err == nil:
-		publicExists = true
-	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, os.ErrNotExist):
-		return false, false, err
-	}
-	return stagedOK, publicExists, nil
-}
-
 // Verify checks, without locks or writes, that each item's token is the
-// current token of a live lease (the fencing check a publisher makes).
-func (s *Store) Verify(items []Item, now float64) []Result {
+// current token of a lease its holder still has (SPEC §6: lost from
+// expires_at - clock_skew): the fencing check a publisher makes.
+func (s *Store) Verify(items []Item) []Result {
 	res := make([]Result, len(items))
 	for i, it := range items {
 		r := &res[i]
@@ -291,11 +533,12 @@ func (s *Store) Verify(items []Item, now float64) []Result {
 			s.count(r.Outcome)
 			continue
 		}
+		now := s.now()
 		r.Record = cur
 		if cur != nil {
 			r.Token = cur.Token
 		}
-		r.Outcome, r.Detail = fenced(it, cur, now)
+		r.Outcome, r.Detail = fenced(it, cur, now, s.ClockSkew)
 		if r.Outcome == OK {
 			r.Detail = fmt.Sprintf("expires in %s", remaining(cur, now))
 		}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,9 +32,9 @@ const (
 // Errors of Open and Create.
 var (
 	// ErrNoTable: the root holds no TABLE and the command does not create one.
-	ErrNoTable = errors.New("commit: no lease table here")
+	ErrNoTable = errors.New("no lease table")
 	// ErrShardConflict: an explicit shard count differs from the table's.
-	ErrShardConflict = errors.New("commit: shard count conflicts with the table")
+	ErrShardConflict = errors.New("shard count conflicts with the table")
 )
 
 // Strategy selects how a batch makes its records durable. Only Concurrent
@@ -80,12 +82,40 @@ type Store struct {
 	Writers int
 	// Strategy is how batches commit; Concurrent unless benchmarking.
 	Strategy Strategy
+	// Clock is the time now in seconds since the epoch. Every operation
+	// reads it while it holds the record's lock (SPEC §6), never once per
+	// batch, so input that arrives late cannot grant or renew a lease
+	// that is already over. Nil means SystemClock.
+	Clock func() float64
+	// ClockSkew bounds the clock difference between the nodes sharing the
+	// table, in seconds (SPEC §6): a claim takes over an expired lease
+	// only from expires_at + ClockSkew, and a holder's lease counts as
+	// lost from expires_at - ClockSkew.
+	ClockSkew float64
 	// Stats counts what the store did.
 	Stats Stats
 
 	ensured   sync.Map                    // shard directories known to exist
 	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
 }
+
+// SystemClock is the system's clock in seconds since the epoch, with the
+// microsecond precision records are written with.
+func SystemClock() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
+
+// FixedClock returns a clock that always says t (lease --now).
+func FixedClock(t float64) func() float64 { return func() float64 { return t } }
+
+// now reads the store's clock.
+func (s *Store) now() float64 {
+	if s.Clock != nil {
+		return s.Clock()
+	}
+	return SystemClock()
+}
+
+// Now is the store's clock: what an operation would read now.
+func (s *Store) Now() float64 { return s.now() }
 
 // DefaultWriters is the default size of a batch's writer pool. Measured on
 // journaled ext4: 64 writers merge file fsyncs into few journal commits.
@@ -264,7 +294,18 @@ func (s *Store) Abs(name string) string { return filepath.Join(s.Root, filepath.
 
 // ensureShard creates a shard directory that a table made by another
 // program may lack, durably, once per Store.
-func (s *Store) ensureShard(dir string) error {
+func (s *Store) ensureShard(dir string) error { return s.EnsureDir(dir) }
+
+// EnsureDir makes the table-relative directory dir exist, creating it and
+// any missing parent below the root durably (mkdir, then fsync of the
+// parent), as SPEC §2 asks of the directories a table made by another
+// program may lack. A name that exists but is not a directory (a symbolic
+// link included) is refused with ErrNotRegular. Directories once seen are
+// remembered for the life of the Store.
+func (s *Store) EnsureDir(dir string) error {
+	if dir == "" || dir == "." {
+		return nil
+	}
 	if _, ok := s.ensured.Load(dir); ok {
 		return nil
 	}
@@ -272,19 +313,58 @@ func (s *Store) ensureShard(dir string) error {
 	switch {
 	case err == nil && fi.IsDir():
 	case err == nil:
-		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: shard directory is not a directory", ErrNotRegular)}
+		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: not a directory", ErrNotRegular)}
 	case errors.Is(err, fs.ErrNotExist):
+		if err := s.EnsureDir(path.Dir(dir)); err != nil {
+			return err
+		}
 		if err := s.FS.Mkdir(dir); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		if err := s.FS.SyncDir(path.Dir(dir)); err != nil {
 			return err
 		}
+		s.Stats.DirectorySyncs.Add(1)
 	default:
 		return err
 	}
 	s.ensured.Store(dir, true)
 	return nil
+}
+
+// StagePath is the table-relative staging directory of the holder of
+// token of id, stage/ID.TOKEN (SPEC §3.2): results staged there can only
+// be published while token is current.
+func StagePath(id leasefmt.ID, token int64) string {
+	return StageDir + "/" + string(id) + "." + strconv.FormatInt(token, 10)
+}
+
+// ParseStageName parses the name ID.TOKEN of a staging directory.
+func ParseStageName(name string) (leasefmt.ID, int64, bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return "", 0, false
+	}
+	id, err := leasefmt.ParseID(name[:i])
+	if err != nil {
+		return "", 0, false
+	}
+	tok, err := leasefmt.ParseToken(name[i+1:])
+	if err != nil {
+		return "", 0, false
+	}
+	return id, tok, true
+}
+
+// MakeStage creates the staging directory of the holder of token of id,
+// durably, and returns its absolute path. It does not check the lease:
+// whatever is staged there is published only while token is current.
+func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
+	dir := StagePath(id, token)
+	if err := s.EnsureDir(dir); err != nil {
+		return "", err
+	}
+	return s.Abs(dir), nil
 }
 
 // Lock takes the lock of the record of id (SPEC §5).
@@ -343,7 +423,7 @@ func (s *Store) writeTemp(dir, name string, data []byte) (string, error) {
 	tmp := path.Join(dir, TempName(name))
 	f, err := s.FS.CreateExcl(tmp)
 	if err != nil {
-		return "", err
+		return "", &OpError{Op: "cannot create the new record's temp file", Err: bare(err)}
 	}
 	_, err = f.Write(data)
 	if err == nil && s.Strategy != NoSync {
@@ -356,9 +436,19 @@ func (s *Store) writeTemp(dir, name string, data []byte) (string, error) {
 	}
 	if err != nil {
 		s.FS.Remove(tmp)
-		return "", err
+		return "", &OpError{Op: "cannot write the new record (its temp file was removed)", Err: bare(err)}
 	}
 	return tmp, nil
+}
+
+// bare is the cause of a path error without its path: for a temp file that
+// is gone by the time the error is read.
+func bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }
 
 // WriteOne durably replaces the record of rec.ID by rec on its own: temp,
@@ -385,7 +475,10 @@ func (s *Store) stage(b *SyncBatch, rec *leasefmt.Record) error {
 	}
 	if err := b.Replace(tmp, final); err != nil {
 		s.FS.Remove(tmp)
-		return err
+		if errors.Is(err, ErrCrossDirectory) {
+			return err
+		}
+		return &OpError{Op: "cannot rename the new record into place (its temp file was removed)", Err: bare(err)}
 	}
 	return nil
 }

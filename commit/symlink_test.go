@@ -68,19 +68,19 @@ func TestPlantedSymlinks(t *testing.T) {
 			run  func(st *commit.Store) commit.Result
 		}{
 			{"claim", func(st *commit.Store) commit.Result {
-				return st.Claim([]commit.Item{{ID: id}}, "host/w", 5000, 60)[0]
+				return at(st, 5000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]
 			}},
 			{"renew", func(st *commit.Store) commit.Result {
-				return st.Renew([]commit.Item{{ID: id, Token: 1}}, 1000, 60)[0]
+				return at(st, 1000).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]
 			}},
 			{"release", func(st *commit.Store) commit.Result {
-				return st.Release([]commit.Item{{ID: id, Token: 1}}, 1000)[0]
+				return at(st, 1000).Release([]commit.Item{{ID: id, Token: 1}})[0]
 			}},
 			{"complete", func(st *commit.Store) commit.Result {
-				return st.Complete([]commit.Item{{ID: id, Token: 1}}, 1000)[0]
+				return at(st, 1000).Complete([]commit.Item{{ID: id, Token: 1}})[0]
 			}},
 			{"verify", func(st *commit.Store) commit.Result {
-				return st.Verify([]commit.Item{{ID: id, Token: 1}}, 1000)[0]
+				return at(st, 1000).Verify([]commit.Item{{ID: id, Token: 1}})[0]
 			}},
 		} {
 			t.Run(tc.name+"/"+op.name, func(t *testing.T) {
@@ -130,7 +130,7 @@ func TestNonRegularRecord(t *testing.T) {
 	if err := mkfifo(st.Abs(st.RecordPath(leasefmt.Work, fifo))); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range st.Claim([]commit.Item{{ID: id}, {ID: fifo}}, "host/w", 1000, 60) {
+	for _, r := range at(st, 1000).Claim([]commit.Item{{ID: id}, {ID: fifo}}, "host/w", 60) {
 		if r.Outcome != commit.Corrupt {
 			t.Errorf("%s: %s (%s), want corrupt", r.ID, r.Outcome.Reason(), r.Detail)
 		}

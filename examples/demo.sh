@@ -55,9 +55,10 @@ records() {
 count_done() { records | awk '$2 == "done"' | wc -l; }
 
 # The "fuzzer" each worker runs under lease run: a shell loop that writes
-# findings into the stage directory, then publishes them, fenced by its token.
+# findings into its staging directory (LEASE_STAGE, its token's own), then
+# publishes them, fenced by its token.
 fuzzer='
-  out="$LEASE_ROOT/stage/$LEASE_ID.t$LEASE_TOKEN"
+  out="$LEASE_STAGE/$LEASE_ID.t$LEASE_TOKEN"
   for round in 1 2 3; do
     echo "round $round: input $(od -An -N4 -tx1 /dev/urandom | tr -d " ")" >> "$out"
     sleep 0.4
@@ -112,17 +113,19 @@ for _ in $(seq 1 200); do
   sleep 0.1
 done
 [ "${tok:-0}" -gt "$vtok" ] || fail "$(short "$vid") was not reclaimed"
-echo "a late result" > "$LEASE_ROOT/stage/$vid.stale"
+stale_dir="$LEASE_ROOT/stage/$vid.$vtok" # the dead holder's own staging directory
+mkdir -p "$stale_dir"
+echo "a late result" > "$stale_dir/$vid.stale"
 echo "$vid $vtok" | lease complete --publish "$vid.stale" 2> "$work/refusal"
 rc=$?
 sed 's/^/    /' "$work/refusal"
-if [ $rc -eq 1 ] && [ -f "$LEASE_ROOT/stage/$vid.stale" ] && [ ! -e "$LEASE_ROOT/public/$vid.stale" ]; then
+if [ $rc -eq 1 ] && [ -f "$stale_dir/$vid.stale" ] && [ ! -e "$LEASE_ROOT/public/$vid.stale" ]; then
   refusals=$((refusals + 1))
   say "doomed: late publish with token $vtok refused (exit 1), nothing moved"
 else
   fail "the stale publish was not refused (exit $rc)"
 fi
-rm -f "$LEASE_ROOT/stage/$vid.stale"
+rm -rf "$stale_dir"
 
 for p in "${pids[@]}"; do
   wait "$p" || fail "a worker failed"

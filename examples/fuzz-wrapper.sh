@@ -22,10 +22,11 @@ queue=${1:?usage: fuzz-wrapper.sh QUEUE}
 export LEASE_OWNER=${LEASE_OWNER:-$(hostname)/fuzz-$$}
 export FUZZ_SECONDS=${FUZZ_SECONDS:-5}
 
-# The "fuzzer": a shell loop that writes what it finds into ROOT/stage/ (the
-# same filesystem as ROOT/public/), then publishes it under its token.
+# The "fuzzer": a shell loop that writes what it finds into its staging
+# directory (LEASE_STAGE, ROOT/stage/ID.TOKEN/, which only this token can
+# publish from), then publishes it under its token.
 fuzzer='
-  out="$LEASE_ROOT/stage/$LEASE_ID.$LEASE_TOKEN.findings"
+  out="$LEASE_STAGE/$LEASE_ID.$LEASE_TOKEN.findings"
   end=$(( $(date +%s) + FUZZ_SECONDS ))
   n=0
   while [ "$(date +%s)" -lt "$end" ]; do
@@ -38,9 +39,8 @@ fuzzer='
   echo "$LEASE_ID $LEASE_TOKEN" | lease complete --publish "${out##*/}" > /dev/null
 '
 
-# claim --first reports each candidate it passes over (held, done) on
-# stderr; keep only the other messages.
-while held=$(lease claim --first 1 - < "$queue" 2> >(grep -Ev '^(held|done) ' >&2)); do
+# claim --first passes over the candidates that are held or done silently.
+while held=$(lease claim --first 1 - < "$queue"); do
   read -r id token <<< "$held"
   echo "$LEASE_OWNER: fuzzing $id (token $token)"
   lease run --token "$token" "$id" -- sh -c "$fuzzer"

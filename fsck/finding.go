@@ -47,6 +47,17 @@ const (
 	// same file is in public/, a link left by a crash mid-move). Repair
 	// removes the stage/ name; the bytes stay in public/.
 	KindPublishLeftover Kind = "publish-leftover"
+	// KindAbandonedPublish: an expired committing record whose result never
+	// reached public/ (its publisher died before the move). Repair rolls it
+	// back to released, as the next claim would; the staged file stays.
+	KindAbandonedPublish Kind = "abandoned-publish"
+	// KindStaleStage: something in stage/ that is not the staging
+	// directory ID.TOKEN of a current lease. Repair removes an empty
+	// directory and moves anything else to lost+found/.
+	KindStaleStage Kind = "stale-stage"
+	// KindOrphanResult: a result in public/ that no done or committing work
+	// record names. Repair moves it to lost+found/.
+	KindOrphanResult Kind = "orphan-result"
 	// KindGroup: a group manifest whose targets disagree with it (group,
 	// token, owner, expiry, status). Repair releases the group and its
 	// targets that still carry its token, so the group can be claimed
@@ -61,7 +72,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindPublishLeftover, KindGroup, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindGroup, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int

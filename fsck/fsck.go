@@ -12,7 +12,9 @@
 //     scanned by a pool of workers and reported in shard order; each entry
 //     is a record, the shard's .lock, a stray temp file or something
 //     unknown; live group manifests are checked against their targets;
-//  4. publish: stage/ and public/ against the committing work records.
+//  4. publish: abandoned publishes settled (rolled forward or back), stage/
+//     against the current leases, public/ against the records that name
+//     its results (see publish.go).
 //
 // A read-only run changes nothing: it takes record locks only on lock files
 // that exist (to tell a stray temp file from one a live writer holds, and to
@@ -45,6 +47,10 @@ type Options struct {
 	Repair bool
 	// Now is the clock for expiry and for the times repairs write.
 	Now float64
+	// ClockSkew is the clock_skew of the table's nodes (SPEC §6): an
+	// abandoned publish is rolled back only from expires_at + ClockSkew,
+	// when a claimer could take the record over.
+	ClockSkew float64
 	// LockTimeout bounds every record lock wait (default 10 s).
 	LockTimeout time.Duration
 	// Shards restricts the record scan to these shard directories: "SS"
@@ -81,7 +87,10 @@ type checker struct {
 
 	mu         sync.Mutex
 	committing []committingRec
-	records    atomic.Int64
+	// public holds the names of the results in public/, true once a done
+	// or committing record names it (see listPublic).
+	public  map[string]bool
+	records atomic.Int64
 }
 
 // committingRec is a committing work record that names a published result.
@@ -89,6 +98,7 @@ type committingRec struct {
 	id      leasefmt.ID
 	token   int64
 	publish string
+	expires float64
 }
 
 // Check checks the table at root through fsys and calls report with every
@@ -103,8 +113,9 @@ func Check(root string, fsys commit.FS, opt Options, report func(*Finding)) (*Su
 		opt.Workers = 8
 	}
 	c := &checker{
-		fs:     fsys,
-		st:     &commit.Store{Root: root, FS: fsys, LockTimeout: opt.LockTimeout, Writers: 1},
+		fs: fsys,
+		st: &commit.Store{Root: root, FS: fsys, LockTimeout: opt.LockTimeout, Writers: 1,
+			Clock: commit.FixedClock(opt.Now), ClockSkew: opt.ClockSkew},
 		opt:    opt,
 		sum:    newSummary(opt.Repair),
 		report: report,
@@ -153,6 +164,7 @@ func (c *checker) run() error {
 	if tasks == nil {
 		tasks = c.checkKindDirs()
 	}
+	c.listPublic()
 	c.scanRecords(tasks)
 	c.checkPublish()
 	return nil

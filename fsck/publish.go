@@ -6,58 +6,90 @@ import (
 	"io/fs"
 	"path"
 	"sort"
-	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// checkPublish checks stage/ and public/ against the committing work
-// records that name a result (`lease complete --publish`):
+// The publish phase checks stage/ and public/ against the work records
+// (SPEC §3, §3.2), in an order that converges in one repair run:
 //
-//   - a staged name that is the same file as the published one (a link
-//     left when the no-replace move fell back to link+unlink and died
-//     between them) is a leftover: the stage/ name is removed, the bytes
-//     stay in public/;
-//   - a committing record whose result is in public/ and no longer in
-//     stage/ crashed between the move and done: it is rolled forward to
-//     done, under its lock, as `lease complete` would have;
-//   - links anywhere below stage/ or public/ are reported.
+//  1. committing records that name a published result and whose publisher
+//     is gone are settled under their lock, as the next claim would: rolled
+//     forward to done when the result reached public/ (at any time: the
+//     completer holds the lock throughout, so a committing record met under
+//     the lock has no completer at work), rolled back to released when it
+//     did not and the lease expired (with clock_skew);
+//  2. every entry of stage/ must be a staging directory ID.TOKEN of a
+//     current lease (leased or committing with that token); anything else
+//     is stale: a name that is the same file as its public/ name (a link
+//     left when a no-replace move fell back to link and unlink) is
+//     removed, an empty directory is removed, and the rest is moved to
+//     lost+found/, never deleted;
+//  3. every result in public/ must be named by a done or committing work
+//     record (its "publish"); an orphan is moved to lost+found/;
+//  4. links anywhere below stage/ or public/ are reported.
+
+// listPublic reads the names in public/ before the record scan, so that
+// the scan can tell which of them a record names. A result reaches
+// public/ only after a committing record naming it is durable, and every
+// later state of that record keeps the name, so a result listed here and
+// named by no record the scan then reads is an orphan.
+func (c *checker) listPublic() {
+	if !c.isDir(commit.PublicDir) {
+		return
+	}
+	ents, err := c.readDirSorted(commit.PublicDir)
+	if err != nil {
+		c.emit(c.ioFinding(commit.PublicDir, "cannot list", err))
+		return
+	}
+	c.public = map[string]bool{}
+	for _, e := range ents {
+		if e.Type().IsRegular() {
+			c.public[e.Name()] = false
+		}
+	}
+}
+
+// namePublished records that a work record names a result in public/.
+func (c *checker) namePublished(rec *leasefmt.Record) {
+	if rec.Publish == "" || (rec.Status != leasefmt.Done && rec.Status != leasefmt.Committing) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.public[rec.Publish]; ok {
+		c.public[rec.Publish] = true
+	}
+}
+
 func (c *checker) checkPublish() {
 	sort.Slice(c.committing, func(a, b int) bool { return c.committing[a].id < c.committing[b].id })
-	byName := map[string][]committingRec{}
 	for _, cr := range c.committing {
-		byName[cr.publish] = append(byName[cr.publish], cr)
+		c.emit(c.checkCommitting(cr))
 	}
-	leftover := map[string]bool{}
 	if c.isDir(commit.StageDir) {
 		ents, err := c.readDirSorted(commit.StageDir)
 		if err != nil {
 			c.emit(c.ioFinding(commit.StageDir, "cannot list", err))
 		}
 		for _, e := range ents {
-			name, typ := e.Name(), e.Type()
-			rel := path.Join(commit.StageDir, name)
-			switch {
-			case typ&fs.ModeSymlink != 0:
-				c.emit(c.symlink(rel, "", noUnlock))
-			case typ.IsDir():
-				c.walkLinks(rel, 0)
-			case typ.IsRegular():
-				if f := c.checkLeftover(name, byName[name]); f != nil {
-					leftover[name] = true
-					c.emit(f)
-				}
-			}
+			c.checkStageEntry(e.Name(), e.Type())
 		}
+	}
+	names := make([]string, 0, len(c.public))
+	for name, named := range c.public {
+		if !named {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		c.emit(c.orphan(name))
 	}
 	if c.isDir(commit.PublicDir) {
 		c.walkLinks(commit.PublicDir, 0)
-	}
-	for _, cr := range c.committing {
-		c.emit(c.checkUnfinished(cr, leftover[cr.publish]))
 	}
 }
 
@@ -71,168 +103,161 @@ func (c *checker) isDir(rel string) bool {
 	return err == nil && fi.IsDir()
 }
 
-// sameFile reports whether a and b are the same regular file (one inode).
-func sameFile(a, b fs.FileInfo) bool {
-	if a == nil || b == nil || !a.Mode().IsRegular() || !b.Mode().IsRegular() {
-		return false
-	}
-	ka, oka := inode(a)
-	kb, okb := inode(b)
-	return oka && okb && ka == kb
-}
-
-type fileKey struct{ dev, ino uint64 }
-
-func inode(fi fs.FileInfo) (fileKey, bool) {
-	switch st := fi.Sys().(type) {
-	case *unix.Stat_t:
-		return fileKey{uint64(st.Dev), st.Ino}, true
-	case *syscall.Stat_t:
-		return fileKey{uint64(st.Dev), st.Ino}, true
-	}
-	return fileKey{}, false
-}
-
-// leftoverState reports whether stage/name and public/name are one file.
-func (c *checker) leftoverState(name string) (bool, error) {
-	sfi, err := c.fs.Lstat(path.Join(commit.StageDir, name))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	pfi, err := c.fs.Lstat(path.Join(commit.PublicDir, name))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		return false, err
-	}
-	return sameFile(sfi, pfi), nil
-}
-
-// lockAll takes the locks of the work records crs, in ID order.
-func (c *checker) lockAll(crs []committingRec) (func(), error) {
-	l := c.newGroupLocker()
-	for _, cr := range crs {
-		if err := l.take(leasefmt.Work, cr.id); err != nil {
-			l.release()
-			return noUnlock, err
-		}
-	}
-	return l.release, nil
-}
-
-func (c *checker) checkLeftover(name string, crs []committingRec) *Finding {
-	same, err := c.leftoverState(name)
-	if err != nil {
-		return c.ioFinding(path.Join(commit.StageDir, name), "cannot stat", err)
-	}
-	if !same {
-		return nil
-	}
-	rel := path.Join(commit.StageDir, name)
-	pub := path.Join(commit.PublicDir, name)
-	f := &Finding{Kind: KindPublishLeftover, Path: rel, Found: "the same file as " + pub + " (a publication that finished but did not remove the staged name)",
-		Expected: "no staged name once the result is published", Repair: "remove the stage/ name (the bytes stay in " + pub + ")"}
-	if len(crs) > 0 {
-		f.ID = crs[0].id
-	}
-	if !c.opt.Repair {
-		return f
-	}
-	// A publisher of this name holds its record's lock while it moves.
-	unlock, err := c.lockAll(crs)
-	if err != nil {
-		failed(f, err)
-		return f
-	}
-	defer unlock()
-	if same, err := c.leftoverState(name); err != nil || !same {
-		if err != nil {
-			failed(f, err)
-			return f
-		}
-		return nil
-	}
-	if err := c.removeDurably(rel); err != nil {
-		failed(f, err)
-		return f
-	}
-	fixed(f, "removed the stage/ name; the result is in "+pub)
-	return f
-}
-
-// checkUnfinished rolls a committing record forward to done when its result
-// is published: in public/, and no longer in stage/ (or only as a leftover
-// link, which a read-only run counts as gone).
-func (c *checker) checkUnfinished(cr committingRec, leftover bool) *Finding {
+// checkCommitting settles a committing record that names a published
+// result once its publisher is gone.
+func (c *checker) checkCommitting(cr committingRec) *Finding {
 	rel := c.st.RecordPath(leasefmt.Work, cr.id)
-	staged, public := path.Join(commit.StageDir, cr.publish), path.Join(commit.PublicDir, cr.publish)
-	published := func() (bool, error) {
-		pfi, err := c.fs.Lstat(public)
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		if !pfi.Mode().IsRegular() {
-			return false, nil
-		}
-		_, err = c.fs.Lstat(staged)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return true, nil
-		case err != nil:
-			return false, err
-		}
-		return leftover && !c.opt.Repair, nil
-	}
-	ok, err := published()
+	moved, err := c.st.ResultPublished(cr.id, cr.token, cr.publish)
 	if err != nil {
 		return c.ioFinding(rel, "cannot stat the published result", err)
 	}
-	if !ok {
-		return nil
+	var f *Finding
+	switch {
+	case moved:
+		f = &Finding{Kind: KindUnfinishedPublish, Path: rel, ID: cr.id,
+			Found:    fmt.Sprintf("committing (token %d) with its result %s already in %s/", cr.token, leasefmt.Quote(cr.publish), commit.PublicDir),
+			Expected: "done once the result is published", Repair: "roll it forward to done"}
+	case !commit.Taken(&leasefmt.Record{Status: leasefmt.Committing, ExpiresAt: cr.expires}, c.opt.Now, c.opt.ClockSkew):
+		f = &Finding{Kind: KindAbandonedPublish, Path: rel, ID: cr.id,
+			Found: fmt.Sprintf("committing (token %d), expired, its result %s still in %s/", cr.token, leasefmt.Quote(cr.publish),
+				commit.StagePath(cr.id, cr.token)),
+			Expected: "a publish that finished, or none", Repair: "roll it back to released (the staged file stays; the next claim redoes the work)"}
+	default:
+		return nil // a publish under way, or a holder that may still resume it
 	}
-	f := &Finding{Kind: KindUnfinishedPublish, Path: rel, ID: cr.id,
-		Found:    fmt.Sprintf("committing (token %d) with its result %s already in %s/", cr.token, leasefmt.Quote(cr.publish), commit.PublicDir),
-		Expected: "done once the result is published", Repair: "roll it forward to done"}
 	if !c.opt.Repair {
 		return f
 	}
-	unlock, err := c.st.Lock(leasefmt.Work, cr.id)
+	rec, done, err := c.st.Settle(cr.id)
+	switch {
+	case err != nil:
+		failed(f, err)
+	case rec == nil:
+		return nil // finished or taken meanwhile
+	default:
+		fixed(f, done)
+		c.namePublished(rec)
+	}
+	return f
+}
+
+// checkStageEntry checks one entry of stage/.
+func (c *checker) checkStageEntry(name string, typ fs.FileMode) {
+	rel := path.Join(commit.StageDir, name)
+	if typ&fs.ModeSymlink != 0 {
+		c.emit(c.symlink(rel, "", noUnlock))
+		return
+	}
+	id, token, ok := commit.ParseStageName(name)
+	if !ok || !typ.IsDir() {
+		f := &Finding{Kind: KindStaleStage, Path: rel, Found: typeName(typ) + " that is not a staging directory ID.TOKEN",
+			Expected: "only stage/ID.TOKEN/ directories of current leases", Repair: "move it to lost+found/"}
+		if c.opt.Repair {
+			c.quarantineInto(rel, f, "stage/ holds only the staging directories of current leases")
+		}
+		c.emit(f)
+		return
+	}
+	c.checkStageDir(rel, id, token)
+}
+
+// checkStageDir checks the staging directory of token of id, under the
+// record's lock: a lease run or a claimer makes it after its claim is
+// durable, so a directory whose token is not the current one of a leased
+// or committing record can no longer be published from.
+func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
+	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table.WorkShards)), id)
 	if err != nil {
-		failed(f, fmt.Errorf("record lock: %w", err))
-		return f
+		c.emit(c.ioFinding(rel, "cannot lock the record of the staging directory", err))
+		return
 	}
 	defer unlock()
-	cur, err := c.st.Read(leasefmt.Work, cr.id)
-	if err != nil {
-		failed(f, err)
-		return f
+	cur, err := c.st.Read(leasefmt.Work, id)
+	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
+		c.emit(c.ioFinding(rel, "cannot read the record of the staging directory", err))
+		return
 	}
-	if cur == nil || cur.Status != leasefmt.Committing || cur.Token != cr.token || cur.Publish != cr.publish {
-		return nil // finished or taken meanwhile
+	if cur != nil && cur.Token == token && (cur.Status == leasefmt.Leased || cur.Status == leasefmt.Committing) {
+		c.walkLinks(rel, 0)
+		return
 	}
-	if ok, err := published(); err != nil || !ok {
+	why := "no work record"
+	switch {
+	case err != nil:
+		why = "the record does not validate"
+	case cur == nil:
+	case cur.Token != token:
+		why = fmt.Sprintf("the current token is %d", cur.Token)
+	default:
+		why = fmt.Sprintf("the lease is %s", cur.Status)
+	}
+	ents, lerr := c.readDirSorted(rel)
+	if lerr != nil {
+		c.emit(c.ioFinding(rel, "cannot list", lerr))
+		return
+	}
+	// Names that are the same file as their public/ name: a publication
+	// that finished but did not remove the staged name.
+	kept := ents[:0]
+	for _, e := range ents {
+		name := e.Name()
+		same, err := c.st.SamePublished(path.Join(rel, name))
 		if err != nil {
-			failed(f, err)
-			return f
+			c.emit(c.ioFinding(path.Join(rel, name), "cannot stat", err))
+			return
 		}
-		return nil
+		if !same {
+			kept = append(kept, e)
+			continue
+		}
+		lf := &Finding{Kind: KindPublishLeftover, Path: path.Join(rel, name), ID: id,
+			Found:    "the same file as " + path.Join(commit.PublicDir, name) + " (a publication that finished but did not remove the staged name)",
+			Expected: "no staged name once the result is published", Repair: "remove the stage/ name (the bytes stay in public/)"}
+		if c.opt.Repair {
+			if err := c.removeDurably(path.Join(rel, name)); err != nil {
+				failed(lf, err)
+				kept = append(kept, e)
+			} else {
+				fixed(lf, "removed the stage/ name; the result is in "+path.Join(commit.PublicDir, name))
+			}
+		}
+		c.emit(lf)
 	}
-	next, out, detail := commit.DoneDecision(c.opt.Now)(commit.Item{ID: cr.id, Token: cr.token}, cur)
-	if out != commit.OK {
-		failed(f, fmt.Errorf("%s: %s", out.Reason(), detail))
-		return f
+	f := &Finding{Kind: KindStaleStage, Path: rel, ID: id,
+		Found:    fmt.Sprintf("the staging directory of token %d, but %s", token, why),
+		Expected: "staging directories of current leases only (results of other tokens can never be published)"}
+	if len(kept) == 0 {
+		f.Found += " (empty)"
+		f.Repair = "remove the empty directory"
+		if c.opt.Repair {
+			if err := c.removeDurably(rel); err != nil {
+				failed(f, err)
+			} else {
+				fixed(f, "removed the empty directory")
+			}
+		}
+		c.emit(f)
+		return
 	}
-	if err := c.st.WriteOne(next); err != nil {
-		failed(f, err)
-		return f
+	f.Found += fmt.Sprintf(" (%d entries)", len(kept))
+	f.Repair = "move it to lost+found/ (never deleted)"
+	if c.opt.Repair {
+		c.quarantineInto(rel, f, "a staging directory of a token that is no longer current: "+why)
 	}
-	fixed(f, fmt.Sprintf("rolled forward to done (token %d)", next.Token))
+	c.emit(f)
+}
+
+// orphan is the finding about a result in public/ that no done or
+// committing record names: not published by lease complete --publish, or
+// published by a holder whose record was taken over since (before settling
+// existed). It is moved to lost+found/ so that public/ holds exactly one
+// result per completed publish.
+func (c *checker) orphan(name string) *Finding {
+	rel := path.Join(commit.PublicDir, name)
+	f := &Finding{Kind: KindOrphanResult, Path: rel, Found: "a result that no done or committing work record names",
+		Expected: "only results published by lease complete --publish", Repair: "move it to lost+found/ (never deleted)"}
+	if c.opt.Repair {
+		c.quarantineInto(rel, f, "no work record names this result")
+	}
 	return f
 }

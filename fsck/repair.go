@@ -89,6 +89,41 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 	return "", fmt.Errorf("quarantine %s: no free name in %s", rel, commit.LostFound)
 }
 
+// quarantineCopy is quarantine for a record file whose bytes are data and
+// that is about to be replaced in place: the bytes are copied into
+// lost+found/ (fsynced, with the note, lost+found/ fsynced) and the record
+// stays where it is until the caller renames its replacement over it, so
+// that no crash ever leaves the ID without a record (SPEC §3: a claim of a
+// missing record would start its tokens over).
+func (c *checker) quarantineCopy(rel string, f *Finding, why string, data []byte) (string, error) {
+	n := note{Kind: f.Kind, Path: rel, ID: string(f.ID), Found: f.Found, Expected: f.Expected, Why: why, By: "lease fsck --repair"}
+	for try := 0; try < 100; try++ {
+		stamp := unixNanos() + int64(try)
+		n.QuarantinedAt = time.Unix(0, stamp).UTC().Format(time.RFC3339Nano)
+		name := path.Join(commit.LostFound, quarantineName(rel, stamp))
+		nd, _ := json.Marshal(n)
+		err := c.writeNew(name+".why", append(nd, '\n'))
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("note %s: %w", name+".why", err)
+		}
+		if err := c.writeNew(name, data); err != nil {
+			c.fs.Remove(name + ".why")
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			return "", fmt.Errorf("copy into %s: %w", name, err)
+		}
+		if err := c.fs.SyncDir(commit.LostFound); err != nil {
+			return "", fmt.Errorf("copied to %s, but not durably: %w", name, err)
+		}
+		return name, nil
+	}
+	return "", fmt.Errorf("quarantine %s: no free name in %s", rel, commit.LostFound)
+}
+
 // writeNew creates name, which must not exist, with data, and fsyncs it.
 // The caller fsyncs its directory.
 func (c *checker) writeNew(name string, data []byte) error {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -135,7 +137,7 @@ func (c *checker) scanDir(t task) *shardResult {
 		}
 		if id, ok := recordID(name); ok {
 			if typ&fs.ModeSymlink != 0 {
-				r.add(c.symlink(rel, id, c.lockHome(t, id, home(id))))
+				r.add(c.recordSymlink(t, rel, id, home(id)))
 				continue
 			}
 			c.checkRecord(t, r, rel, id, typ, home(id))
@@ -181,6 +183,20 @@ func (c *checker) lockHome(t task, id leasefmt.ID, home bool) func() {
 		return noUnlock // the repair below re-checks and reports what fails
 	}
 	return unlock
+}
+
+// recordSymlink is the finding about a symbolic link where a record
+// belongs: a repair moves the link away under the record's lock and, in
+// the record's home, leaves a released record with a fresh token in its
+// place (the token of whatever the link replaced is unknown).
+func (c *checker) recordSymlink(t task, rel string, id leasefmt.ID, home bool) *Finding {
+	unlock := c.lockHome(t, id, home)
+	defer unlock()
+	f := c.symlink(rel, id, noUnlock)
+	if f != nil && c.opt.Repair && home {
+		c.placeholderIfGone(f, t.kind, id, rel)
+	}
+	return f
 }
 
 // checkLockFile checks a shard's .lock: it must be a regular file.
@@ -286,8 +302,11 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 	}
 	if t.kind == leasefmt.Work && rec.Status == leasefmt.Committing && rec.Publish != "" {
 		c.mu.Lock()
-		c.committing = append(c.committing, committingRec{id: id, token: rec.Token, publish: rec.Publish})
+		c.committing = append(c.committing, committingRec{id: id, token: rec.Token, publish: rec.Publish, expires: rec.ExpiresAt})
 		c.mu.Unlock()
+	}
+	if t.kind == leasefmt.Work {
+		c.namePublished(rec)
 	}
 	switch {
 	case t.kind == leasefmt.Group:
@@ -336,19 +355,113 @@ func (c *checker) invalid(t task, rel string, id leasefmt.ID, home bool, bad str
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
+	var data []byte
 	if err == nil && fi.Mode().IsRegular() {
-		data, err := c.fs.ReadFile(rel, leasefmt.MaxRecordSize)
-		if errors.Is(err, fs.ErrNotExist) {
+		data, err = c.fs.ReadFile(rel, leasefmt.MaxRecordSize)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil
+		case err != nil:
+			// Its bytes are needed: they hold the token to keep.
+			failed(f, fmt.Errorf("cannot read it under its lock: %w", err))
+			return f
 		}
-		if err == nil {
-			if _, derr := leasefmt.Decode(data, t.kind, id); derr == nil {
-				return nil // valid now: the next run checks it
-			}
+		if _, derr := leasefmt.Decode(data, t.kind, id); derr == nil {
+			return nil // valid now: the next run checks it
+		}
+	} else if err != nil {
+		failed(f, fmt.Errorf("cannot stat it under its lock: %w", err))
+		return f
+	}
+	const why = "the record does not validate"
+	if home && fi.Mode().IsRegular() && data != nil && (t.kind == leasefmt.Work || t.kind == leasefmt.Target) {
+		// Copied aside, then replaced in place: the ID never has no record.
+		moved, err := c.quarantineCopy(rel, f, why, data)
+		if err != nil {
+			failed(f, err)
+			return f
+		}
+		f.MovedTo = moved
+		fixed(f, "copied to "+moved)
+		c.placeholder(f, t.kind, id, data)
+		return f
+	}
+	c.quarantineInto(rel, f, why)
+	if home {
+		c.placeholderIfGone(f, t.kind, id, rel)
+	}
+	return f
+}
+
+// placeholderIfGone writes the placeholder once the thing at a record's
+// name was moved away, also when the move was not durable (the finding
+// stays failed then): a later run would find no record and could not know
+// the token to keep.
+func (c *checker) placeholderIfGone(f *Finding, k leasefmt.Kind, id leasefmt.ID, rel string) {
+	if _, err := c.fs.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
+		c.placeholder(f, k, id, nil)
+	}
+}
+
+// tokenField finds the values of "token" keys in bytes that do not parse.
+var tokenField = regexp.MustCompile(`"token"\s*:\s*"?([0-9]{1,16})`)
+
+// groupField finds the value of a "group" key.
+var groupField = regexp.MustCompile(`"group"\s*:\s*"([0-9a-f]{64})"`)
+
+// highWater is the highest token that can be read from the bytes of a
+// record that does not validate; ok is false when none can.
+func highWater(data []byte) (int64, bool) {
+	best := int64(0)
+	for _, m := range tokenField.FindAllSubmatch(data, -1) {
+		if t, err := strconv.ParseInt(string(m[1]), 10, 64); err == nil && t <= leasefmt.MaxToken && t > best {
+			best = t
 		}
 	}
-	c.quarantineInto(rel, f, "the record does not validate")
-	return f
+	return best, best > 0
+}
+
+// FreshToken is a token that no claim before now can have been given: the
+// time in microseconds, ahead of the clock by twice the clock skew and a
+// second. Tokens start at 1 and grow by one per claim, and no two claims of
+// an ID are a microsecond apart (each is a durable write), so a token that
+// started at 1 stays below the microseconds elapsed since, and one that
+// started from an earlier FreshToken stays below the microseconds since
+// that one.
+func FreshToken(now, skew float64) int64 {
+	t := int64((now + 2*skew + 1) * 1e6)
+	return min(max(t, 1), leasefmt.MaxToken-1)
+}
+
+// placeholder leaves, in place of a quarantined work or target record, a
+// released record whose token is at least the highest token the
+// quarantined bytes show, or a fresh one when they show none, so that the
+// next claim of the ID gets a token larger than any earlier claim of it
+// (SPEC §3: tokens never repeat, also across repair). The caller holds the
+// record's lock.
+func (c *checker) placeholder(f *Finding, k leasefmt.Kind, id leasefmt.ID, data []byte) {
+	if k != leasefmt.Work && k != leasefmt.Target {
+		return // a group's token is above its targets' tokens, which stay
+	}
+	token, ok := highWater(data)
+	how := "the highest token the quarantined bytes show"
+	if !ok {
+		token, how = FreshToken(c.opt.Now, c.opt.ClockSkew), "a token no earlier claim can have had (none was readable)"
+	}
+	now := c.opt.Now
+	rec := &leasefmt.Record{Kind: k, ID: id, Status: leasefmt.Released, Owner: "lease-fsck", Token: token,
+		ClaimedAt: now, RenewedAt: now, ExpiresAt: now}
+	if k == leasefmt.Target {
+		rec.Group = id
+		if m := groupField.FindSubmatch(data); m != nil {
+			rec.Group = leasefmt.ID(m[1])
+		}
+	}
+	if err := c.st.WriteOne(rec); err != nil {
+		failed(f, fmt.Errorf("%s, but the released record that keeps its token could not be written: %w", f.Done, err))
+		return
+	}
+	f.Done += fmt.Sprintf("; left a released record with token %d in its place (%s), so the next claim gets a larger one", token, how)
 }
 
 // misplaced is the finding about a valid record outside its shard

@@ -427,6 +427,23 @@ func (r *Recorder) SyncDir(name string) error {
 	return nil
 }
 
+// SyncFile implements commit.FS: the file's data is durable from here.
+func (r *Recorder) SyncFile(name string) error {
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpFsync, name)
+	n, err := r.lookup(name)
+	if err != nil {
+		return r.fail(i, perr("open", name, err))
+	}
+	if n.dir {
+		return r.fail(i, perr("open", name, commit.ErrNotRegular))
+	}
+	r.emit(event{kind: evFsync, call: i, node: n})
+	return nil
+}
+
 // ReadDir implements commit.FS, sorted by name.
 func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
 	r.yield()

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"math/rand/v2"
+	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,6 +45,14 @@ type Scenario struct {
 	Writers int
 	// Now is the operation's clock: liveness is judged at Now.
 	Now float64
+	// Clock, when set, is the store's clock while the operation runs
+	// (given the number of calls made so far): a clock that moves while a
+	// batch waits, as for input that arrives late. Nil is Now, fixed.
+	Clock func(calls int) float64
+	// MinToken is, per ID, a token some holder may have had that the
+	// starting table no longer shows (bytes that fsck cannot read): every
+	// claim after recovery must get a larger one.
+	MinToken map[leasefmt.ID]int64
 }
 
 // Run is what an operation gets.
@@ -91,8 +101,10 @@ type Ack struct {
 	Table *leasefmt.Table
 	// Op names the operation, for messages.
 	Op string
-	// call is the number of calls made when it was reported.
+	// call is the number of calls made when it was reported, at is the
+	// store's clock then.
 	call int
+	at   float64
 }
 
 // Ack records a as reported now.
@@ -100,6 +112,9 @@ func (r *Run) Ack(a Ack) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a.call = r.calls()
+	if r.Store != nil {
+		a.at = r.Store.Now()
+	}
 	r.acks = append(r.acks, a)
 }
 
@@ -202,6 +217,10 @@ func (run *Run) start(sc *Scenario) error {
 			return fmt.Errorf("open %s: %w", sc.Name, err)
 		}
 		st.Writers = max(sc.Writers, 1)
+		if sc.Clock != nil {
+			calls := run.calls
+			st.Clock = func() float64 { return sc.Clock(calls()) }
+		}
 		run.Store = st
 	}
 	sc.Run(run)
@@ -282,7 +301,7 @@ type checker struct {
 	versions map[recKey][]*versionInfo // record versions written by the operation, in order
 	baseRecs map[recKey]*leasefmt.Record
 	planted  map[recKey]bool   // base records Scenario.Damage put there: never acknowledged to anyone
-	staged   map[string][]byte // stage/ files of the base: never lost
+	staged   map[string][]byte // stage/ files of the base by path below stage/: never lost
 
 	cacheMu sync.Mutex
 	cache   map[string]*leasefmt.Record // decoded record files by path and content; nil: invalid
@@ -504,9 +523,15 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 			acks = append(acks, a)
 		}
 	}
-	// 1. Before any repair, nothing torn reads as valid.
+	// 1. Before any repair, nothing torn reads as valid; nothing was
+	// reported granted or renewed that was already over when reported.
 	_, _, bad := c.validRecords(t, nil, "before repair", false)
 	v = append(v, bad...)
+	for _, a := range acks {
+		if r := a.Record; r != nil && r.Status == leasefmt.Leased && a.at != 0 && r.ExpiresAt-c.skew() <= a.at {
+			v = append(v, fmt.Sprintf("%s/%s: %s reported token %d until %v at %v, when it was already over", r.Kind.Dir(), r.ID, a.Op, r.Token, r.ExpiresAt, a.at))
+		}
+	}
 	_, _, hasTable := t.Get(commit.TableFile)
 	_, _, baseTable := c.base.Get(commit.TableFile)
 	tableAcked := false
@@ -565,6 +590,11 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 			v = append(v, fmt.Sprintf("%s: acknowledged by %s as token %d %s until %v; after recovery %s", k, a.Op, a.Record.Token, a.Record.Status, a.Record.ExpiresAt, msg))
 		}
 	}
+	for _, a := range acks {
+		if r := a.Record; r != nil && r.Kind == leasefmt.Work && a.Op == "claim" && r.Token <= c.sc.MinToken[r.ID] {
+			v = append(v, fmt.Sprintf("%s: claim granted token %d, not above token %d that an earlier holder had", recKey{r.Kind, r.ID}, r.Token, c.sc.MinToken[r.ID]))
+		}
+	}
 	for k, b := range c.baseRecs {
 		got := recs[k]
 		if got == nil {
@@ -594,6 +624,9 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 	return v
 }
 
+// skew is the clock skew of the scenario's stores (none: 0).
+func (c *checker) skew() float64 { return 0 }
+
 // laterVersion checks that got is the acknowledged version a, a version
 // the operation wrote after it, or what fsck makes of one of those.
 func (c *checker) laterVersion(k recKey, a, got *leasefmt.Record) string {
@@ -614,7 +647,7 @@ func (c *checker) laterVersion(k recKey, a, got *leasefmt.Record) string {
 		return fmt.Sprintf("is token %d %s, and the acknowledged version was never written", got.Token, got.Status)
 	}
 	for _, vi := range vs[from:] {
-		if sameRecord(got, vi.rec) || rolledForward(vi.rec, got) || releasedByRepair(vi.rec, got) {
+		if sameRecord(got, vi.rec) || rolledForward(vi.rec, got) || rolledBack(vi.rec, got) || releasedByRepair(vi.rec, got) {
 			return ""
 		}
 	}
@@ -632,9 +665,12 @@ func (c *checker) knownVersion(k recKey, got *leasefmt.Record) string {
 		cands = append(cands, vi.rec)
 	}
 	for _, r := range cands {
-		if sameRecord(got, r) || rolledForward(r, got) || releasedByRepair(r, got) {
+		if sameRecord(got, r) || rolledForward(r, got) || rolledBack(r, got) || releasedByRepair(r, got) {
 			return ""
 		}
+	}
+	if placeholderByRepair(got) {
+		return "" // fsck's released record in place of one it quarantined
 	}
 	if k.kind == leasefmt.Target && got.Status == leasefmt.Released && c.baseRecs[k] == nil {
 		// fsck releasing a torn group writes its listed targets that have
@@ -655,6 +691,22 @@ func sameRecord(a, b *leasefmt.Record) bool {
 func rolledForward(r, got *leasefmt.Record) bool {
 	return r.Status == leasefmt.Committing && got.Status == leasefmt.Done && got.Token == r.Token &&
 		got.Owner == r.Owner && got.Publish == r.Publish && got.Kind == r.Kind
+}
+
+// rolledBack: got is the roll-back of an abandoned publish r (a committing
+// record that names a result) to released under the same token, by a claim
+// or by fsck (SPEC §3).
+func rolledBack(r, got *leasefmt.Record) bool {
+	return r.Kind == leasefmt.Work && r.Status == leasefmt.Committing && r.Publish != "" &&
+		got.Status == leasefmt.Released && got.Token == r.Token && got.Owner == r.Owner && got.Publish == ""
+}
+
+// placeholderByRepair: got is the released record fsck leaves in place of
+// a record it quarantined, keeping its token (SPEC §3); that its token is
+// high enough is checked by the claims after recovery.
+func placeholderByRepair(got *leasefmt.Record) bool {
+	return got.Status == leasefmt.Released && got.Owner == "lease-fsck" &&
+		got.ClaimedAt == got.RenewedAt && got.RenewedAt == got.ExpiresAt
 }
 
 // releasedByRepair: got is fsck's release of r (a group it found torn)
@@ -757,22 +809,48 @@ func groupInvariant(recs map[recKey]*leasefmt.Record, now float64) []string {
 	return v
 }
 
-// published: a staged result is never lost and never torn; an
-// acknowledged publish is in public/; a done record that names a result
-// has it in public/.
+// published: a staged result is never lost and never torn (it stays in
+// its staging directory, is published, or is moved to lost+found/ as
+// stale); an acknowledged publish is in public/; at most one result per ID
+// is in public/, and an ID with a result there is done naming it; a done
+// record that names a result has it in public/.
 func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ack) []string {
 	var v []string
-	for name, data := range c.staged {
-		s, _, inStage := t.Get(commit.StageDir + "/" + name)
+	found := map[string]bool{} // contents under lost+found/
+	t.Walk(func(p string, dir bool, data []byte) {
+		if !dir && strings.HasPrefix(p, commit.LostFound+"/") {
+			found[string(data)] = true
+		}
+	})
+	perID := map[leasefmt.ID][]string{}
+	for rel, data := range c.staged {
+		dir, name := path.Split(rel)
+		id, _, isStage := commit.ParseStageName(strings.TrimSuffix(dir, "/"))
+		s, _, inStage := t.Get(commit.StageDir + "/" + rel)
 		p, _, inPublic := t.Get(commit.PublicDir + "/" + name)
 		if inStage && string(s) != string(data) {
-			v = append(v, fmt.Sprintf("stage/%s changed: %q", name, trunc(s, 80)))
+			v = append(v, fmt.Sprintf("stage/%s changed: %q", rel, trunc(s, 80)))
 		}
-		if inPublic && string(p) != string(data) {
-			v = append(v, fmt.Sprintf("public/%s is not the staged result: %q", name, trunc(p, 80)))
+		published := inPublic && string(p) == string(data)
+		if published && isStage {
+			perID[id] = append(perID[id], name)
 		}
-		if !inStage && !inPublic {
-			v = append(v, fmt.Sprintf("staged result %s is in neither stage/ nor public/", name))
+		if !inStage && !published && !found[string(data)] {
+			v = append(v, fmt.Sprintf("staged result %s is in neither stage/, public/ nor lost+found/", rel))
+		}
+	}
+	for id, names := range perID {
+		sort.Strings(names)
+		names = slices.Compact(names)
+		if len(names) > 1 {
+			v = append(v, fmt.Sprintf("work/%s has %d results in public/: %v (at most one per ID)", id, len(names), names))
+		}
+		if r := recs[recKey{leasefmt.Work, id}]; r == nil || r.Status != leasefmt.Done || r.Publish != names[0] {
+			st := "no record"
+			if r != nil {
+				st = fmt.Sprintf("%s token %d publish %q", r.Status, r.Token, r.Publish)
+			}
+			v = append(v, fmt.Sprintf("work/%s has public/%s, but after recovery its record is %s, not done naming it", id, names[0], st))
 		}
 	}
 	for _, a := range acks {
@@ -821,12 +899,16 @@ func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 			maxTok[a.Record.ID] = max(maxTok[a.Record.ID], a.Record.Token)
 		}
 	}
+	for id, tok := range c.sc.MinToken {
+		ids[id] = true
+		maxTok[id] = max(maxTok[id], tok)
+	}
 	var items []commit.Item
 	for id := range ids {
 		items = append(items, commit.Item{ID: id})
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].ID < items[b].ID })
-	for _, r := range st.Claim(items, "checker", c.sc.Now+1e6, 10) {
+	for _, r := range at(st, c.sc.Now+1e6).Claim(items, "checker", 10) {
 		switch r.Outcome {
 		case commit.OK:
 			if r.Token <= maxTok[r.ID] {

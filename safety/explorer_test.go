@@ -58,13 +58,13 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 		{name: "no file fsync", scenario: "claim",
 			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
 		{name: "no file fsync, publish", scenario: "complete --publish",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "durable before the operation (token 3) but missing"},
+			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "holder alice (token 3) acknowledged live until 6000, but after recovery the token is"},
 		{name: "success before the barrier", scenario: "claim", run: func(r *Run) {
 			// report each claim as soon as it is decided, before its write
 			// and its directory fsync
-			claim := commit.ClaimDecision(leasefmt.Work, "carol", Now, TTL)
-			r.Store.Apply(leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record) (*leasefmt.Record, commit.Outcome, string) {
-				next, out, d := claim(it, cur)
+			claim := commit.ClaimDecision(leasefmt.Work, "carol", TTL, 0)
+			at(r.Store, Now).Apply(leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
+				next, out, d := claim(it, cur, now)
 				if out == commit.OK {
 					r.Ack(Ack{Op: "early claim", Record: next})
 				}

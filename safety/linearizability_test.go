@@ -19,6 +19,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -33,6 +34,7 @@ type leaseState struct {
 	Token   int64
 	Status  leasefmt.Status // "" when there is no record
 	Expires float64
+	Publish string // the result a committing or done record names
 }
 
 func (s leaseState) live(now float64) bool {
@@ -91,8 +93,17 @@ func leaseStep(st, in, out any) []any {
 			effects = append(effects, effect{"done", s})
 		case s.live(i.Now):
 			effects = append(effects, effect{"held", s})
+		case s.Status == leasefmt.Committing && s.Publish != "":
+			// An abandoned publish is settled, never simply taken over:
+			// rolled forward to done when its result reached public/ (the
+			// publisher was killed between the move and done), else rolled
+			// back, and then claimed.
+			done := s
+			done.Status = leasefmt.Done
+			effects = append(effects, effect{"done", done},
+				effect{"ok", leaseState{s.Token + 1, leasefmt.Leased, i.Now + i.TTL, ""}})
 		default:
-			effects = append(effects, effect{"ok", leaseState{s.Token + 1, leasefmt.Leased, i.Now + i.TTL}})
+			effects = append(effects, effect{"ok", leaseState{s.Token + 1, leasefmt.Leased, i.Now + i.TTL, ""}})
 		}
 	case "renew", "verify", "release":
 		r := s.fenced(i.Token, i.Now)
@@ -101,18 +112,22 @@ func leaseStep(st, in, out any) []any {
 			to.Expires = i.Now + i.TTL
 		}
 		if r == "ok" && i.Op == "release" {
-			to.Status, to.Expires = leasefmt.Released, i.Now
+			to.Status, to.Expires, to.Publish = leasefmt.Released, i.Now, ""
 		}
 		effects = append(effects, effect{r, to})
-	case "complete", "publish":
+	case "complete":
+		if s.Status == leasefmt.Done && s.Token == i.Token && s.Publish == "" {
+			effects = append(effects, effect{"ok", s}) // a retry
+			break
+		}
 		r := s.fenced(i.Token, i.Now)
 		if r != "ok" {
 			effects = append(effects, effect{r, s})
 			break
 		}
 		committing := s
-		committing.Status = leasefmt.Committing
-		done := s
+		committing.Status, committing.Publish = leasefmt.Committing, ""
+		done := committing
 		done.Status = leasefmt.Done
 		effects = append(effects, effect{"ok", done})
 		// committing was written, then the lock was let go; the done step
@@ -120,6 +135,28 @@ func leaseStep(st, in, out any) []any {
 		// committing record) and report that.
 		for _, why := range []string{"stale-token", "held", "missing"} {
 			effects = append(effects, effect{why, committing})
+		}
+	case "publish":
+		// One lock throughout: committing (naming the result), the move,
+		// done. A killed publish leaves any of the three states.
+		committing := s
+		committing.Status, committing.Publish = leasefmt.Committing, i.Publish
+		done := committing
+		done.Status = leasefmt.Done
+		switch r := s.fenced(i.Token, i.Now); {
+		case s.Token == i.Token && s.Publish == i.Publish && s.Status == leasefmt.Done:
+			effects = append(effects, effect{"ok", s}) // a retry
+		case s.Token == i.Token && s.Publish == i.Publish && s.Status == leasefmt.Committing:
+			effects = append(effects, effect{"ok", done}) // resumed
+		case r != "ok":
+			effects = append(effects, effect{r, s})
+		case s.Status == leasefmt.Committing && s.Publish != i.Publish:
+			effects = append(effects, effect{"held", s})
+		default:
+			effects = append(effects, effect{"ok", done})
+			if o.Unknown {
+				effects = append(effects, effect{"", committing})
+			}
 		}
 	}
 	for _, e := range effects {
@@ -168,7 +205,7 @@ var leaseModel = porcupine.NondeterministicModel{
 	},
 	DescribeState: func(st any) string {
 		s := st.(leaseState)
-		return fmt.Sprintf("{%d %s until %.3f}", s.Token, s.Status, s.Expires)
+		return fmt.Sprintf("{%d %s until %.3f %s}", s.Token, s.Status, s.Expires, s.Publish)
 	},
 }
 
@@ -204,7 +241,7 @@ type workload struct {
 // kills it, and records the operation.
 func (w *workload) run(client int, rng *rand.Rand, in leaseInput, stdin string) leaseOutput {
 	args := []string{"--root", w.root, "--owner", in.Owner, "--now", strconv.FormatFloat(in.Now, 'f', 6, 64),
-		"--lock-timeout", "30", "--json"}
+		"--lock-timeout", "30", "--clock-skew", "0", "--json"}
 	switch in.Op {
 	case "claim":
 		args = append([]string{"claim"}, append(args, "--ttl", strconv.FormatFloat(in.TTL, 'f', 3, 64), string(in.ID))...)
@@ -338,7 +375,11 @@ func (w *workload) client(k int, want int64, deadline time.Time) {
 			w.published++
 			in.Publish = fmt.Sprintf("result-%d-%d.bin", k, w.published)
 			w.mu.Unlock()
-			if err := os.WriteFile(filepath.Join(w.root, "stage", in.Publish), []byte(in.Publish+"\n"), 0o644); err != nil {
+			dir := filepath.Join(w.root, filepath.FromSlash(commit.StagePath(in.ID, in.Token)))
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				w.problem("staging %s: %v", in.Publish, err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, in.Publish), []byte(in.Publish+"\n"), 0o644); err != nil {
 				w.problem("staging %s: %v", in.Publish, err)
 			}
 		case p < 88:

@@ -307,6 +307,33 @@ func (m *Mem) SyncDir(name string) error {
 	return nil
 }
 
+// SyncFile implements FS.
+func (m *Mem) SyncFile(name string) error {
+	p, err := memPath("open", name)
+	if err != nil {
+		return err
+	}
+	fi, ok, err := m.stat(p)
+	if err == nil && !ok {
+		err = fs.ErrNotExist
+	}
+	if err == nil && fi.IsDir() {
+		err = commit.ErrNotRegular
+	}
+	if err != nil {
+		return memErr("open", name, err)
+	}
+	f, err := m.fs.OpenReadWrite(p, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return memErr("open", name, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return memErr("fsync", name, err)
+	}
+	return nil
+}
+
 // ReadDir implements FS, sorted by name like os.ReadDir.
 func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 	p, err := memPath("open", name)

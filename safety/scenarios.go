@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
@@ -38,15 +39,52 @@ const (
 //	ID 8-11 held by bob, token 1, live until 2050
 //	ID 12-43 held by erin, token 1, live until 2050 (the big batches)
 //	ID 44-75 no record (the big claims)
-//	stage/result.bin, stage/other.bin staged results
+//	stage/ID0.3/result.bin staged by alice (token 3 of ID 0)
+//	stage/ID4.1/other.bin  staged by the next holder of ID 4 (token 1)
 func workTable() *leasefmt.Table {
 	return &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: T0}
 }
 
+// staged is a result staged by the holder of one token (SPEC §3.2).
+type staged struct {
+	id    int
+	token int64
+	name  string
+	data  []byte
+}
+
+func (s staged) path() string { return path.Join(commit.StagePath(TestID(s.id), s.token), s.name) }
+
 // Staged results of the starting table.
-var stagedFiles = map[string][]byte{
-	"result.bin": []byte("fuzzer findings: 3 crashes\n"),
-	"other.bin":  []byte("another result\n"),
+var stagedFiles = []staged{
+	{0, 3, "result.bin", []byte("fuzzer findings: 3 crashes\n")},
+	{4, 1, "other.bin", []byte("another result\n")},
+}
+
+// stagedData is the content staged as name.
+func stagedData(name string) []byte {
+	for _, s := range stagedFiles {
+		if s.name == name {
+			return s.data
+		}
+	}
+	return nil
+}
+
+// stageFile writes a staged result through fsys, as a holder's command
+// would (not durably: lease complete --publish fsyncs it).
+func stageFile(st *commit.Store, fsys commit.FS, s staged) error {
+	if _, err := st.MakeStage(TestID(s.id), s.token); err != nil {
+		return err
+	}
+	f, err := fsys.CreateExcl(s.path())
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(s.data); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 func one(st *commit.Store, id leasefmt.ID, f func([]commit.Item) []commit.Result, tok int64) error {
@@ -58,7 +96,7 @@ func one(st *commit.Store, id leasefmt.ID, f func([]commit.Item) []commit.Result
 }
 
 func claimAt(st *commit.Store, id leasefmt.ID, owner string, now, ttl float64) error {
-	return one(st, id, func(it []commit.Item) []commit.Result { return st.Claim(it, owner, now, ttl) }, 0)
+	return one(st, id, func(it []commit.Item) []commit.Result { return at(st, now).Claim(it, owner, ttl) }, 0)
 }
 
 func setupWork(st *commit.Store, fsys commit.FS) error {
@@ -78,13 +116,13 @@ func setupWork(st *commit.Store, fsys commit.FS) error {
 	if err := claimAt(st, id(2), "bob", T0, 10); err != nil {
 		return err
 	}
-	if err := one(st, id(2), func(it []commit.Item) []commit.Result { return st.Release(it, T0+1) }, 1); err != nil {
+	if err := one(st, id(2), func(it []commit.Item) []commit.Result { return at(st, T0+1).Release(it) }, 1); err != nil {
 		return err
 	}
 	if err := claimAt(st, id(3), "bob", T0, 10); err != nil {
 		return err
 	}
-	if err := one(st, id(3), func(it []commit.Item) []commit.Result { return st.Complete(it, T0+1) }, 1); err != nil {
+	if err := one(st, id(3), func(it []commit.Item) []commit.Result { return at(st, T0+1).Complete(it) }, 1); err != nil {
 		return err
 	}
 	for i := 8; i < 12; i++ {
@@ -96,20 +134,13 @@ func setupWork(st *commit.Store, fsys commit.FS) error {
 	for i := 12; i < 44; i++ {
 		big = append(big, commit.Item{ID: id(i)})
 	}
-	for _, r := range st.Claim(big, "erin", T0, HeldTTL) {
+	for _, r := range at(st, T0).Claim(big, "erin", HeldTTL) {
 		if r.Outcome != commit.OK {
 			return fmt.Errorf("setup %s: %s", r.ID.Short(), r.Outcome.Reason())
 		}
 	}
-	for name, data := range stagedFiles {
-		f, err := fsys.CreateExcl(path.Join(commit.StageDir, name))
-		if err != nil {
-			return err
-		}
-		if _, err := f.Write(data); err != nil {
-			return err
-		}
-		if err := f.Close(); err != nil {
+	for _, s := range stagedFiles {
+		if err := stageFile(st, fsys, s); err != nil {
 			return err
 		}
 	}
@@ -143,10 +174,10 @@ func itemsTok(pairs ...int64) []commit.Item {
 // publishRun completes id with token tok publishing name, as `lease
 // complete --publish` does, and acknowledges what it reports.
 func publishRun(r *Run, op string, it commit.Item, name string) {
-	res, _ := r.Store.CompletePublish(it, name, Now)
+	res, _ := at(r.Store, Now).CompletePublish(it, name)
 	r.Outcome(res.Outcome)
 	if res.Outcome == commit.OK {
-		r.Ack(Ack{Op: op, Record: res.Record, Published: name, PublishedData: stagedFiles[name]})
+		r.Ack(Ack{Op: op, Record: res.Record, Published: name, PublishedData: stagedData(name)})
 	}
 }
 
@@ -166,57 +197,130 @@ func WorkScenarios() []*Scenario {
 			}
 		}},
 		w("claim", 1, func(r *Run) {
-			r.AckResults("claim", r.Store.Claim(items(0, 4, 5, 1, 2, 0, 3, 6), "carol", Now, TTL))
+			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 4, 5, 1, 2, 0, 3, 6), "carol", TTL))
 		}),
 		w("claim/4-writers", 4, func(r *Run) {
-			r.AckResults("claim", r.Store.Claim(items(0, 4, 5, 6, 7, 1, 2), "carol", Now, TTL))
+			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 4, 5, 6, 7, 1, 2), "carol", TTL))
 		}),
 		w("claim --first 2", 1, func(r *Run) {
-			r.AckResults("claim --first", r.Store.ClaimFirst(items(0, 0, 4, 5, 6), 2, "carol", Now, TTL))
+			r.AckResults("claim --first", at(r.Store, Now).ClaimFirst(items(0, 0, 4, 5, 6), 2, "carol", TTL))
 		}),
 		w("renew-batch", 1, func(r *Run) {
-			r.AckResults("renew-batch", r.Store.Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 2, 1, 1), Now, TTL))
+			r.AckResults("renew-batch", at(r.Store, Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 2, 1, 1), TTL))
 		}),
 		w("renew-batch/4-writers", 4, func(r *Run) {
-			r.AckResults("renew-batch", r.Store.Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 3), Now, TTL))
+			r.AckResults("renew-batch", at(r.Store, Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 3), TTL))
 		}),
 		w("release", 1, func(r *Run) {
-			r.AckResults("release", r.Store.Release(itemsTok(8, 1, 9, 1, 0, 1), Now))
+			r.AckResults("release", at(r.Store, Now).Release(itemsTok(8, 1, 9, 1, 0, 1)))
 		}),
 		w("complete", 1, func(r *Run) {
-			r.AckResults("complete", r.Store.Complete(itemsTok(8, 1, 10, 1, 1, 1), Now))
+			r.AckResults("complete", at(r.Store, Now).Complete(itemsTok(8, 1, 10, 1, 1, 1)))
 		}),
 		w("complete --publish", 1, func(r *Run) {
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(0), Token: 3}, "result.bin")
 		}),
 		w("claim/32", 1, func(r *Run) {
-			r.AckResults("claim", r.Store.Claim(span(44, 76, 0), "carol", Now, TTL))
+			r.AckResults("claim", at(r.Store, Now).Claim(span(44, 76, 0), "carol", TTL))
 		}),
 		w("renew-batch/32", 1, func(r *Run) {
-			r.AckResults("renew-batch", r.Store.Renew(span(12, 44, 1), Now, TTL))
+			r.AckResults("renew-batch", at(r.Store, Now).Renew(span(12, 44, 1), TTL))
 		}),
 		w("renew-batch/32/8-writers", 8, func(r *Run) {
-			r.AckResults("renew-batch", r.Store.Renew(span(12, 44, 1), Now, TTL))
+			r.AckResults("renew-batch", at(r.Store, Now).Renew(span(12, 44, 1), TTL))
 		}),
 		w("release/16", 1, func(r *Run) {
-			r.AckResults("release", r.Store.Release(span(12, 28, 1), Now))
+			r.AckResults("release", at(r.Store, Now).Release(span(12, 28, 1)))
 		}),
 		w("complete/16", 1, func(r *Run) {
-			r.AckResults("complete", r.Store.Complete(span(28, 44, 1), Now))
+			r.AckResults("complete", at(r.Store, Now).Complete(span(28, 44, 1)))
 		}),
 		w("claim+renew+complete --publish", 1, func(r *Run) {
-			res := r.Store.Claim(items(0, 4), "dave", Now, TTL)
+			res := at(r.Store, Now).Claim(items(0, 4), "dave", TTL)
 			r.AckResults("claim", res)
 			if res[0].Outcome != commit.OK {
 				return // a script stops at the first failure
 			}
-			rn := r.Store.Renew([]commit.Item{{ID: TestID(4), Token: res[0].Token}}, Now+10, TTL)
+			rn := at(r.Store, Now+10).Renew([]commit.Item{{ID: TestID(4), Token: res[0].Token}}, TTL)
 			r.AckResults("renew-batch", rn)
 			if rn[0].Outcome != commit.OK {
 				return
 			}
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(4), Token: res[0].Token}, "other.bin")
 		}),
+	}
+}
+
+// Abandoned publishes (SPEC §3), for the claims that settle them:
+//
+//	ID 80 committing (bob, token 1, expired) publishing r80.bin, already
+//	      moved to public/: a publisher killed between the move and done
+//	ID 81 committing (bob, token 1, expired) publishing r81.bin, still
+//	      staged: a publisher killed before the move
+var (
+	staged80  = staged{80, 1, "r80.bin", []byte("result of 80\n")}
+	staged81  = staged{81, 1, "r81.bin", []byte("result of 81, first holder\n")}
+	staged81b = staged{81, 2, "r81.bin", []byte("result of 81, second holder\n")}
+)
+
+func setupAbandoned(st *commit.Store, fsys commit.FS) error {
+	if err := setupWork(st, fsys); err != nil {
+		return err
+	}
+	for _, s := range []staged{staged80, staged81} {
+		if err := claimAt(st, TestID(s.id), "bob", T0, 10); err != nil {
+			return err
+		}
+		if err := stageFile(st, fsys, s); err != nil {
+			return err
+		}
+		if err := fsys.SyncFile(s.path()); err != nil {
+			return err
+		}
+		res := at(st, T0+2).Apply(leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
+		if res[0].Outcome != commit.OK {
+			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
+		}
+	}
+	return st.DurableMove(staged80.path(), path.Join(commit.PublicDir, staged80.name))
+}
+
+// lateClock is the clock of a batch whose input arrived late and whose
+// filesystem is slow: half a second passes per call through the seam, so
+// a 4 s lease written early in the batch is over before its directory is
+// fsynced at the end.
+func lateClock(calls int) float64 { return Now + float64(calls)*0.5 }
+
+// AbandonedScenarios are claims that meet abandoned publishes, and
+// batches whose clock moves while they run.
+func AbandonedScenarios() []*Scenario {
+	a := func(name string, run func(r *Run)) *Scenario {
+		return &Scenario{Name: name, Table: workTable(), Setup: setupAbandoned, Run: run, Writers: 1, Now: Now}
+	}
+	return []*Scenario{
+		a("claim/abandoned publish, moved", func(r *Run) {
+			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 80), "carol", TTL))
+		}),
+		a("claim/abandoned publish, staged, then publish", func(r *Run) {
+			res := at(r.Store, Now).Claim(items(0, 81), "carol", TTL)
+			r.AckResults("claim", res)
+			if res[0].Outcome != commit.OK {
+				return
+			}
+			if err := stageFile(r.Store, r.FS, staged81b); err != nil {
+				r.Outcome(commit.IOError)
+				return
+			}
+			pub, _ := at(r.Store, Now+1).CompletePublish(commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
+			r.Outcome(pub.Outcome)
+			if pub.Outcome == commit.OK {
+				r.Ack(Ack{Op: "complete --publish", Record: pub.Record, Published: staged81b.name, PublishedData: staged81b.data})
+			}
+		}),
+		{Name: "claim/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
+			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(span(44, 52, 0), "carol", 4)) }},
+		{Name: "renew-batch/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
+			Run: func(r *Run) { r.AckResults("renew-batch", r.Store.Renew(span(12, 20, 1), 4)) }},
 	}
 }
 
@@ -242,7 +346,7 @@ var (
 )
 
 func claimGroupAt(st *commit.Store, ts []leasefmt.ID, owner string, now, ttl float64) error {
-	res, err := st.ClaimGroup(commit.GroupID(ts), ts, owner, now, ttl)
+	res, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, owner, ttl)
 	if err != nil {
 		return err
 	}
@@ -280,7 +384,7 @@ func ackGroups(r *Run, op string, res []commit.GroupResult, err error) {
 
 func groupClaimRun(ts []leasefmt.ID) func(r *Run) {
 	return func(r *Run) {
-		res, err := r.Store.ClaimGroup(commit.GroupID(ts), ts, "carol", Now, TTL)
+		res, err := at(r.Store, Now).ClaimGroup(commit.GroupID(ts), ts, "carol", TTL)
 		ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
 	}
 }
@@ -297,25 +401,25 @@ func GroupScenarios() []*Scenario {
 		g("group-claim/held", groupClaimRun([]leasefmt.ID{TestID(203), TestID(206)})),
 		g("group-claim/16", groupClaimRun(targets(230, 246))),
 		g("group-renew", func(r *Run) {
-			res, err := r.Store.RenewGroups([]commit.Item{{ID: groupG1, Token: 1}, {ID: groupG2, Token: 1}}, Now, TTL)
+			res, err := at(r.Store, Now).RenewGroups([]commit.Item{{ID: groupG1, Token: 1}, {ID: groupG2, Token: 1}}, TTL)
 			ackGroups(r, "group-renew", res, err)
 		}),
 		g("group-renew/16", func(r *Run) {
-			res, err := r.Store.RenewGroups([]commit.Item{{ID: groupG3, Token: 1}}, Now, TTL)
+			res, err := at(r.Store, Now).RenewGroups([]commit.Item{{ID: groupG3, Token: 1}}, TTL)
 			ackGroups(r, "group-renew", res, err)
 		}),
 		g("group-release", func(r *Run) {
-			res, err := r.Store.ReleaseGroups([]commit.Item{{ID: groupG1, Token: 1}}, Now)
+			res, err := at(r.Store, Now).ReleaseGroups([]commit.Item{{ID: groupG1, Token: 1}})
 			ackGroups(r, "group-release", res, err)
 		}),
 		g("group-claim+renew", func(r *Run) {
 			ts := targets(204, 208)
-			res, err := r.Store.ClaimGroup(commit.GroupID(ts), ts, "carol", Now, TTL)
+			res, err := at(r.Store, Now).ClaimGroup(commit.GroupID(ts), ts, "carol", TTL)
 			ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
 			if err != nil || res.Outcome != commit.OK {
 				return
 			}
-			rn, err := r.Store.RenewGroups([]commit.Item{{ID: res.ID, Token: res.Token}}, Now+10, TTL)
+			rn, err := at(r.Store, Now+10).RenewGroups([]commit.Item{{ID: res.ID, Token: res.Token}}, TTL)
 			ackGroups(r, "group-renew", rn, err)
 		}),
 	}
@@ -329,40 +433,66 @@ func encode(r *leasefmt.Record) []byte {
 	return b
 }
 
+// Results of the damaged table, staged by token 1 of IDs 8, 9 and 54.
+var (
+	staged8  = staged{8, 1, "r8.bin", []byte("result of 8\n")}
+	staged9  = staged{9, 1, "r9.bin", []byte("result of 9\n")}
+	staged54 = staged{54, 1, "r54.bin", []byte("result of 54\n")}
+)
+
 // setupDamaged builds the work table with what crashes and other programs
 // leave for fsck, before the damage of damageTable:
 //
-//	ID 8  committing (bob, token 1) publishing result.bin, already moved
-//	      to public/ (a crash between the move and done)
-//	ID 9  committing (bob, token 1) publishing other.bin, which is in
-//	      public/ and still linked in stage/ (the link+unlink fallback died
-//	      between them)
+//	ID 8  committing (bob, token 1) publishing r8.bin, already moved to
+//	      public/ (a crash between the move and done)
+//	ID 9  committing (bob, token 1) publishing r9.bin, which is in
+//	      public/ and still linked in its staging directory (the
+//	      link+unlink fallback died between them)
+//	ID 54 committing (bob, token 1) publishing r54.bin, still staged,
+//	      expired (a crash before the move): rolled back
 func setupDamaged(st *commit.Store, fsys commit.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}
-	for _, c := range []struct {
-		id   int
-		name string
-	}{{8, "result.bin"}, {9, "other.bin"}} {
-		res := st.Apply(leasefmt.Work, items(1, c.id), commit.CommittingDecision(T0+2, c.name))
+	if err := claimAt(st, TestID(54), "bob", T0, 10); err != nil {
+		return err
+	}
+	for _, s := range []staged{staged8, staged9, staged54} {
+		if err := stageFile(st, fsys, s); err != nil {
+			return err
+		}
+		res := at(st, T0+2).Apply(leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
 		if res[0].Outcome != commit.OK {
-			return fmt.Errorf("setup committing: %s", res[0].Outcome.Reason())
+			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	return st.DurableMove(path.Join(commit.StageDir, "result.bin"), path.Join(commit.PublicDir, "result.bin"))
+	return st.DurableMove(staged8.path(), path.Join(commit.PublicDir, staged8.name))
 }
 
 // damageTable adds the damage that is not made through the store:
 //
-//	public/other.bin  a second name of stage/other.bin
+//	public/r9.bin    a second name of ID 9's staged r9.bin
+//	public/orphan.bin a result no record names
+//	stage/ID2.1/     the staging directory of a released token, not empty
+//	stage/junk       a file that is not a staging directory
 //	ID 10            a stray temp file beside its record
+//	ID 52            a record that does not validate (empty owner) with
+//	                 token 7: quarantined, token 7 kept in its place
+//	ID 53            bytes that do not parse: quarantined, a fresh token
+//	                 kept in its place
 //	ID 50            a torn record (half its bytes)
 //	ID 51            a valid record in the wrong shard directory
 //	group of 206-207 a group-claim that crashed with its manifest and one
 //	                 of its two targets written
 func damageTable(st *commit.Store, t *Tree) *Tree {
-	t = t.Link("stage/other.bin", "public/other.bin")
+	t = t.Link(staged9.path(), path.Join(commit.PublicDir, staged9.name))
+	t = t.Put(path.Join(commit.PublicDir, "orphan.bin"), []byte("nobody's\n"))
+	t = t.Put(path.Join(commit.StagePath(TestID(2), 1), "late.bin"), []byte("staged by a holder released since\n"))
+	t = t.Put(path.Join(commit.StageDir, "junk"), []byte("not a staging directory\n"))
+	bad52 := encode(&leasefmt.Record{Kind: leasefmt.Work, ID: TestID(52), Status: leasefmt.Leased, Owner: "x", Token: 7,
+		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000})
+	t = t.Put(st.RecordPath(leasefmt.Work, TestID(52)), []byte(strings.Replace(string(bad52), `"owner":"x"`, `"owner":""`, 1)))
+	t = t.Put(st.RecordPath(leasefmt.Work, TestID(53)), []byte("\x00\x01 not a record at all"))
 	rec := func(id int, owner string, tok int64) *leasefmt.Record {
 		return &leasefmt.Record{Kind: leasefmt.Work, ID: TestID(id), Status: leasefmt.Leased, Owner: owner, Token: tok,
 			ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000}
@@ -386,6 +516,17 @@ func damageTable(st *commit.Store, t *Tree) *Tree {
 		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000, Group: gid}
 	t = t.Put(st.RecordPath(leasefmt.Target, ts[0]), encode(tg))
 	return t
+}
+
+// damageQuarantine plants records fsck must quarantine:
+//
+//	ID 82 token 7 with an empty owner (the token is readable)
+//	ID 83 bytes that do not parse, where a holder had token 1 (none is)
+func damageQuarantine(st *commit.Store, t *Tree) *Tree {
+	bad := encode(&leasefmt.Record{Kind: leasefmt.Work, ID: TestID(82), Status: leasefmt.Leased, Owner: "x", Token: 7,
+		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000})
+	t = t.Put(st.RecordPath(leasefmt.Work, TestID(82)), []byte(strings.Replace(string(bad), `"owner":"x"`, `"owner":""`, 1)))
+	return t.Put(st.RecordPath(leasefmt.Work, TestID(83)), []byte("{\"schema\":\"lease.work/v1\",\"tok"))
 }
 
 // fsckRun runs fsck --repair and acknowledges what it reports repaired:
@@ -418,5 +559,27 @@ func FsckScenarios() []*Scenario {
 	noTable = &Scenario{Name: "fsck --repair/no TABLE", Table: workTable(), Setup: setupWork, Now: Now, Writers: 1, NoStore: true,
 		Damage: func(st *commit.Store, t *Tree) *Tree { return t.Remove(commit.TableFile) }}
 	noTable.Run = fsckRun(func() *Tree { t, _ := Base(noTable); return t })
-	return []*Scenario{damaged, noTable}
+	// A quarantine followed by a claim: the claim's tokens must be larger
+	// than any the quarantined bytes (or their lost holders) had.
+	var quarantine *Scenario
+	quarantine = &Scenario{Name: "fsck --repair, then claim", Table: workTable(), Setup: setupWork, Now: Now, Writers: 1, NoStore: true,
+		Damage:   damageQuarantine,
+		MinToken: map[leasefmt.ID]int64{TestID(82): 7, TestID(83): 1},
+	}
+	repair := fsckRun(func() *Tree { t, _ := Base(quarantine); return t })
+	quarantine.Run = func(r *Run) {
+		repair(r)
+		if r.Exit()&^1 != 0 {
+			return
+		}
+		st, err := commit.Open(Root, r.FS, nil)
+		if err != nil {
+			r.SetExit(4)
+			return
+		}
+		st.Writers = 1
+		r.Store = st
+		r.AckResults("claim", at(st, Now).Claim(items(0, 82, 83), "carol", TTL))
+	}
+	return []*Scenario{damaged, noTable, quarantine}
 }

@@ -25,7 +25,8 @@ import (
 var tableName = regexp.MustCompile(`^(` +
 	`|TABLE|\.TABLE\.tmp\.[0-9a-f]+` +
 	`|(work|targets|groups)(/[0-9a-f]{2,4}(/(\.lock|[0-9a-f]{64}\.json|\.[0-9a-f]{64}\.json\.tmp\.[0-9a-f]+))?)?` +
-	`|(stage|public)(/[^/\x00]+)?` +
+	`|stage(/[0-9a-f]{64}\.[1-9][0-9]*(/[^/\x00]+)?|/[^/\x00]+)?` +
+	`|public(/[^/\x00]+)?` +
 	`|lost\+found(/[^/\x00]+)?` +
 	`)$`)
 
@@ -337,13 +338,14 @@ $L init --root "$R" --shards 4 >/dev/null
 $L claim --root "$R" %s %s %s > held
 $L renew-batch --root "$R" < held > held2
 head -1 held2 > one
-printf 'result\n' > "$R/stage/out.bin"
+mkdir -p "$R/stage/%s.1"
+printf 'result\n' > "$R/stage/%s.1/out.bin"
 $L complete --root "$R" --publish out.bin < one >/dev/null
 tail -1 held2 | $L release --root "$R" >/dev/null
 $L group-claim --root "$R" %s %s >/dev/null
 printf '{"torn' > "$R/work/00/%s.json"
 $L fsck --root "$R" --repair --progress never >/dev/null || test $? -le 1
-`, umask, bin, root, ids[0], ids[1], ids[2], TestID(400), TestID(401), strings.Repeat("0", 64))
+`, umask, bin, root, ids[0], ids[1], ids[2], ids[0], ids[0], TestID(400), TestID(401), strings.Repeat("0", 64))
 			cmd := exec.Command("sh", "-c", script)
 			cmd.Dir = t.TempDir()
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -356,7 +358,7 @@ $L fsck --root "$R" --repair --progress never >/dev/null || test $? -le 1
 				}
 				fi, _ := os.Lstat(p)
 				rel, _ := filepath.Rel(root, p)
-				if rel == "stage/out.bin" || rel == "public/out.bin" || strings.HasPrefix(rel, "lost+found/work-00-") && !strings.HasSuffix(rel, ".why") {
+				if strings.HasPrefix(rel, "stage/"+ids[0]+".1") || rel == "public/out.bin" || strings.HasPrefix(rel, "lost+found/work-00-") && !strings.HasSuffix(rel, ".why") {
 					return nil // made by the script's printf, not by lease
 				}
 				want := fs.FileMode(0o666 &^ umask)

@@ -101,11 +101,12 @@ func TestRenew(t *testing.T) {
 			}
 			return out
 		}
-		held := lease(ids.String(), "claim", "--owner", "host-a/fuzz-3", "--root", root, "--shards", "4", "--now", "1000", "--ttl", "100", "-")
+		lease("", "init", "--root", root, "--shards", "4")
+		held := lease(ids.String(), "claim", "--owner", "host-a/fuzz-3", "--root", root, "--now", "1000", "--ttl", "100", "-")
 		if got := strings.Count(held, "\n"); got != n {
 			t.Fatalf("claimed %d leases, want %d:\n%s", got, n, held)
 		}
-		lease("", "claim", "--owner", "host-a/fuzz-3", "--root", root, "--now", "1000", "--ttl", "1", stale)
+		lease("", "claim", "--owner", "host-a/fuzz-3", "--root", root, "--now", "1000", "--ttl", "1", "--clock-skew", "0", stale)
 		if out := lease("", "claim", "--owner", "host-a/fuzz-3", "--root", root, "--now", "1002", "--ttl", "100", stale); out != stale+" 2\n" {
 			t.Fatalf("second claim of the stale lease printed %q", out)
 		}

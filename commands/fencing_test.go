@@ -1,0 +1,508 @@
+package commands_test
+
+// The holes of issue "Fencing without holes", one test each, run as a user
+// would: real lease processes (this test binary acting as lease), a real
+// kill -9 at an exact call, real signals, real delays.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasetool/lease/commands"
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// killAt is the environment variable of a lease process that must kill
+// itself with SIGKILL just before a given call through the FS seam:
+// "OP NAME", e.g. "fsyncdir public" (after the move of a publish, before
+// public/ is fsynced and done is written).
+const killAt = "LEASE_TEST_KILL_AT"
+
+// installKillPoint arms killAt in a test binary acting as lease.
+func installKillPoint() {
+	spec := os.Getenv(killAt)
+	if spec == "" {
+		return
+	}
+	op, prefix, _ := strings.Cut(spec, " ")
+	commands.SetWrapFS(func(f commit.FS) commit.FS {
+		return commit.WithHook(f, func(o commit.Op, name string) error {
+			if string(o) == op && strings.HasPrefix(name, prefix) {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				time.Sleep(time.Hour)
+			}
+			return nil
+		})
+	})
+}
+
+// leaseWithEnv runs lease to the end with extra environment.
+func (h *holdTable) leaseWithEnv(env []string, stdin string, args ...string) holdResult {
+	h.t.Helper()
+	cmd := h.command(args...)
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errb
+	if err := cmd.Start(); err != nil {
+		h.t.Fatal(err)
+	}
+	return holdResult{args, holdExit(h.t, cmd), out.String(), errb.String()}
+}
+
+func (h *holdTable) stageFile(id leasefmt.ID, token int64, name, data string) {
+	h.t.Helper()
+	dir := filepath.Join(h.root, filepath.FromSlash(commit.StagePath(id, token)))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// publicFiles lists ROOT/public/.
+func (h *holdTable) publicFiles() map[string]string {
+	h.t.Helper()
+	out := map[string]string{}
+	ents, err := os.ReadDir(filepath.Join(h.root, "public"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, e := range ents {
+		data, _ := os.ReadFile(filepath.Join(h.root, "public", e.Name()))
+		out[e.Name()] = string(data)
+	}
+	return out
+}
+
+// rawRecord reads the work record of id from disk.
+func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
+	h.t.Helper()
+	osfs, err := commit.OS(h.root)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer osfs.Close()
+	st, err := commit.Open(h.root, osfs, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	rec, err := st.Read(leasefmt.Work, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return rec
+}
+
+// waitPast sleeps until the system clock is past t.
+func waitPast(t float64) {
+	for d := time.Until(time.UnixMicro(int64(t * 1e6))); d > 0; d = time.Until(time.UnixMicro(int64(t * 1e6))) {
+		time.Sleep(d + 10*time.Millisecond)
+	}
+}
+
+// Hole 1: complete --publish killed after the move into public/ but before
+// done. The next claim of the expired record must roll it forward (done,
+// nothing claimed, nothing published twice), not take it over; killed
+// before the move, the claim rolls it back and grants the next token, whose
+// publish then publishes exactly one result.
+func TestFenceKillBetweenMoveAndDone(t *testing.T) {
+	h := newHoldTable(t)
+	id := holdID("kill-mid-publish")
+	h.must(0, "", "claim", "--ttl", "1", string(id))
+	h.stageFile(id, 1, "result.txt", "first holder\n")
+	r := h.leaseWithEnv([]string{killAt + "=fsyncdir public"}, string(id)+" 1\n", "complete", "--publish", "result.txt")
+	if r.code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("the kill point did not fire: %s", r)
+	}
+	rec := h.rawRecord(id)
+	if rec.Status != leasefmt.Committing || rec.Publish != "result.txt" {
+		t.Fatalf("after the kill the record is %+v, want committing with publish", rec)
+	}
+	if got := h.publicFiles(); len(got) != 1 {
+		t.Fatalf("after the kill public/ holds %v, want the moved result", got)
+	}
+	waitPast(rec.ExpiresAt + 0.2) // past expires_at + clock_skew (0.1 s)
+	r = h.must(1, "", "claim", "--owner", "second", "--ttl", "30", string(id))
+	if coreReasons(t, r.errOut)[id] != "done" || !strings.Contains(r.errOut, "rolled forward") {
+		t.Fatalf("claim of an abandoned, moved publish: %s\nwant done (rolled forward)", r)
+	}
+	if rec := h.rawRecord(id); rec.Status != leasefmt.Done || rec.Token != 1 || rec.Publish != "result.txt" {
+		t.Fatalf("after the claim the record is %+v, want done with token 1", rec)
+	}
+	if got := h.publicFiles(); len(got) != 1 || got["result.txt"] != "first holder\n" {
+		t.Fatalf("public/ holds %v, want exactly the first holder's result", got)
+	}
+	if r := h.lease("", "fsck"); r.code != 0 {
+		t.Fatalf("fsck after the roll forward: %s", r)
+	}
+
+	// Killed before the move: rolled back, claimed, published once.
+	id2 := holdID("kill-before-move")
+	h.must(0, "", "claim", "--ttl", "1", string(id2))
+	h.stageFile(id2, 1, "result2.txt", "never published\n")
+	r = h.leaseWithEnv([]string{killAt + "=rename-noreplace public"}, string(id2)+" 1\n", "complete", "--publish", "result2.txt")
+	if r.code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("the kill point did not fire: %s", r)
+	}
+	rec = h.rawRecord(id2)
+	waitPast(rec.ExpiresAt + 0.2)
+	r = h.must(0, "", "claim", "--owner", "second", "--ttl", "30", string(id2))
+	if r.out != string(id2)+" 2\n" {
+		t.Fatalf("claim of an abandoned publish still staged: %s\nwant token 2", r)
+	}
+	h.stageFile(id2, 2, "result2.txt", "second holder\n")
+	h.must(0, string(id2)+" 2\n", "complete", "--publish", "result2.txt")
+	if got := h.publicFiles(); got["result2.txt"] != "second holder\n" || len(got) != 2 {
+		t.Fatalf("public/ holds %v, want one result per ID, the second holder's for %s", got, id2.Short())
+	}
+	if r := h.lease("", "fsck", "--repair"); r.code != 1 || !strings.Contains(r.out, "stale-stage") {
+		t.Fatalf("fsck --repair of the first holder's staging directory: %s", r)
+	}
+	if r := h.lease("", "fsck"); r.code != 0 {
+		t.Fatalf("fsck after one repair: %s", r)
+	}
+}
+
+// slowReader returns its data after a delay: input that arrives late.
+type slowReader struct {
+	delay time.Duration
+	data  io.Reader
+	slept bool
+}
+
+func (s *slowReader) Read(p []byte) (int, error) {
+	if !s.slept {
+		time.Sleep(s.delay)
+		s.slept = true
+	}
+	return s.data.Read(p)
+}
+
+func runSlow(t *testing.T, delay time.Duration, stdin string, args ...string) coreResult {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := commands.Run(append([]string{"lease"}, args...), &slowReader{delay: delay, data: strings.NewReader(stdin)}, &out, &errb)
+	return coreResult{code: code, out: out.String(), errOut: errb.String()}
+}
+
+// Hole 2: the clock is read under each record's lock, not once at process
+// start: input that arrives late grants and renews from the time it is
+// written, and does not complete a lease that ran out meanwhile.
+func TestFenceClockReadUnderLock(t *testing.T) {
+	root := coreRoot(t)
+	ids := coreIDs("late", 3)
+	start := commit.SystemClock()
+	r := runSlow(t, 1500*time.Millisecond, string(ids[0])+"\n", "claim", "--root", root, "--ttl", "1.2", "--clock-skew", "0.1", "-")
+	if r.code != 0 || r.out != string(ids[0])+" 1\n" {
+		t.Fatalf("late claim: %+v", r)
+	}
+	rec := coreRecord(t, root, ids[0])
+	if rec.ClaimedAt < start+1.4 || math.Abs(rec.ExpiresAt-rec.ClaimedAt-1.2) > 1e-5 || rec.ExpiresAt <= commit.SystemClock()-0.3 {
+		t.Fatalf("a claim whose input came 1.5 s late: claimed_at %v (start %v), expires_at %v: the clock was not read under the lock",
+			rec.ClaimedAt, start, rec.ExpiresAt)
+	}
+	// renew-batch: a late renewal with --ttl 1 extends from when it is
+	// written (it does not write a lease that is already over), and one
+	// without --ttl keeps the lease's own duration.
+	coreMust(t, 0, "", "claim", "--root", root, "--ttl", "100", string(ids[1]))
+	r = runSlow(t, 1500*time.Millisecond, string(ids[1])+" 1\n", "renew-batch", "--root", root, "--ttl", "1", "--clock-skew", "0.1")
+	rec = coreRecord(t, root, ids[1])
+	if r.code != 0 || rec.RenewedAt < rec.ClaimedAt+1.4 || math.Abs(rec.ExpiresAt-rec.RenewedAt-1) > 1e-5 {
+		t.Fatalf("late renewal: %+v; record %+v", r, rec)
+	}
+	coreMust(t, 0, string(ids[1])+" 1\n", "renew-batch", "--root", root, "--ttl", "100", "--clock-skew", "0.1")
+	coreMust(t, 0, string(ids[1])+" 1\n", "renew-batch", "--root", root)
+	rec = coreRecord(t, root, ids[1])
+	if d := rec.ExpiresAt - rec.RenewedAt; d < 99.99 || d > 100.01 {
+		t.Fatalf("a renewal without --ttl gave %v s, want the lease's own 100 s", d)
+	}
+	// complete: the lease expires while the input is late.
+	coreMust(t, 0, "", "claim", "--root", root, "--ttl", "1", "--clock-skew", "0", string(ids[2]))
+	r = runSlow(t, 1500*time.Millisecond, string(ids[2])+" 1\n", "complete", "--root", root, "--clock-skew", "0")
+	if r.code != 1 || coreReasons(t, r.errOut)[ids[2]] != "expired" {
+		t.Fatalf("late complete of a lease that ran out: %+v, want expired", r)
+	}
+	if rec := coreRecord(t, root, ids[2]); rec.Status != leasefmt.Leased {
+		t.Fatalf("a late complete wrote %+v", rec)
+	}
+}
+
+// Hole 3: a token never repeats across lease fsck --repair. A record with a
+// readable token is replaced by a released record with that token; one
+// with no readable token by a token no claim can have had. The old holder
+// is fenced out either way.
+func TestFenceTokenAfterQuarantine(t *testing.T) {
+	root := coreRoot(t)
+	ids := coreIDs("quarantine", 2)
+	bad := `{"schema":"lease.work/v1","id":"` + string(ids[0]) + `","status":"leased","owner":"","token":7,` +
+		`"claimed_at":1000,"renewed_at":1000,"expires_at":2000}` + "\n"
+	os.MkdirAll(filepath.Dir(corePath(root, ids[0])), 0o755)
+	os.WriteFile(corePath(root, ids[0]), []byte(bad), 0o644)
+	held := coreMust(t, 0, "", "claim", "--root", root, "--ttl", "100", string(ids[1])).out
+	os.WriteFile(corePath(root, ids[1]), []byte("\x00garbage, no token here"), 0o644)
+	r := coreMust(t, 1, "", "fsck", "--root", root, "--repair")
+	if !strings.Contains(r.out, "token 7") {
+		t.Errorf("the repair does not say it kept token 7:\n%s", r.out)
+	}
+	coreMust(t, 0, "", "fsck", "--root", root)
+	r = coreMust(t, 0, "", "claim", "--root", root, "--ttl", "100", string(ids[0]), string(ids[1]))
+	got := coreLines(t, r.out)
+	if got[ids[0]] != "8" {
+		t.Errorf("claim after quarantining token 7: token %s, want 8", got[ids[0]])
+	}
+	var tok int64
+	fmt.Sscan(got[ids[1]], &tok)
+	if tok <= 1 {
+		t.Errorf("claim after quarantining an unreadable record: token %d, want one no earlier claim had", tok)
+	}
+	// The old holder of the unreadable record's token 1 is fenced out.
+	for _, cmd := range []string{"verify", "renew-batch", "complete", "release"} {
+		r := coreMust(t, 1, held, cmd, "--root", root)
+		if coreReasons(t, r.errOut)[ids[1]] != "stale-token" {
+			t.Errorf("%s by the old holder after the repair: %s", cmd, r)
+		}
+	}
+}
+
+// Hole 4: a lease run whose lease is released or revoked from outside
+// stops its command at once (exit 124), before anybody else's claim.
+func TestFenceRunStopsWhenReleasedOrRevoked(t *testing.T) {
+	for _, how := range []string{"release", "revoke"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHoldTable(t)
+			id := holdID("outside-" + how)
+			p := h.start("run", "--ttl", "30", "--interval", "10", "--grace", "1", string(id), "--", "sh", "-c", `echo $$ > pid; echo ready; exec sleep 60`)
+			p.expect("ready")
+			took := time.Now()
+			switch how {
+			case "release":
+				h.must(0, string(id)+" 1\n", "release")
+			case "revoke":
+				if r := h.must(0, "", "revoke", string(id)); r.out != string(id)+" 1\n" {
+					t.Fatalf("revoke printed %q", r.out)
+				}
+			}
+			if code := p.wait(); code != 124 {
+				t.Fatalf("lease run exited %d after its lease was %sd, want 124\nstderr:\n%s", code, how, p.errOut)
+			}
+			if d := time.Since(took); d > 10*time.Second {
+				t.Fatalf("lease run took %v to notice (renewals every 10 s): it waited for a renewal", d)
+			}
+			data, _ := os.ReadFile(filepath.Join(h.dir, "pid"))
+			var pid int
+			fmt.Sscan(string(data), &pid)
+			if pid == 0 || alive(pid) {
+				t.Fatalf("the command (pid %d) still runs", pid)
+			}
+			if r := h.must(0, "", "claim", "--owner", "next", string(id)); r.out != string(id)+" 2\n" {
+				t.Fatalf("claim after the %s: %q, want token 2", how, r.out)
+			}
+		})
+	}
+}
+
+// Hole 6: with renewals failing (the record's lock held by someone else),
+// lease run stops its command before the lease counts as lost
+// (expires_at - clock_skew), and a claimer cannot take the lease before
+// expires_at + clock_skew.
+func TestFenceRunStopsBeforeTakeover(t *testing.T) {
+	h := newHoldTable(t)
+	id := holdID("stop-in-time")
+	env := []string{"LEASE_CLOCK_SKEW=1"}
+	cmd := h.command("run", "--ttl", "4", "--interval", "0.5", "--grace", "1", string(id), "--",
+		"sh", "-c", `trap 'date +%s.%N > term; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
+	cmd.Env = append(cmd.Env, env...)
+	p := &holdProc{t: t, cmd: cmd, lines: make(chan string, 10), errOut: &bytes.Buffer{}, out: &bytes.Buffer{}}
+	cmd.Stderr = &syncWriter{w: p.errOut}
+	pipe, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	go func() {
+		buf := make([]byte, 64)
+		for {
+			n, err := pipe.Read(buf)
+			if n > 0 && strings.Contains(string(buf[:n]), "ready") {
+				p.lines <- "ready"
+			}
+			if err != nil {
+				close(p.lines)
+				return
+			}
+		}
+	}()
+	p.expect("ready")
+	coreHoldLock(t, h.root, id) // every renewal now waits and times out
+	rec := h.rawRecord(id)      // as last renewed: no renewal can land any more
+	if code := p.wait(); code != 124 {
+		t.Fatalf("lease run exited %d, want 124\nstderr:\n%s", code, p.errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(h.dir, "term"))
+	if err != nil {
+		t.Fatalf("the command never got SIGTERM: %v\nstderr:\n%s", err, p.errOut)
+	}
+	var term float64
+	fmt.Sscan(string(data), &term)
+	// The record was not renewed (its lock was held): its expires_at is the
+	// claim's. SIGTERM comes a grace (1 s) before expires_at - clock_skew,
+	// where SIGKILL would follow; the command, which exits on SIGTERM, is
+	// gone long before a claimer may take the lease (expires_at +
+	// clock_skew). lease run itself ends later: it waits for the renewal in
+	// flight and releases.
+	if term >= rec.ExpiresAt-1 {
+		t.Errorf("SIGTERM at %.3f, not before expires_at - clock_skew = %.3f", term, rec.ExpiresAt-1)
+	}
+	if term < rec.ClaimedAt+1 {
+		t.Errorf("SIGTERM at %.3f, %.3f s after the claim: before a renewal could be retried", term, term-rec.ClaimedAt)
+	}
+	if !strings.Contains(p.errOut.String(), "lease lost") {
+		t.Errorf("no lease lost message:\n%s", p.errOut)
+	}
+}
+
+// Hole 7: only lease init creates a table: every other command refuses a
+// root without TABLE and creates nothing there.
+func TestFenceNoTableNoCreate(t *testing.T) {
+	id := string(coreID("nowhere"))
+	for _, tc := range []struct {
+		code  int
+		stdin string
+		args  []string
+	}{
+		{2, "", []string{"claim", id}},
+		{2, id + " 1\n", []string{"renew-batch"}},
+		{2, id + " 1\n", []string{"release"}},
+		{2, id + " 1\n", []string{"complete"}},
+		{2, id + " 1\n", []string{"verify"}},
+		{2, "", []string{"revoke", id}},
+		{2, "", []string{"group-claim", id}},
+		{2, "", []string{"status"}},
+		{125, "", []string{"run", id, "--", "true"}},
+	} {
+		root := filepath.Join(t.TempDir(), "no", "such", "table")
+		r := coreLease(t, tc.stdin, append([]string{tc.args[0], "--root", root}, tc.args[1:]...)...)
+		if r.code != tc.code || !strings.Contains(r.errOut, "no lease table at "+root) || !strings.Contains(r.errOut, "lease init") {
+			t.Errorf("%v on a missing root: %s\nwant exit %d naming the root and lease init", tc.args, r, tc.code)
+		}
+		if _, err := os.Lstat(filepath.Dir(filepath.Dir(root))); err == nil {
+			t.Errorf("%v created %s", tc.args, filepath.Dir(filepath.Dir(root)))
+		}
+	}
+}
+
+// Hole 8: claim --first --json says the exit status the process returns;
+// renew-batch --watch stopped early still prints its held set; and one it
+// finished meanwhile is not printed as held.
+func TestFenceSmall(t *testing.T) {
+	root := coreRoot(t)
+	ids := coreIDs("small", 3)
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "other", string(ids[0]))
+	r := coreMust(t, 0, coreJoin(ids, ""), "claim", "--root", root, "--first", "1", "--json", "-")
+	var doc struct {
+		Exit int `json:"exit"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || doc.Exit != 0 {
+		t.Errorf("claim --first --json after a passed-over candidate: exit field %d (%v), process exit 0:\n%s", doc.Exit, err, r.out)
+	}
+	r = coreMust(t, 0, coreJoin(ids, ""), "claim", "--root", root, "--first", "1", "-")
+	if r.errOut != "" {
+		t.Errorf("claim --first printed passed-over candidates: %q", r.errOut)
+	}
+}
+
+func TestFenceWatchStopsCleanly(t *testing.T) {
+	h := newHoldTable(t)
+	ids := []leasefmt.ID{holdID("watch-a"), holdID("watch-b")}
+	lines := h.claim("keeper", "60", ids...)
+	// SIGTERM while the input is still being read (stdin held open): the
+	// first round still runs and the held set is printed, exit 0.
+	cmd := h.command("renew-batch", "--watch", "--interval", "5")
+	stdin, _ := cmd.StdinPipe()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	io.WriteString(stdin, lines)
+	stdin.Close()
+	if code := holdExit(t, cmd); code != 0 || out.String() != lines {
+		t.Fatalf("--watch stopped by an early SIGTERM: exit %d, stdout %q; want 0 and %q\nstderr:\n%s", code, out.String(), lines, errb.String())
+	}
+	// A lease completed while the watch runs is not printed as held.
+	held := filepath.Join(h.dir, "held")
+	os.WriteFile(held, []byte(lines), 0o644)
+	p := &watchProc{holdProc: h.start("renew-batch", "--watch", "-v", "--interval", "5", held)}
+	p.errLines, p.errOut = make(chan string, 100), &strings.Builder{}
+	time.Sleep(500 * time.Millisecond) // the first round
+	h.must(0, string(ids[0])+" 1\n", "complete")
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(); code != 0 {
+		t.Fatalf("--watch after SIGTERM: exit %d\n%s", code, p.errOut)
+	}
+	if want := string(ids[1]) + " 1\n"; p.out.String() != want {
+		t.Fatalf("--watch printed %q after one lease was completed, want only %q\nstderr:\n%s", p.out.String(), want, p.holdProc.errOut)
+	}
+	if !strings.Contains(p.holdProc.errOut.String(), "done "+string(ids[0])) {
+		t.Errorf("the completed lease was not reported lost:\n%s", p.holdProc.errOut)
+	}
+}
+
+// Error texts name the record, the operation and the cause: a read-only
+// or full filesystem is said so, a temp file that is gone is not named,
+// and the records after a batch's first failure say why they were not
+// attempted.
+func TestFenceErrorTexts(t *testing.T) {
+	root := coreRoot(t)
+	ids := coreIDs("errtext", 3)
+	coreMust(t, 0, "", "claim", "--root", root, "--ttl", "100", string(ids[0]), string(ids[1]), string(ids[2]))
+	inject := func(op commit.Op, errno syscall.Errno, once bool) func() {
+		fired := false
+		return commands.SetWrapFS(func(f commit.FS) commit.FS {
+			return commit.WithHook(f, func(o commit.Op, name string) error {
+				if o == op && !(once && fired) {
+					fired = true
+					return &fs.PathError{Op: string(o), Path: filepath.Join(root, name), Err: errno}
+				}
+				return nil
+			})
+		})
+	}
+	restore := inject(commit.OpLock, syscall.EROFS, false)
+	r := coreMust(t, 4, string(ids[0])+" 1\n", "renew-batch", "--root", root, "--writers", "1")
+	restore()
+	if !strings.Contains(r.errOut, "cannot lock the record") || !strings.Contains(r.errOut, "read-only") ||
+		!strings.Contains(r.errOut, "nothing was written") || !strings.Contains(r.errOut, corePath(root, ids[0])) {
+		t.Errorf("read-only filesystem: %s", r.errOut)
+	}
+	restore = inject(commit.OpWrite, syscall.ENOSPC, false)
+	r = coreMust(t, 4, string(ids[0])+" 1\n", "renew-batch", "--root", root, "--writers", "1")
+	restore()
+	if !strings.Contains(r.errOut, "no space left") || strings.Contains(r.errOut, ".tmp.") || !strings.Contains(r.errOut, "temp file was removed") {
+		t.Errorf("full filesystem: %s", r.errOut)
+	}
+	restore = inject(commit.OpCreate, syscall.EIO, true)
+	r = coreMust(t, 4, coreJoin(ids, " 1"), "renew-batch", "--root", root, "--writers", "1")
+	restore()
+	if n := strings.Count(r.errOut, "not attempted: the batch stopped at an I/O error of "); n != 2 {
+		t.Errorf("records after the first failure: %d say why they were not attempted:\n%s", n, r.errOut)
+	}
+	if strings.Count(r.errOut, "input/output error") != 3 {
+		t.Errorf("not every line names the cause:\n%s", r.errOut)
+	}
+}

@@ -1,0 +1,98 @@
+package commit
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpError is an I/O error of one step of an operation on a record. Its text
+// names the step, the file when it is not the record itself (which the
+// caller's report names), and the cause, with a hint for the causes an
+// operator can do something about: a full or read-only filesystem, missing
+// permissions, a stale NFS handle.
+type OpError struct {
+	// Op is the step, as a phrase: "cannot lock the record".
+	Op string
+	// Path is the file of the step when it is worth naming; "" otherwise.
+	Path string
+	Err  error
+}
+
+func (e *OpError) Error() string {
+	msg := e.Op
+	if e.Path != "" {
+		msg += " " + e.Path
+	}
+	return msg + ": " + describe(e.Err)
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// describe renders err for a report: a path error keeps its operation and
+// path, and an errno the operator can fix gets a hint.
+func describe(err error) string {
+	if err == nil {
+		return ""
+	}
+	var oe *OpError
+	if errors.As(err, &oe) && oe == err {
+		return oe.Error()
+	}
+	msg := err.Error()
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		msg = pe.Op + " " + pe.Path + ": " + pe.Err.Error()
+	}
+	if h := hint(err); h != "" {
+		msg += " (" + h + ")"
+	}
+	return msg
+}
+
+// hint says what an errno means for the table, or "".
+func hint(err error) string {
+	var errno syscall.Errno
+	if !errors.As(err, &errno) {
+		return ""
+	}
+	switch errno {
+	case unix.EROFS:
+		return "the table's filesystem is mounted read-only; nothing was written"
+	case unix.ENOSPC:
+		return "the table's filesystem is full; the record is unchanged and the temp file removed"
+	case unix.EDQUOT:
+		return "the disk quota of the table's filesystem is exhausted; the record is unchanged"
+	case unix.EACCES, unix.EPERM:
+		return "permission denied: check the owner and modes of the table (lease init --shared for a table shared by a group)"
+	case unix.ESTALE:
+		return "stale file handle: the file was replaced on another client of a network filesystem"
+	case unix.EIO:
+		return "the storage reported an I/O error"
+	}
+	return ""
+}
+
+// SameFile reports whether a and b describe one regular file (one inode).
+func SameFile(a, b fs.FileInfo) bool {
+	if a == nil || b == nil || !a.Mode().IsRegular() || !b.Mode().IsRegular() {
+		return false
+	}
+	ka, oka := inodeOf(a)
+	kb, okb := inodeOf(b)
+	return oka && okb && ka == kb
+}
+
+type fileKey struct{ dev, ino uint64 }
+
+func inodeOf(fi fs.FileInfo) (fileKey, bool) {
+	switch st := fi.Sys().(type) {
+	case *unix.Stat_t:
+		return fileKey{uint64(st.Dev), st.Ino}, true
+	case *syscall.Stat_t:
+		return fileKey{uint64(st.Dev), st.Ino}, true
+	}
+	return fileKey{}, false
+}
