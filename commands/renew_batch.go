@@ -214,6 +214,9 @@ func watchSettings(c *cli.Context, e *env, ranks int) error {
 	if c.IsSet("now") {
 		return usageErr("--now cannot be used with --watch: renewals follow the system clock")
 	}
+	if err := e.set.CheckRenewInterval(); err != nil {
+		return err
+	}
 	if ranks > 1 && e.set.MPITimeout > 0 && e.set.RenewInterval >= e.set.MPITimeout {
 		return usageErr("renew_interval %g (%s) must be less than mpi_timeout %g (%s): ranks wait for each other once per round",
 			e.set.RenewInterval, e.set.Origin("renew_interval"), e.set.MPITimeout, e.set.Origin("mpi_timeout"))

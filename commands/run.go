@@ -151,6 +151,9 @@ func runRun(c *cli.Context) error {
 	if c.IsSet("now") {
 		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitToolFailed)
 	}
+	if err := e.set.CheckRenewInterval(); err != nil {
+		return toolFailed(err)
+	}
 	id, argv, err := splitRunArgs(c.Args().Slice())
 	if err != nil {
 		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitToolFailed)

@@ -214,12 +214,25 @@ func (s *Settings) resolve(vals map[string]any) error {
 		return usageErr("ttl %g (%s) must be more than clock_skew %g (%s): a holder counts its lease as lost from expires_at - clock_skew",
 			s.TTL, s.origin["ttl"], s.ClockSkew, s.origin["clock_skew"])
 	}
-	if s.RenewInterval <= 0 || s.RenewInterval >= s.TTL-s.ClockSkew {
-		return usageErr("renew_interval %g (%s) must be more than 0 and less than ttl - clock_skew = %g (ttl %s, clock_skew %s): a renewal could not arrive before the lease counts as lost",
-			s.RenewInterval, s.origin["renew_interval"], s.TTL-s.ClockSkew, s.origin["ttl"], s.origin["clock_skew"])
+	if s.explicit["renew_interval"] {
+		if err := s.CheckRenewInterval(); err != nil {
+			return err
+		}
 	}
 	if s.Root == "" {
 		return usageErr("root (%s) is empty", s.origin["root"])
+	}
+	return nil
+}
+
+// CheckRenewInterval refuses a renewal interval under which a renewal could
+// not arrive before the lease counts as lost: the commands that renew on an
+// interval (lease run, renew-batch --watch) call it, and resolve does when
+// the interval was given explicitly.
+func (s *Settings) CheckRenewInterval() error {
+	if s.RenewInterval <= 0 || s.RenewInterval >= s.TTL-s.ClockSkew {
+		return usageErr("renew_interval %g (%s) must be more than 0 and less than ttl - clock_skew = %g (ttl %s, clock_skew %s): a renewal could not arrive before the lease counts as lost",
+			s.RenewInterval, s.origin["renew_interval"], s.TTL-s.ClockSkew, s.origin["ttl"], s.origin["clock_skew"])
 	}
 	return nil
 }

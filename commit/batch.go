@@ -111,9 +111,9 @@ type Result struct {
 // success that needs no write (a retried complete).
 type Decide func(it Item, cur *leasefmt.Record, now float64) (next *leasefmt.Record, out Outcome, detail string)
 
-// settlePolicy says whether an abandoned publish met under the lock is
-// settled before deciding (see Store.settle); nil never settles.
-type settlePolicy func(cur *leasefmt.Record, now float64) bool
+// settlePolicy says whether an abandoned publish met under the lock by item
+// it is settled before deciding (see Store.settle); nil never settles.
+type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 
 // Apply runs decide over items as one group commit and returns the results
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
@@ -328,7 +328,7 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 	}
 	var settled *leasefmt.Record
 	settledHow := ""
-	if settle != nil && cur != nil && abandonedPublish(cur) && settle(cur, now) {
+	if settle != nil && cur != nil && abandonedPublish(cur) && settle(it, cur, now) {
 		if settled, settledHow, err = s.settle(cur, now); err != nil {
 			r.Outcome, r.Detail = IOError, describe(err)
 			return err

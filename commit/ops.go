@@ -189,17 +189,29 @@ func (s *Store) settleWhenTaken(cur *leasefmt.Record, now float64) bool {
 	return !Taken(cur, now, s.ClockSkew)
 }
 
+// settleTaken is settleWhenTaken as a policy (claims).
+func (s *Store) settleTaken(_ Item, cur *leasefmt.Record, now float64) bool {
+	return s.settleWhenTaken(cur, now)
+}
+
+// settleOwn settles an abandoned publish met by its own holder's token
+// (its completer holds the lock throughout, so a committing record met
+// under the lock has no completer at work), or by anyone once a claimer
+// could take it over; never a live one for a stale token.
+func (s *Store) settleOwn(it Item, cur *leasefmt.Record, now float64) bool {
+	return it.Token == cur.Token || s.settleWhenTaken(cur, now)
+}
+
 // settleAlways settles an abandoned publish whenever it is met under the
-// lock (lease revoke): its completer holds the lock throughout, so a
-// committing record met under the lock has no completer at work.
-func settleAlways(*leasefmt.Record, float64) bool { return true }
+// lock (lease revoke, the operator's take-back).
+func settleAlways(Item, *leasefmt.Record, float64) bool { return true }
 
 // Claim claims items (tokens ignored) for owner for ttl seconds. An
 // expired committing record that names a published result is first
 // rolled forward (done) or back (released) as SPEC §3 says, never simply
 // taken over.
 func (s *Store) Claim(items []Item, owner string, ttl float64) []Result {
-	return s.apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.ClockSkew), s.settleWhenTaken)
+	return s.apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.ClockSkew), s.settleTaken)
 }
 
 // ClaimFirst claims at most n of items, trying them in input order in waves
@@ -234,9 +246,14 @@ func (s *Store) Renew(items []Item, ttl float64) []Result {
 	return s.Apply(leasefmt.Work, items, RenewDecision(ttl, s.ClockSkew))
 }
 
-// Release releases items.
+// Release releases items. A committing record that names a published
+// result, met with its own token, is settled first, whatever its expiry:
+// released as it is, its publish would be dropped while the result may
+// already be in public/ (a complete killed after the move, then released
+// by its lease run), and nobody could publish that name again. Rolled
+// forward, the release reports done.
 func (s *Store) Release(items []Item) []Result {
-	return s.Apply(leasefmt.Work, items, ReleaseDecision(s.ClockSkew))
+	return s.apply(leasefmt.Work, items, ReleaseDecision(s.ClockSkew), s.settleOwn)
 }
 
 // Revoke ends the leases of items (tokens ignored) whoever holds them: the

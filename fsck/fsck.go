@@ -91,6 +91,9 @@ type checker struct {
 	// or committing record names it (see listPublic).
 	public  map[string]bool
 	records atomic.Int64
+	// partial is set once any part of the check failed (an io finding):
+	// what was not read cannot vouch for a result, so no orphans then.
+	partial atomic.Bool
 }
 
 // committingRec is a committing work record that names a published result.
@@ -129,6 +132,9 @@ func Check(root string, fsys commit.FS, opt Options, report func(*Finding)) (*Su
 func (c *checker) emit(f *Finding) {
 	if f == nil {
 		return
+	}
+	if f.Kind == KindIO {
+		c.partial.Store(true)
 	}
 	c.sum.add(f)
 	c.report(f)

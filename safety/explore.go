@@ -302,6 +302,7 @@ type checker struct {
 	baseRecs map[recKey]*leasefmt.Record
 	planted  map[recKey]bool   // base records Scenario.Damage put there: never acknowledged to anyone
 	staged   map[string][]byte // stage/ files of the base by path below stage/: never lost
+	public   map[string][]byte // public/ files of the undamaged base: published, never unpublished
 
 	cacheMu sync.Mutex
 	cache   map[string]*leasefmt.Record // decoded record files by path and content; nil: invalid
@@ -362,7 +363,29 @@ func newChecker(x *Explorer, sc *Scenario, base *Tree, acks []Ack, written [][]b
 		}
 	}
 	c.planted = plantedRecords(sc, c.baseRecs)
+	c.public = publicFiles(sc, base)
 	return c
+}
+
+// publicFiles are the results in public/ of sc's starting table before
+// any Damage: each was published by a complete --publish.
+func publicFiles(sc *Scenario, base *Tree) map[string][]byte {
+	t := base
+	if sc.Damage != nil {
+		undamaged := *sc
+		undamaged.Damage = nil
+		var err error
+		if t, err = Base(&undamaged); err != nil {
+			return nil
+		}
+	}
+	out := map[string][]byte{}
+	t.Walk(func(p string, dir bool, data []byte) {
+		if name, ok := strings.CutPrefix(p, commit.PublicDir+"/"); ok && !dir && !strings.Contains(name, "/") {
+			out[name] = data
+		}
+	})
+	return out
 }
 
 // plantedRecords are the base records that sc.Damage added or changed: a
@@ -822,6 +845,11 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 			found[string(data)] = true
 		}
 	})
+	for name, data := range c.public {
+		if p, _, ok := t.Get(commit.PublicDir + "/" + name); !ok || string(p) != string(data) {
+			v = append(v, fmt.Sprintf("public/%s was published before the operation, and after recovery it is gone or changed", name))
+		}
+	}
 	perID := map[leasefmt.ID][]string{}
 	for rel, data := range c.staged {
 		dir, name := path.Split(rel)

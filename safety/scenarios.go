@@ -257,7 +257,11 @@ func WorkScenarios() []*Scenario {
 //	      moved to public/: a publisher killed between the move and done
 //	ID 81 committing (bob, token 1, expired) publishing r81.bin, still
 //	      staged: a publisher killed before the move
+//	ID 84 committing (bob, token 1, live until 2050) publishing r84.bin,
+//	      already moved: a complete killed after the move whose lease run
+//	      then releases
 var (
+	staged84  = staged{84, 1, "r84.bin", []byte("result of 84\n")}
 	staged80  = staged{80, 1, "r80.bin", []byte("result of 80\n")}
 	staged81  = staged{81, 1, "r81.bin", []byte("result of 81, first holder\n")}
 	staged81b = staged{81, 2, "r81.bin", []byte("result of 81, second holder\n")}
@@ -267,8 +271,12 @@ func setupAbandoned(st *commit.Store, fsys commit.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}
-	for _, s := range []staged{staged80, staged81} {
-		if err := claimAt(st, TestID(s.id), "bob", T0, 10); err != nil {
+	for _, s := range []staged{staged80, staged81, staged84} {
+		ttl := 10.0
+		if s.id == 84 {
+			ttl = HeldTTL
+		}
+		if err := claimAt(st, TestID(s.id), "bob", T0, ttl); err != nil {
 			return err
 		}
 		if err := stageFile(st, fsys, s); err != nil {
@@ -282,7 +290,10 @@ func setupAbandoned(st *commit.Store, fsys commit.FS) error {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	return st.DurableMove(staged80.path(), path.Join(commit.PublicDir, staged80.name))
+	if err := st.DurableMove(staged80.path(), path.Join(commit.PublicDir, staged80.name)); err != nil {
+		return err
+	}
+	return st.DurableMove(staged84.path(), path.Join(commit.PublicDir, staged84.name))
 }
 
 // lateClock is the clock of a batch whose input arrived late and whose
@@ -316,6 +327,13 @@ func AbandonedScenarios() []*Scenario {
 			if pub.Outcome == commit.OK {
 				r.Ack(Ack{Op: "complete --publish", Record: pub.Record, Published: staged81b.name, PublishedData: staged81b.data})
 			}
+		}),
+		a("release/abandoned publish, moved", func(r *Run) {
+			// lease run releasing after its complete was killed past the move
+			r.AckResults("release", at(r.Store, Now).Release(itemsTok(84, 1)))
+		}),
+		a("release/abandoned publish, staged", func(r *Run) {
+			r.AckResults("release", at(r.Store, Now).Release(itemsTok(81, 1)))
 		}),
 		{Name: "claim/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
 			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(span(44, 52, 0), "carol", 4)) }},
