@@ -18,48 +18,22 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// commonFlags are accepted by every subcommand after its name (SPEC §7).
-func commonFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "root", Usage: "table root directory (env LEASE_ROOT, default ./lease-table)", TakesFile: true},
-		&cli.StringFlag{Name: "config", Usage: "TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)", TakesFile: true},
-		&cli.StringFlag{Name: "owner", Usage: "owner name written into leases (env LEASE_OWNER, default USER@HOST)"},
-		&cli.Float64Flag{Name: "ttl", Usage: "lease time to live in seconds (env LEASE_TTL, default max(120, 4*target_timeout))"},
-		&cli.Float64Flag{Name: "now", Usage: "use this clock (seconds since the epoch, finite, >= 0) instead of the system's"},
-		&cli.Float64Flag{Name: "lock-timeout", Usage: "longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT, default 10)"},
-		&cli.BoolFlag{Name: "json", Usage: "print one JSON document with full detail and statistics"},
-		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "print statistics on stderr"},
-		&cli.IntFlag{Name: "shards", Usage: "work shard count when the table is created (env LEASE_SHARDS, default 16)"},
-		&cli.IntFlag{Name: "target-shards", Usage: "target and group shard count when the table is created (env LEASE_TARGET_SHARDS, default 16)"},
-		&cli.Float64Flag{Name: "target-timeout", Usage: "target timeout in seconds; the default TTL is max(120, 4*target_timeout) (env LEASE_TARGET_TIMEOUT, default 30)"},
-		&cli.Float64Flag{Name: "clock-skew", Usage: "bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW, default 1)"},
-	}
-}
+// getenv is os.Getenv, replaced in tests.
+var getenv = os.Getenv
 
-// batchFlags are the flags of commands that write batches.
-func batchFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.IntFlag{Name: "writers", Usage: "concurrent record writers of a batch (env LEASE_WRITERS, default 64)"},
-		&cli.Float64Flag{Name: "mpi-timeout", Usage: "under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT, default 60)"},
-		&cli.StringFlag{Name: "strategy", Hidden: true, Usage: "commit strategy for benchmarks: concurrent, sequential, one-at-a-time, nosync"},
-	}
-}
-
-func flags(sets ...[]cli.Flag) []cli.Flag {
-	var out []cli.Flag
-	for _, s := range sets {
-		out = append(out, s...)
-	}
-	return out
+// usageErr is an error that exits 2: usage, configuration or input.
+func usageErr(format string, args ...any) error {
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf(format, args...)), 2)
 }
 
 // env is what an action works with: its settings, its clock and its output.
 type env struct {
 	c       *cli.Context
-	set     *Settings
+	set     *config.Settings
 	now     float64
 	json    bool
 	verbose bool
@@ -69,9 +43,9 @@ type env struct {
 }
 
 func newEnv(c *cli.Context) (*env, error) {
-	set, err := LoadSettings(c)
+	set, err := config.Load(c, getenv)
 	if err != nil {
-		return nil, err
+		return nil, cli.Exit(err.Error(), 2)
 	}
 	e := &env{c: c, set: set, json: c.Bool("json"), verbose: c.Bool("verbose"),
 		out: c.App.Writer, errw: c.App.ErrWriter, started: time.Now()}
@@ -105,7 +79,7 @@ func (e *env) storeClock() func() float64 {
 // renewTTL is the duration a renewal gives: --ttl (or LEASE_TTL) when
 // given, else 0, which keeps each lease's own duration (SPEC §6).
 func (e *env) renewTTL() float64 {
-	if o := e.set.Origin("ttl"); strings.HasPrefix(o, "flag ") || strings.HasPrefix(o, "env ") {
+	if e.set.FromCommandLine("ttl") {
 		return e.set.TTL
 	}
 	return 0

@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/config"
 )
 
 var configCommand = &cli.Command{
@@ -17,7 +19,7 @@ var configCommand = &cli.Command{
 		"formula of a derived default). Precedence: flags > environment > file > defaults.\n" +
 		"The configuration file is --config FILE, else $LEASE_CONFIG, else ./lease.toml, else\n" +
 		"$XDG_CONFIG_HOME/lease/config.toml; its keys are the keys printed here.",
-	Flags:  flags(commonFlags(), batchFlags()[:1], []cli.Flag{&cli.Float64Flag{Name: "interval"}, &cli.Float64Flag{Name: "mpi-timeout"}, &cli.Float64Flag{Name: "grace"}}),
+	Flags:  flags(commonFlags(), []cli.Flag{settingFlag("writers"), settingFlag("interval"), settingFlag("mpi-timeout"), settingFlag("grace")}),
 	Action: runConfig,
 }
 
@@ -30,10 +32,11 @@ func runConfig(c *cli.Context) error {
 		return err
 	}
 	s := e.set
-	values := map[string]any{
-		"root": e.root(), "owner": s.Owner, "ttl": s.TTL, "target_timeout": s.TargetTimeout,
-		"renew_interval": s.RenewInterval, "shards": s.Shards, "target_shards": s.TargetShards,
-		"lock_timeout": s.LockTimeout, "writers": s.Writers, "mpi_timeout": s.MPITimeout, "grace": s.Grace,
+	value := func(key string) any {
+		if key == "root" {
+			return e.root()
+		}
+		return s.Value(key)
 	}
 	if e.json {
 		type entry struct {
@@ -41,18 +44,18 @@ func runConfig(c *cli.Context) error {
 			Origin string `json:"origin"`
 		}
 		doc := map[string]any{}
-		for _, d := range settingDefs {
-			doc[d.key] = entry{values[d.key], s.Origin(d.key)}
+		for _, d := range config.All {
+			doc[d.Key] = entry{value(d.Key), s.Origin(d.Key)}
 		}
-		doc["config_file"] = s.ConfigFile
+		doc["config_file"] = s.File
 		return json.NewEncoder(e.out).Encode(doc)
 	}
-	if s.ConfigFile != "" {
-		fmt.Fprintf(e.out, "# config file: %s\n", s.ConfigFile)
+	if s.File != "" {
+		fmt.Fprintf(e.out, "# config file: %s\n", s.File)
 	}
-	for _, d := range settingDefs {
+	for _, d := range config.All {
 		var v string
-		switch x := values[d.key].(type) {
+		switch x := value(d.Key).(type) {
 		case string:
 			v = strconv.Quote(x)
 		case float64:
@@ -60,7 +63,7 @@ func runConfig(c *cli.Context) error {
 		default:
 			v = fmt.Sprint(x)
 		}
-		fmt.Fprintf(e.out, "%-15s = %-28s # %s\n", d.key, v, s.Origin(d.key))
+		fmt.Fprintf(e.out, "%-15s = %-28s # %s\n", d.Key, v, s.Origin(d.Key))
 	}
 	return nil
 }

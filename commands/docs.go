@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/config"
 )
 
 // This file generates the man pages (man/) and shell completions
@@ -617,9 +619,9 @@ func envDocs(fl []flagDoc) []docItem {
 		has[f.long] = true
 	}
 	var out []docItem
-	for _, d := range settingDefs {
-		if has[d.flag] {
-			out = append(out, docItem{d.env, sentence(fmt.Sprintf("%s (setting %s, flag --%s)", d.usage, d.key, d.flag))})
+	for _, d := range config.All {
+		if has[d.Flag] {
+			out = append(out, docItem{d.Env, sentence(fmt.Sprintf("%s (setting %s, flag --%s, default %s)", d.Usage, d.Key, d.Flag, d.Default))})
 		}
 	}
 	if has["config"] {
@@ -744,8 +746,8 @@ func mainPage(app *cli.App, cmds []*cli.Command) []byte {
 	r.line("\\fBlease fsck\\fR follows fsck(8) (0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage) and \\fBlease run\\fR passes on its command's status (124 lease lost, 125 not granted, 126/127 cannot run); see their pages.")
 	r.sh("ENVIRONMENT")
 	var env []docItem
-	for _, d := range settingDefs {
-		env = append(env, docItem{d.env, sentence(fmt.Sprintf("%s (setting %s, flag --%s)", d.usage, d.key, d.flag))})
+	for _, d := range config.All {
+		env = append(env, docItem{d.Env, sentence(fmt.Sprintf("%s (setting %s, flag --%s, default %s)", d.Usage, d.Key, d.Flag, d.Default))})
 	}
 	env = append(env, docItem{"LEASE_CONFIG", "The TOML configuration file, when --config is not given."},
 		docItem{"XDG_CONFIG_HOME", "Where the user configuration file lease/config.toml is looked for (default ~/.config)."},

@@ -104,41 +104,6 @@ func FuzzScanLines(f *testing.F) {
 	})
 }
 
-// FuzzParseConfig: the TOML loader never panics; an error names the file;
-// what it accepts is only known keys with values the settings accept.
-func FuzzParseConfig(f *testing.F) {
-	addSeeds(f, "FuzzParseConfig", func(data []byte) { f.Add(data) })
-	defs := map[string]settingDef{}
-	for _, d := range settingDefs {
-		defs[d.key] = d
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		vals, err := ParseConfig("fuzz.toml", data)
-		if err != nil {
-			if !strings.HasPrefix(err.Error(), "config fuzz.toml") {
-				t.Fatalf("error does not name the file: %v", err)
-			}
-			return
-		}
-		for k, v := range vals {
-			d, ok := defs[k]
-			if !ok {
-				t.Fatalf("accepted unknown key %q", k)
-			}
-			if err := checkValue(d, v.value); err != nil {
-				t.Fatalf("accepted %s = %v: %v", k, v.value, err)
-			}
-			if d.kind == "float" {
-				if x := toFloat(v.value); math.IsNaN(x) || math.IsInf(x, 0) || x < 0 {
-					t.Fatalf("accepted %s = %v", k, x)
-				}
-			}
-			if v.line < 1 || v.line > bytes.Count(data, []byte("\n"))+1 {
-				t.Fatalf("%s: line %d of a %d-line file", k, v.line, bytes.Count(data, []byte("\n"))+1)
-			}
-		}
-	})
-}
 
 // FuzzGroupInput: the targets of group-claim, read as its stdin is, with
 // an owner, a clock and a TTL. Never a panic; input accepted by

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
@@ -65,7 +66,7 @@ var renewBatchCommand = &cli.Command{
 		"the job and exit non-zero). The renewal interval must be less than mpi_timeout.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end"},
-		&cli.Float64Flag{Name: "interval", Usage: "with --watch: renewal interval in seconds, less than the TTL (env LEASE_RENEW_INTERVAL, default max(0.1, min(30, ttl/3)))"},
+		settingFlag("interval"),
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun"},
 	}),
 	Action: runRenewBatch,
@@ -608,7 +609,7 @@ type watchErr struct {
 // that does not complete within mpi_timeout aborts the job (exit 4).
 func runWatchDistributed(c *cli.Context, sigc chan os.Signal) error {
 	e, setErr := newEnv(c)
-	timeout := time.Duration(defaultMPITimeout) * time.Second
+	timeout := time.Duration(config.DefaultMPITimeout * float64(time.Second))
 	if setErr == nil {
 		timeout = seconds(e.set.MPITimeout)
 	}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -38,8 +39,8 @@ var runCommand = &cli.Command{
 		"lease run's own; lease run writes only to stderr.",
 	Flags: flags(commonFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
-		&cli.Float64Flag{Name: "grace", Usage: "seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE, default 10)"},
-		&cli.Float64Flag{Name: "interval", Usage: "renewal interval in seconds, less than the TTL (env LEASE_RENEW_INTERVAL, default max(0.1, min(30, ttl/3)))"},
+		settingFlag("grace"),
+		settingFlag("interval"),
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
 	}),
 	Action: runRun,
@@ -107,7 +108,7 @@ func lookCommand(name string) (string, error) {
 // renewLockTimeout bounds the lock wait of a renewal to ttl - interval -
 // clock_skew: a renewal started one interval after the last must land
 // before the lease counts as lost.
-func renewLockTimeout(set *Settings) time.Duration {
+func renewLockTimeout(set *config.Settings) time.Duration {
 	return time.Duration(min(set.LockTimeout, set.TTL-set.RenewInterval-set.ClockSkew) * float64(time.Second))
 }
 

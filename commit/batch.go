@@ -44,6 +44,73 @@ var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "relea
 // Reason is the stable reason word printed on stderr.
 func (o Outcome) Reason() string { return reasons[o] }
 
+// The errors a failed Result wraps (Result.Err; errors.Is), one per
+// outcome. ErrCorrupt is leasefmt.ErrCorrupt and ErrLockTimeout the error
+// of the lock seam, so that a cause found deeper down matches too.
+var (
+	ErrStale    = errors.New("stale token")
+	ErrExpired  = errors.New("lease expired")
+	ErrHeld     = errors.New("held by another lease")
+	ErrDone     = errors.New("work is done")
+	ErrReleased = errors.New("lease released")
+	ErrMissing  = errors.New("no record")
+	ErrExists   = errors.New("already published")
+	ErrCorrupt  = leasefmt.ErrCorrupt
+	ErrIO       = errors.New("I/O error")
+)
+
+// The causes of items that a failed batch did not finish (G5, G6): they
+// wrap ErrIO and the error of the item that stopped the batch.
+var (
+	// ErrNotAttempted: the batch stopped at another item's I/O error
+	// before this item was tried; nothing was written for it.
+	ErrNotAttempted = errors.New("not attempted: the batch stopped at an I/O error")
+	// ErrBatchFailed: this item was written, but the batch failed
+	// afterwards (a directory fsync, another item), so it is not reported
+	// as done (G6).
+	ErrBatchFailed = errors.New("batch failed")
+)
+
+var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO}
+
+// Err is the error of outcome o, nil for OK.
+func (o Outcome) Err() error { return outcomeErrs[o] }
+
+// OutcomeOf is the outcome whose error err wraps, and false when none does.
+func OutcomeOf(err error) (Outcome, bool) {
+	for o := len(outcomeErrs) - 1; o > 0; o-- {
+		if errors.Is(err, outcomeErrs[o]) {
+			return Outcome(o), true
+		}
+	}
+	return OK, err == nil
+}
+
+// ItemError is the error of a Result that did not succeed: its item, the
+// record's path, the outcome and the detail, wrapping the outcome's error
+// and the cause.
+type ItemError struct {
+	Item    Item
+	Path    string
+	Outcome Outcome
+	Detail  string
+	Cause   error
+}
+
+func (e *ItemError) Error() string {
+	msg := e.Outcome.Reason() + " " + string(e.Item.ID)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	if e.Path != "" {
+		msg += " (" + e.Path + ")"
+	}
+	return msg
+}
+
+// Unwrap gives the outcome's error and the cause.
+func (e *ItemError) Unwrap() []error { return []error{e.Outcome.Err(), e.Cause} }
+
 // Exit is the exit status an outcome calls for (SPEC §7).
 func (o Outcome) Exit() int {
 	switch o {
@@ -98,10 +165,29 @@ type Result struct {
 	Path string
 	// Latency is how long the item took until its directory was fsynced.
 	Latency time.Duration
+	// Cause, for an item that did not succeed, is the underlying error
+	// when there is one (an I/O error, or ErrNotAttempted or
+	// ErrBatchFailed wrapping the error that stopped the batch).
+	Cause error
 
 	// settledWrite: a refused item whose abandoned publish was settled,
 	// so its record was written all the same.
 	settledWrite bool
+}
+
+// Err is nil when the item succeeded, else an *ItemError wrapping the
+// outcome's error (ErrStale, ErrExpired, ...) and the cause.
+func (r Result) Err() error {
+	if r.Outcome == OK {
+		return nil
+	}
+	return &ItemError{Item: r.Item, Path: r.Path, Outcome: r.Outcome, Detail: r.Detail, Cause: r.Cause}
+}
+
+// Derived reports whether r failed only because another item stopped its
+// batch (ErrNotAttempted or ErrBatchFailed), not by an error of its own.
+func (r Result) Derived() bool {
+	return errors.Is(r.Cause, ErrNotAttempted) || errors.Is(r.Cause, ErrBatchFailed)
 }
 
 // Decide computes the next version of a record. It runs under the record's
@@ -271,12 +357,15 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		switch {
 		case r.Outcome == IOError && r.Detail == "":
 			r.Detail = "not attempted: the batch stopped at an I/O error of " + cause
+			r.Cause = fmt.Errorf("%w: %w", ErrNotAttempted, firstErr)
 		case (r.Outcome == OK || r.settledWrite) && firstErr != nil:
 			r.Outcome = IOError
 			if i == firstAt {
 				r.Detail = "written, but the batch failed: " + firstErr.Error()
+				r.Cause = firstErr
 			} else {
 				r.Detail = "written, but the batch failed, so not reported: " + cause
+				r.Cause = fmt.Errorf("%w: %w", ErrBatchFailed, firstErr)
 			}
 		case r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Leased && reported >= r.Record.ExpiresAt-s.ClockSkew:
 			r.Outcome = Expired
@@ -330,7 +419,7 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 	settledHow := ""
 	if settle != nil && cur != nil && abandonedPublish(cur) && settle(it, cur, now) {
 		if settled, settledHow, err = s.settle(cur, now); err != nil {
-			r.Outcome, r.Detail = IOError, describe(err)
+			r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
 			return err
 		}
 		if settled.Status == leasefmt.Done {
@@ -355,10 +444,10 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 	}
 	if err := s.stage(b, next); err != nil {
 		if errors.Is(err, leasefmt.ErrCorrupt) {
-			r.Outcome, r.Detail = Corrupt, "cannot rewrite: "+err.Error()
+			r.Outcome, r.Detail, r.Cause = Corrupt, "cannot rewrite: "+err.Error(), err
 			return nil
 		}
-		r.Outcome, r.Detail = IOError, describe(err)
+		r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
 		return err
 	}
 	r.Record, r.Token = next, next.Token
@@ -368,23 +457,23 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 func (s *Store) lockFailed(err error, r *Result, op string) error {
 	switch {
 	case errors.Is(err, ErrLockTimeout):
-		r.Outcome, r.Detail = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout)
+		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout), err
 		return nil
 	case errors.Is(err, ErrNotRegular), errors.Is(err, unix.ENOTDIR):
-		r.Outcome, r.Detail = Corrupt, err.Error()
+		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
 	oe := &OpError{Op: "cannot " + op, Err: err}
-	r.Outcome, r.Detail = IOError, oe.Error()
+	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
 }
 
 func (s *Store) readFailed(err error, r *Result) error {
 	if errors.Is(err, leasefmt.ErrCorrupt) {
-		r.Outcome, r.Detail = Corrupt, err.Error()
+		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
 	oe := &OpError{Op: "cannot read the record", Err: err}
-	r.Outcome, r.Detail = IOError, oe.Error()
+	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
 }

@@ -65,6 +65,45 @@ type transport interface {
 	abort(code int)
 }
 
+// Transport moves fixed-size buffers between the ranks of a world: what
+// a World needs from its MPI, for a world made with [NewWorld] (tests run
+// several ranks in one process with the one of package mpitest). Every
+// rank passes the same lengths, and never an empty src or buf; the World
+// does the framing of payloads of any length and the watchdog.
+type Transport interface {
+	// Bcast overwrites buf on every rank with root's buf.
+	Bcast(root int, buf []byte) error
+	// Gather tiles every rank's src into dst (size*len(src) bytes) on
+	// root; dst is nil on the other ranks.
+	Gather(root int, dst, src []byte) error
+	// AllGather tiles every rank's src into dst on every rank.
+	AllGather(dst, src []byte) error
+	// AllMax returns the largest v over all ranks, on every rank.
+	AllMax(v int64) (int64, error)
+	Barrier() error
+	Finalize() error
+	// Abort ends the job with the given status.
+	Abort(code int)
+}
+
+// NewWorld returns rank rank of a world of size ranks on host joined by t,
+// with every collective bounded by timeout (0: none). Init makes the
+// worlds of real jobs; NewWorld is for other transports (tests).
+func NewWorld(rank, size int, host string, timeout time.Duration, t Transport) *World {
+	return &World{rank: rank, size: size, host: host, timeout: timeout, t: exported{t}}
+}
+
+// exported adapts a Transport to the package's transport.
+type exported struct{ t Transport }
+
+func (e exported) bcast(root int, buf []byte) error       { return e.t.Bcast(root, buf) }
+func (e exported) gather(root int, dst, src []byte) error { return e.t.Gather(root, dst, src) }
+func (e exported) allGather(dst, src []byte) error        { return e.t.AllGather(dst, src) }
+func (e exported) allMax(v int64) (int64, error)          { return e.t.AllMax(v) }
+func (e exported) barrier() error                         { return e.t.Barrier() }
+func (e exported) finalize() error                        { return e.t.Finalize() }
+func (e exported) abort(code int)                         { e.t.Abort(code) }
+
 // World is this process's place in the job: its rank, the number of
 // ranks, and the collectives that join them. Get one from [Init].
 //

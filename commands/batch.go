@@ -1,0 +1,177 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/cluster"
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/mpi"
+)
+
+// batchSpec describes a batch command so that runBatch can run it in one
+// process or, under mpirun, as one program across ranks (SPEC §8,
+// package cluster).
+type batchSpec struct {
+	name string
+	kind leasefmt.Kind
+	// spread: under mpirun, rank r takes the items of the shards s with
+	// s % size == r; otherwise rank 0 takes them all (claim --first).
+	spread bool
+	// input reads and validates the whole input (rank 0 only).
+	input func(c *cli.Context) ([]commit.Item, error)
+	// run applies the command to this rank's items.
+	run func(e *env, st *commit.Store, items []commit.Item) []commit.Result
+	reportOpts
+}
+
+// refuseUnderLauncher is the error of a binary without MPI support that
+// finds itself started as several ranks.
+func refuseUnderLauncher() error {
+	if size, _, ok := mpi.Launched(); ok && size > 1 && !mpi.Compiled {
+		return usageErr("started by mpirun as %d ranks, but this lease was built without MPI support: build it with `make` (Open MPI installed: apt-get install openmpi-bin libopenmpi-dev) or `go build -tags mpi`", size)
+	}
+	return nil
+}
+
+// ranks is the number of ranks a launcher started, 1 without one.
+func ranks() int {
+	if size, _, ok := mpi.Launched(); ok && size > 1 {
+		return size
+	}
+	return 1
+}
+
+// runBatch runs a batch command: reads the input, opens the table, runs
+// and reports; under mpirun as one program across the ranks.
+func runBatch(c *cli.Context, spec batchSpec) error {
+	if err := refuseUnderLauncher(); err != nil {
+		return err
+	}
+	if ranks() > 1 {
+		return runDistributed(c, spec)
+	}
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	items, err := spec.input(c)
+	if err != nil {
+		return err
+	}
+	st, err := e.open(false)
+	if err != nil {
+		return err
+	}
+	res := spec.run(e, st, items)
+	return e.reportWith(spec.name, res, e.snapshot(st), spec.reportOpts)
+}
+
+// exitOf is the exit status err calls for: its own, else 1.
+func exitOf(err error) int {
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		return ec.ExitCode()
+	}
+	var ce *cluster.Error
+	if errors.As(err, &ce) && ce.Code != 0 {
+		return ce.Code
+	}
+	if err != nil {
+		return 1
+	}
+	return 0
+}
+
+// joinWorld starts MPI for a command run across ranks; the settings error,
+// if any, is agreed on by every rank once the world is up.
+func joinWorld(c *cli.Context) (*env, *mpi.World, error, error) {
+	e, setErr := newEnv(c)
+	timeout := time.Duration(config.DefaultMPITimeout * float64(time.Second))
+	if setErr == nil {
+		timeout = seconds(e.set.MPITimeout)
+	}
+	w, err := mpi.Init(timeout)
+	if err != nil {
+		return nil, nil, nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("mpi: %v", err)), 4)
+	}
+	if w.Rank() != 0 && e != nil {
+		e.out, e.errw = discard{}, discard{}
+	}
+	return e, w, setErr, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// ranked turns an error of a step across ranks into the command's: an
+// agreed error keeps the status it called for, a failed collective exits
+// 4. Rank 0 says it; every other rank exits with the status, silently.
+func ranked(w *mpi.World, err error) error {
+	if err == nil {
+		return nil
+	}
+	code, msg := 4, "mpi: "+err.Error()
+	var ce *cluster.Error
+	if errors.As(err, &ce) {
+		code, msg = ce.Code, ce.Error()
+	}
+	if w.Rank() != 0 {
+		msg = ""
+	}
+	return cli.Exit(leasefmt.Bound(msg), code)
+}
+
+// runDistributed runs a batch as one program across the ranks of an
+// mpirun job (SPEC §8): rank 0 reads the input, every rank opens the
+// table (the same one), the batch runs split by shard, and rank 0 prints
+// exactly what one process would print; every rank exits with the status
+// rank 0 reported.
+func runDistributed(c *cli.Context, spec batchSpec) error {
+	e, w, setErr, err := joinWorld(c)
+	if err != nil {
+		return err
+	}
+	defer w.Finalize()
+	if err := cluster.Agree(w, setErr, exitOf); err != nil {
+		return ranked(w, err)
+	}
+	var items []commit.Item
+	var inErr error
+	if w.Rank() == 0 {
+		items, inErr = spec.input(c)
+	}
+	if err := cluster.Agree(w, inErr, exitOf); err != nil {
+		return ranked(w, err)
+	}
+	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
+	if err != nil {
+		return ranked(w, err)
+	}
+	res, err := sess.Batch(cluster.Batch{Kind: spec.kind, Spread: spec.spread, Records: e.json,
+		Run: func(mine []commit.Item) []commit.Result { return spec.run(e, sess.Store, mine) }}, items)
+	if err != nil {
+		return ranked(w, err)
+	}
+	var reported error
+	if w.Rank() == 0 {
+		reported = e.reportWith(spec.name, res, sess.Stats(time.Since(e.started)), spec.reportOpts)
+	}
+	code, err := sess.Exit(exitOf(reported))
+	if err != nil {
+		return ranked(w, err)
+	}
+	if w.Rank() == 0 {
+		return reported
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
