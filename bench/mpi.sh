@@ -81,7 +81,7 @@ trap 'exit 130' INT TERM
 
 mkdir -p "$work" "$(dirname "$out")"
 echo "building lease (-tags mpi) and benchtool" >&2
-(cd "$repo" && go build -tags mpi -o "$work/lease" . && go build -o "$work/benchtool" ./bench/benchtool)
+(cd "$repo" && go build -tags mpi -o "$work/lease" . && cd "$here" && go build -o "$work/benchtool" ./benchtool)
 lease=$work/lease
 tool=$work/benchtool
 "$lease" version | grep -q "with MPI support" || { echo "bench/mpi.sh: $lease has no MPI support" >&2; exit 1; }

@@ -7,6 +7,7 @@
 // Python algorithms too). It is a benchmark baseline, not a second product.
 //
 // The test of this package checks that seed.py writes records that lease
-// reads back as valid, renewed and fenced: go test ./bench/seedpy (it needs
-// python3 on PATH; LEASE_TEST_REQUIRE=all makes a missing python3 a failure).
+// reads back as valid, renewed and fenced: go test ./seedpy inside bench/,
+// its own module (it builds lease from the repository root and needs python3
+// on PATH; LEASE_TEST_REQUIRE=all makes a missing python3 a failure).
 package seedpy

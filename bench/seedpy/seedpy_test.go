@@ -80,9 +80,13 @@ func TestRenew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// bench/ is its own module; lease is built from the parent module, the
+	// repository root two directories up from this package.
 	bin := filepath.Join(t.TempDir(), "lease")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/leasetool/lease").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	build := exec.Command("go", "build", "-o", bin, "github.com/leasetool/lease")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build (in %s): %v\n%s", build.Dir, err, out)
 	}
 	const n = 40
 	var ids strings.Builder
