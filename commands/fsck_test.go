@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commands"
-	"github.com/leasetool/lease/fixtures/damaged"
+	"github.com/leasetool/lease/internal/damaged"
 )
 
 var fixtureNow = strconv.FormatFloat(damaged.Now, 'f', -1, 64)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/fixtures/damaged"
 	"github.com/leasetool/lease/fsck"
+	"github.com/leasetool/lease/internal/damaged"
 	"github.com/leasetool/lease/leasefmt"
 )
 

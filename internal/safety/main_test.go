@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// long selects the big runs: go test ./safety -long, or LEASE_SAFETY_LONG=1.
+// long selects the big runs: go test ./internal/safety -long, or LEASE_SAFETY_LONG=1.
 var long = flag.Bool("long", false, "run the long versions of the safety tests")
 
 func isLong() bool { return *long || os.Getenv("LEASE_SAFETY_LONG") == "1" }

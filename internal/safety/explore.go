@@ -1,0 +1,291 @@
+package safety
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand/v2"
+	"runtime"
+	"sort"
+	"sync"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Root is the table root every explored store names in its messages.
+const Root = "/table"
+
+// Scenario is one operation to explore: a starting table built without
+// recording, and the operation run over a Recorder.
+type Scenario struct {
+	Name string
+	// Table is the header of the starting table; nil starts from an empty
+	// root (the operation creates the table).
+	Table *leasefmt.Table
+	// Setup builds the starting state; it is not recorded and is durable.
+	Setup func(st *commit.Store, fsys commit.FS) error
+	// Damage, when set, changes the starting state after Setup (what a
+	// crash or another program left for fsck).
+	Damage func(st *commit.Store, t *Tree) *Tree
+	// Run performs the operation and calls ack for everything it reports
+	// as done, at the moment it reports it.
+	Run func(r *Run)
+	// Reinit is the table re-running the operation creates when a crash
+	// left no TABLE (the init scenario).
+	Reinit *leasefmt.Table
+	// Group is set for the target-group operations (G9 applies).
+	Group bool
+	// NoStore: the operation opens the table itself (fsck).
+	NoStore bool
+	// Writers is the writer pool of batches; 1 gives one call order.
+	Writers int
+	// Now is the operation's clock: liveness is judged at Now.
+	Now float64
+	// Clock, when set, is the store's clock while the operation runs
+	// (given the number of calls made so far): a clock that moves while a
+	// batch waits, as for input that arrives late. Nil is Now, fixed.
+	Clock func(calls int) float64
+	// MinToken is, per ID, a token some holder may have had that the
+	// starting table no longer shows (bytes that fsck cannot read): every
+	// claim after recovery must get a larger one.
+	MinToken map[leasefmt.ID]int64
+}
+
+// Run is what an operation gets.
+type Run struct {
+	FS    commit.FS
+	Store *commit.Store // nil when the scenario starts without a table
+	Rec   *Recorder     // nil when the operation runs on another FS
+	calls func() int    // calls made so far
+	state func() *Tree  // the current state, read around the seam
+	acks  []Ack
+	exit  int // the exit status the command would return
+	mu    sync.Mutex
+}
+
+// Outcome notes an outcome the command would report.
+func (r *Run) Outcome(o commit.Outcome) {
+	r.mu.Lock()
+	r.exit = commit.Worse(r.exit, o.Exit())
+	r.mu.Unlock()
+}
+
+// SetExit sets the exit status (fsck's follow fsck(8), not Outcome).
+func (r *Run) SetExit(code int) {
+	r.mu.Lock()
+	r.exit = code
+	r.mu.Unlock()
+}
+
+// Exit is the exit status the command would return (SPEC §7).
+func (r *Run) Exit() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.exit
+}
+
+// Ack is something an operation reported as done.
+type Ack struct {
+	// Record is the record version reported (a claimed, renewed, released
+	// or completed lease), nil for a table creation.
+	Record *leasefmt.Record
+	// Published and PublishedData name a file complete --publish reported
+	// as published, and its bytes.
+	Published     string
+	PublishedData []byte
+	// Table is set when the operation reported the table created.
+	Table *leasefmt.Table
+	// Op names the operation, for messages.
+	Op string
+	// call is the number of calls made when it was reported, at is the
+	// store's clock then.
+	call int
+	at   float64
+}
+
+// Ack records a as reported now.
+func (r *Run) Ack(a Ack) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a.call = r.calls()
+	if r.Store != nil {
+		a.at = r.Store.Now()
+	}
+	r.acks = append(r.acks, a)
+}
+
+// AckResults acknowledges every OK result of a batch.
+func (r *Run) AckResults(op string, res []commit.Result) {
+	for _, x := range res {
+		r.Outcome(x.Outcome)
+		if x.Outcome == commit.OK {
+			r.Ack(Ack{Op: op, Record: x.Record})
+		}
+	}
+}
+
+// Repairer repairs a crashed table through fsys at now, as `lease fsck
+// --repair` would; check is the read-only run that must then find nothing.
+type Repairer interface {
+	Repair(fsys commit.FS, now float64) error
+	Check(fsys commit.FS, now float64) (errs int, err error)
+}
+
+// Explorer runs scenarios and checks every crash state.
+type Explorer struct {
+	// Repair is fsck; nil checks the crash states as they are, with no
+	// repair (the minimal check).
+	Repair Repairer
+	// Budget bounds the states built per crash point.
+	Budget int
+	// Seed drives sampling.
+	Seed uint64
+	// ClaimAfter: in one crash state out of ClaimAfter (by hash), claim
+	// every ID the operation touched at a far future time after recovery
+	// and check the tokens; 0 never. It costs a batch per state.
+	ClaimAfter int
+	// Wrap, when set, wraps the recording FS the operation runs on (tests
+	// of the explorer break the protocol with it).
+	Wrap func(commit.FS) commit.FS
+}
+
+// Result sums an exploration.
+type Result struct {
+	Scenario    string
+	Calls       int // calls the operation made
+	CrashPoints int // call prefixes crashed after
+	States      int // distinct crash states checked
+	Checked     int // crash states checked, duplicates across prefixes included
+	Acks        int
+	Violations  []string
+}
+
+// Base builds the starting state of sc.
+func Base(sc *Scenario) (*Tree, error) {
+	rec := NewRecorder(nil)
+	if sc.Table == nil {
+		return rec.Snapshot(), nil
+	}
+	st, err := commit.Open(Root, rec, sc.Table)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Setup != nil {
+		if err := sc.Setup(st, rec); err != nil {
+			return nil, fmt.Errorf("setup of %s: %w", sc.Name, err)
+		}
+	}
+	t := rec.Snapshot()
+	if sc.Damage != nil {
+		t = sc.Damage(st, t)
+	}
+	return t, nil
+}
+
+// Record runs sc over a Recorder on its starting state and returns it.
+func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
+	base, err := Base(sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec := NewRecorder(base)
+	if sc.Writers > 1 {
+		rec.Yield = runtime.Gosched
+	}
+	var f commit.FS = rec
+	if fsys != nil {
+		f = fsys(rec)
+	}
+	run := &Run{FS: f, Rec: rec, calls: rec.NumCalls, state: rec.Snapshot}
+	if err := run.start(sc); err != nil {
+		return nil, nil, err
+	}
+	return run, base, nil
+}
+
+// start opens the store of a scenario that has a table, and runs it.
+func (run *Run) start(sc *Scenario) error {
+	f := run.FS
+	if sc.Table != nil && !sc.NoStore {
+		st, err := commit.Open(Root, f, nil)
+		if err != nil {
+			run.Outcome(commit.IOError) // the commands exit 4 when the table cannot be read
+			return fmt.Errorf("open %s: %w", sc.Name, err)
+		}
+		st.Writers = max(sc.Writers, 1)
+		if sc.Clock != nil {
+			calls := run.calls
+			st.Clock = func() float64 { return sc.Clock(calls()) }
+		}
+		run.Store = st
+	}
+	sc.Run(run)
+	return nil
+}
+
+// Explore records sc and checks every crash state of every call prefix.
+func (x *Explorer) Explore(sc *Scenario) (*Result, error) {
+	var wrap func(*Recorder) commit.FS
+	if x.Wrap != nil {
+		wrap = func(r *Recorder) commit.FS { return x.Wrap(r) }
+	}
+	run, base, err := Record(sc, wrap)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Scenario: sc.Name, Calls: run.Rec.NumCalls(), Acks: len(run.acks)}
+	chk := newChecker(x, sc, base, run.acks, run.Rec.Written(), run.Rec.Calls())
+	budget := x.Budget
+	if budget <= 0 {
+		budget = 64
+	}
+	var (
+		mu   sync.Mutex
+		seen = map[[32]byte]bool{}
+		wg   sync.WaitGroup
+		next = make(chan int)
+	)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c := range next {
+				rng := rand.New(rand.NewPCG(x.Seed, uint64(c)))
+				for _, t := range run.Rec.CrashStates(c, budget, rng) {
+					h := t.Hash()
+					mu.Lock()
+					res.Checked++
+					dup := seen[h]
+					if !dup {
+						seen[h] = true
+						res.States++
+					}
+					mu.Unlock()
+					// The same state after a later prefix differs only by the
+					// acks made since: check it again only when there are new ones.
+					if dup && !chk.acksAt(c) {
+						continue
+					}
+					vs := chk.check(t, c, x.ClaimAfter > 0 && int(h[0])%x.ClaimAfter == 0)
+					mu.Lock()
+					for _, v := range vs {
+						res.Violations = append(res.Violations, fmt.Sprintf("%s: crash after call %d/%d (%s): %s", sc.Name, c, res.Calls, chk.callName(c), v))
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for c := 0; c <= res.Calls; c++ {
+		res.CrashPoints++
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+	sort.Strings(res.Violations)
+	return res, nil
+}
+
+// isNotExist is errors.Is(err, fs.ErrNotExist).
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
