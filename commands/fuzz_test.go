@@ -104,7 +104,6 @@ func FuzzScanLines(f *testing.F) {
 	})
 }
 
-
 // FuzzGroupInput: the targets of group-claim, read as its stdin is, with
 // an owner, a clock and a TTL. Never a panic; input accepted by
 // CheckGroupInput gives a manifest that still fits in a record with the

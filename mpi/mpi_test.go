@@ -184,4 +184,3 @@ func TestAbortExits(t *testing.T) {
 		t.Errorf("child ended with %v; want exit status 7", err)
 	}
 }
-
