@@ -72,8 +72,12 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 	return e.reportWith(spec.name, res, e.snapshot(st), spec.reportOpts)
 }
 
-// exitOf is the exit status err calls for: its own, else 1.
+// exitOf is the exit status err calls for: its own, 2 for ranks that see
+// different tables (a usage error of the job), else 1.
 func exitOf(err error) int {
+	if errors.Is(err, cluster.ErrOtherTable) {
+		return 2
+	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		return ec.ExitCode()

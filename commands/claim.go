@@ -61,7 +61,7 @@ func firstCode(res []commit.Result) int {
 		case commit.OK:
 			got++
 		case commit.Corrupt, commit.IOError, commit.LockTimeout:
-			code = commit.Worse(code, r.Outcome.Exit())
+			code = Worse(code, ExitStatus(r.Outcome))
 		}
 	}
 	if code == 0 && got == 0 {

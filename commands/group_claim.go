@@ -1,10 +1,7 @@
 package commands
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -117,85 +114,4 @@ func runGroupFilter(c *cli.Context, run func(e *env, st *commit.Store, items []c
 		return groupInputErr(err)
 	}
 	return e.reportGroups(c.Command.Name, res, e.snapshot(st))
-}
-
-// issueJSON is one target that refused its group, in --json output.
-type issueJSON struct {
-	Target string `json:"target"`
-	Reason string `json:"reason"`
-	Detail string `json:"detail"`
-	Path   string `json:"path"`
-}
-
-// groupResultJSON is one group of --json output: the fields of a work
-// lease's result (id is the GID, record the manifest), its targets, and
-// the targets that refused it.
-type groupResultJSON struct {
-	resultJSON
-	Targets []string    `json:"targets,omitempty"`
-	Issues  []issueJSON `json:"issues,omitempty"`
-}
-
-// reportGroups prints group results as the filter contract says and
-// returns the exit status: stdout carries `GID TOKEN` for each group that
-// succeeded, in input order; stderr carries `REASON GID TOKEN detail` for
-// each other group, one line per target that refused it when any did.
-func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Snapshot) error {
-	code := 0
-	for _, r := range res {
-		code = commit.Worse(code, r.Outcome.Exit())
-	}
-	if e.json {
-		doc := struct {
-			Command string            `json:"command"`
-			Results []groupResultJSON `json:"results"`
-			Stats   commit.Snapshot   `json:"stats"`
-			Counts  map[string]int    `json:"counts"`
-			Exit    int               `json:"exit"`
-		}{Command: cmd, Results: make([]groupResultJSON, 0, len(res)), Stats: snap, Counts: map[string]int{}, Exit: code}
-		for _, r := range res {
-			j := groupResultJSON{resultJSON: newResultJSON(r.Item, r.Outcome, r.Token, r.Detail, r.Path, r.Latency, r.Manifest)}
-			if r.Manifest != nil {
-				for _, t := range r.Manifest.Targets {
-					j.Targets = append(j.Targets, string(t))
-				}
-			}
-			for _, is := range r.Issues {
-				j.Issues = append(j.Issues, issueJSON{Target: string(is.Target), Reason: is.Outcome.Reason(), Detail: leasefmt.Bound(is.Detail), Path: is.Path})
-			}
-			doc.Counts[r.Outcome.Reason()]++
-			doc.Results = append(doc.Results, j)
-		}
-		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
-		}
-	} else {
-		w := bufio.NewWriter(e.out)
-		ew := bufio.NewWriter(e.errw)
-		for _, r := range res {
-			if r.Outcome == commit.OK {
-				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
-				continue
-			}
-			tok := shownToken(r.Item.Token, r.Token)
-			if len(r.Issues) == 0 {
-				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, tok, r.Detail, r.Path)))
-				continue
-			}
-			for _, is := range r.Issues {
-				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s target %s: %s (%s)", is.Outcome.Reason(), r.ID, tok, is.Target, is.Detail, is.Path)))
-			}
-		}
-		if err := w.Flush(); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
-		}
-		ew.Flush()
-		if e.verbose {
-			e.printStats(cmd, snap)
-		}
-	}
-	if code != 0 {
-		return cli.Exit("", code)
-	}
-	return nil
 }

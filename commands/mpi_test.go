@@ -463,6 +463,21 @@ func TestMPIRankFailureIsAgreed(t *testing.T) {
 			t.Errorf("rank 0 made a table at %s", missing)
 		}
 	})
+	t.Run("watch, rank 1 on another table", func(t *testing.T) {
+		// renew-batch --watch across ranks checks, as one-shot batches do,
+		// that every rank opened rank 0's table (it did not before).
+		other := filepath.Join(dir, "other")
+		mpiCopyTable(t, root, other)
+		os.Chtimes(filepath.Join(other, "TABLE"), time.Unix(1, 0), time.Unix(1, 0))
+		before := mpiTree(t, root)
+		watch := []string{"renew-batch", "--watch", "--interval", "0.5", "--mpi-timeout", "30", input}
+		wapp := func(leaseRoot string) []string {
+			return append([]string{"-np", "1", "@RANK", "env", "LEASE_ROOT=" + leaseRoot, bin}, watch...)
+		}
+		job := mpiLaunch(t, 2*time.Minute, 2, "", slices.Concat(wapp(root), []string{":"}, wapp(other))...)
+		agreed(t, job, 2, "rank 1 of 2", "opened another table than rank 0")
+		mpiSameTree(t, "after the refused watch", before, mpiTree(t, root))
+	})
 	t.Run("rank 1 root read-only", func(t *testing.T) {
 		mpiNeedRoot(t, "a read-only bind mount")
 		ro := filepath.Join(dir, "ro")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -105,11 +106,9 @@ func lookCommand(name string) (string, error) {
 	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitNotFound)
 }
 
-// renewLockTimeout bounds the lock wait of a renewal to ttl - interval -
-// clock_skew: a renewal started one interval after the last must land
-// before the lease counts as lost.
+// renewLockTimeout bounds the lock wait of a renewal (keepalive.LockWait).
 func renewLockTimeout(set *config.Settings) time.Duration {
-	return time.Duration(min(set.LockTimeout, set.TTL-set.RenewInterval-set.ClockSkew) * float64(time.Second))
+	return keepalive.LockWait(set.LockTimeout, set.TTL, set.RenewInterval, set.ClockSkew)
 }
 
 // childEnv is the environment of CMD: lease run's own with LEASE_ID,
@@ -203,7 +202,7 @@ func runRun(c *cli.Context) error {
 	h.stage = stage
 	if e.verbose {
 		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %s, renewing every %s, staging in %s\n",
-			id, item.Token, formatSeconds(h.duration), formatSeconds(e.set.RenewInterval), stage)
+			id, item.Token, formatSeconds(h.lease.Duration), formatSeconds(e.set.RenewInterval), stage)
 	}
 
 	code, status := h.run(path, c.App.Reader, c.App.Writer, c.App.ErrWriter)
@@ -236,14 +235,7 @@ type holder struct {
 	item  commit.Item
 	argv  []string
 	stage string // LEASE_STAGE: the staging directory of this token
-
-	// duration is the lease's own duration, expires_at - renewed_at of
-	// the record last written.
-	duration float64
-	// lostAt is when the lease counts as lost by the local monotonic
-	// clock (SPEC §6: expires_at - clock_skew), counted from before the
-	// write that last extended it, so it is never later than the truth.
-	lostAt time.Time
+	lease keepalive.Lease
 
 	renewals   int
 	byCommand  bool // CMD completed the lease itself: renewals stopped
@@ -254,8 +246,7 @@ type holder struct {
 
 // extend records a write of the lease begun at started.
 func (h *holder) extend(started time.Time, rec *leasefmt.Record) {
-	h.duration = rec.ExpiresAt - rec.RenewedAt
-	h.lostAt = started.Add(seconds(h.duration - h.e.set.ClockSkew))
+	h.lease.Extend(started, rec, h.e.set.ClockSkew)
 }
 
 // grace is the time between SIGTERM and SIGKILL when renewals keep
@@ -264,12 +255,12 @@ func (h *holder) extend(started time.Time, rec *leasefmt.Record) {
 // --grace, shortened to half of what the lease leaves after the first
 // retry, so that renewals are retried before CMD is told to stop.
 func (h *holder) grace() time.Duration {
-	room := h.duration - h.e.set.ClockSkew - h.e.set.RenewInterval
+	room := h.lease.Duration - h.e.set.ClockSkew - h.e.set.RenewInterval
 	return seconds(max(0, min(h.e.set.Grace, room/2)))
 }
 
 // stopAt is when CMD gets SIGTERM if no renewal succeeds before.
-func (h *holder) stopAt() time.Time { return h.lostAt.Add(-h.grace()) }
+func (h *holder) stopAt() time.Time { return h.lease.LostAt.Add(-h.grace()) }
 
 // pollInterval is how often the lease is checked, read-only, between
 // renewals, so that a revoke or a release from outside stops CMD within
@@ -385,7 +376,7 @@ loop:
 				// take the lease over (expires_at + clock_skew). Past it
 				// (lease run itself was stopped), CMD still gets a short
 				// grace to exit on SIGTERM.
-				left := time.Until(h.lostAt)
+				left := time.Until(h.lease.LostAt)
 				why := fmt.Sprintf("no renewal of %s token %d succeeded; the lease counts as lost at expires_at - clock_skew, in %s",
 					h.item.ID, h.item.Token, left.Round(time.Millisecond))
 				if left <= 0 {
@@ -451,22 +442,25 @@ func (h *holder) renewed(r renewal, lose func(string), stop func(), expiry *time
 	if h.lost || h.byCommand {
 		return
 	}
-	switch {
-	case r.res.Outcome == commit.OK:
+	switch keepalive.Classify(r.res.Outcome) {
+	case keepalive.Renewed:
 		h.renewals++
 		h.extend(r.started, r.res.Record)
 		expiry.Reset(time.Until(h.stopAt()))
 		if h.e.verbose {
 			fmt.Fprintf(h.e.errw, "lease run: renewed %s token %d until %s (%s from now)\n", h.item.ID, h.item.Token,
-				time.UnixMicro(int64(r.res.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.duration))
+				time.UnixMicro(int64(r.res.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.lease.Duration))
 		}
-	case doneByCommand(r.res.Outcome):
+	case keepalive.Done:
+		// Done passed the token check first (fenced): CMD, or someone it
+		// gave LEASE_TOKEN to, completed the lease; done is final, so CMD
+		// may finish in peace.
 		h.byCommand = true
 		stop()
 		if h.e.verbose {
 			fmt.Fprintf(h.e.errw, "lease run: %s token %d was completed by the command; renewals stop\n", h.item.ID, h.item.Token)
 		}
-	case lostOutcome(r.res.Outcome):
+	case keepalive.Lost:
 		lose(lostWhy(r.res))
 	default:
 		fmt.Fprintln(h.e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.res))
@@ -479,14 +473,14 @@ func (h *holder) checked(r commit.Result, lose func(string), stop func()) {
 	if h.lost || h.byCommand {
 		return
 	}
-	switch {
-	case doneByCommand(r.Outcome):
+	switch ev := keepalive.Classify(r.Outcome); {
+	case ev == keepalive.Done:
 		h.byCommand = true
 		stop()
 	case r.Outcome == commit.Expired:
 		// The local deadline decides expiry: it counts from before the
 		// write, on the monotonic clock.
-	case lostOutcome(r.Outcome):
+	case ev == keepalive.Lost:
 		lose(lostWhy(r))
 	}
 }
@@ -513,17 +507,17 @@ func (h *holder) end(complete bool) int {
 	} else {
 		res = h.st.Release([]commit.Item{h.item})
 	}
-	switch r := res[0]; {
+	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
 	case r.Outcome == commit.OK:
 		h.finish = map[bool]string{true: "done", false: "released"}[complete]
 		return 0
 	case h.lost:
 		h.finish = "lost"
 		return exitLost
-	case doneByCommand(r.Outcome) || r.Outcome == commit.Released:
+	case ev == keepalive.Done || r.Outcome == commit.Released:
 		h.finish = "by-command-" + r.Outcome.Reason()
 		return 0
-	case lostOutcome(r.Outcome):
+	case ev == keepalive.Lost:
 		h.finish = "lost"
 		h.lost, h.lostReason = true, failLine(r)
 		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before it could be finished: "+failLine(r)))
@@ -543,9 +537,3 @@ func (h *holder) removeStage() {
 		h.st.FS.Remove(commit.StagePath(h.item.ID, h.item.Token))
 	}
 }
-
-// doneByCommand: a renewal refused as done passed the token check first
-// (fenced), so CMD (or someone it gave LEASE_TOKEN to) completed the
-// lease itself; done is final, so CMD may finish in peace. A release is
-// not: once released, the item can be claimed again, and CMD must stop.
-func doneByCommand(o commit.Outcome) bool { return o == commit.Done }

@@ -81,7 +81,7 @@ func runStatus(c *cli.Context) error {
 	for _, k := range kinds {
 		err := scanRecords(st, k, func(rel string, rec *leasefmt.Record, rerr error) {
 			if rerr != nil {
-				code = commit.Worse(code, 3)
+				code = Worse(code, 3)
 				w.Flush()
 				fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("corrupt %s (lease fsck checks it)", rerr)))
 				return

@@ -73,6 +73,25 @@ var (
 
 var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO}
 
+// Graver reports whether o is a more serious outcome than p (SPEC §7): an
+// I/O error over a corrupt record over a lock timeout over a negative
+// answer over success.
+func (o Outcome) Graver(p Outcome) bool { return o.gravity() > p.gravity() }
+
+func (o Outcome) gravity() int {
+	switch o {
+	case OK:
+		return 0
+	case LockTimeout:
+		return 2
+	case Corrupt:
+		return 3
+	case IOError:
+		return 4
+	}
+	return 1
+}
+
 // Err is the error of outcome o, nil for OK.
 func (o Outcome) Err() error { return outcomeErrs[o] }
 
@@ -110,46 +129,6 @@ func (e *ItemError) Error() string {
 
 // Unwrap gives the outcome's error and the cause.
 func (e *ItemError) Unwrap() []error { return []error{e.Outcome.Err(), e.Cause} }
-
-// Exit is the exit status an outcome calls for (SPEC §7).
-func (o Outcome) Exit() int {
-	switch o {
-	case OK:
-		return 0
-	case Corrupt:
-		return 3
-	case LockTimeout:
-		return 5
-	case IOError:
-		return 4
-	}
-	return 1
-}
-
-// Severity orders exit statuses: 4 over 3 over 5 over 1 over 0.
-func Severity(code int) int {
-	switch code {
-	case 0:
-		return 0
-	case 1:
-		return 1
-	case 5:
-		return 2
-	case 3:
-		return 3
-	case 4:
-		return 4
-	}
-	return 5 // usage and anything else outrank the batch outcomes
-}
-
-// Worse returns the more serious of two exit statuses.
-func Worse(a, b int) int {
-	if Severity(b) > Severity(a) {
-		return b
-	}
-	return a
-}
 
 // Result is the outcome of one item.
 type Result struct {

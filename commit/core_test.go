@@ -658,24 +658,22 @@ func TestClaimFirst(t *testing.T) {
 	}
 }
 
-func TestWorseAndExit(t *testing.T) {
-	for _, tc := range []struct{ a, b, want int }{
-		{0, 1, 1}, {1, 5, 5}, {5, 3, 3}, {3, 4, 4}, {4, 3, 4}, {3, 5, 3}, {5, 1, 5}, {4, 0, 4}, {0, 0, 0},
-	} {
-		if got := commit.Worse(tc.a, tc.b); got != tc.want {
-			t.Errorf("Worse(%d, %d) = %d, want %d", tc.a, tc.b, got, tc.want)
-		}
-	}
+func TestOutcomeReasonsAndErrors(t *testing.T) {
 	for o, want := range map[commit.Outcome]struct {
-		exit   int
 		reason string
+		err    error
 	}{
-		commit.OK: {0, "ok"}, commit.StaleToken: {1, "stale-token"}, commit.Expired: {1, "expired"}, commit.Held: {1, "held"},
-		commit.Done: {1, "done"}, commit.Released: {1, "released"}, commit.Missing: {1, "missing"}, commit.Corrupt: {3, "corrupt"},
-		commit.LockTimeout: {5, "lock-timeout"}, commit.IOError: {4, "io-error"},
+		commit.OK: {"ok", nil}, commit.StaleToken: {"stale-token", commit.ErrStale}, commit.Expired: {"expired", commit.ErrExpired},
+		commit.Held: {"held", commit.ErrHeld}, commit.Done: {"done", commit.ErrDone}, commit.Released: {"released", commit.ErrReleased},
+		commit.Missing: {"missing", commit.ErrMissing}, commit.Exists: {"exists", commit.ErrExists}, commit.Corrupt: {"corrupt", commit.ErrCorrupt},
+		commit.LockTimeout: {"lock-timeout", commit.ErrLockTimeout}, commit.IOError: {"io-error", commit.ErrIO},
 	} {
-		if o.Exit() != want.exit || o.Reason() != want.reason {
-			t.Errorf("outcome %d: exit %d reason %s, want %d %s", o, o.Exit(), o.Reason(), want.exit, want.reason)
+		if o.Reason() != want.reason || o.Err() != want.err {
+			t.Errorf("outcome %d: reason %s, error %v; want %s, %v", o, o.Reason(), o.Err(), want.reason, want.err)
+		}
+		r := commit.Result{Outcome: o}
+		if got, ok := commit.OutcomeOf(r.Err()); !ok || got != o {
+			t.Errorf("outcome %d: OutcomeOf(Result.Err()) = %d, %v", o, got, ok)
 		}
 	}
 }

@@ -351,7 +351,7 @@ func targetDisagrees(m, t *leasefmt.Record) string {
 func worstIssue(issues []TargetIssue) Outcome {
 	out := issues[0].Outcome
 	for _, is := range issues[1:] {
-		if Severity(is.Outcome.Exit()) > Severity(out.Exit()) {
+		if is.Outcome.Graver(out) {
 			out = is.Outcome
 		}
 	}

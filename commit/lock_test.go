@@ -138,7 +138,7 @@ func TestLockBetweenProcesses(t *testing.T) {
 				t.Fatalf("Lock while another process holds it = %v, want ErrLockTimeout", err)
 			}
 			res := at(st, 1000).Claim([]commit.Item{{ID: id}, {ID: neighbour}}, "host/w", 60)
-			if res[0].Outcome != commit.LockTimeout || res[0].Outcome.Exit() != 5 {
+			if res[0].Outcome != commit.LockTimeout || !errors.Is(res[0].Err(), commit.ErrLockTimeout) {
 				t.Errorf("claim of the locked ID: %s (%s), want lock-timeout", res[0].Outcome.Reason(), res[0].Detail)
 			}
 			if res[1].Outcome != commit.OK {

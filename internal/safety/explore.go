@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -67,7 +68,7 @@ type Run struct {
 // Outcome notes an outcome the command would report.
 func (r *Run) Outcome(o commit.Outcome) {
 	r.mu.Lock()
-	r.exit = commit.Worse(r.exit, o.Exit())
+	r.exit = commands.Worse(r.exit, commands.ExitStatus(o))
 	r.mu.Unlock()
 }
 

@@ -1,0 +1,175 @@
+package commands
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// getenv is os.Getenv, replaced in tests.
+var getenv = os.Getenv
+
+// usageErr is an error that exits 2: usage, configuration or input.
+func usageErr(format string, args ...any) error {
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf(format, args...)), 2)
+}
+
+// env is what an action works with: its settings, its clock and its output.
+type env struct {
+	c       *cli.Context
+	set     *config.Settings
+	now     float64
+	json    bool
+	verbose bool
+	out     io.Writer
+	errw    io.Writer
+	started time.Time
+}
+
+func newEnv(c *cli.Context) (*env, error) {
+	set, err := config.Load(c, getenv)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), 2)
+	}
+	e := &env{c: c, set: set, json: c.Bool("json"), verbose: c.Bool("verbose"),
+		out: c.App.Writer, errw: c.App.ErrWriter, started: time.Now()}
+	if c.IsSet("now") {
+		e.now = c.Float64("now")
+		if err := leasefmt.CheckTime("--now", e.now); err != nil {
+			return nil, usageErr("%v", err)
+		}
+	} else {
+		e.now = float64(time.Now().UnixMicro()) / 1e6
+	}
+	return e, nil
+}
+
+// clock is the time now: the --now clock when given, else the system's.
+func (e *env) clock() float64 {
+	if e.c.IsSet("now") {
+		return e.now
+	}
+	return commit.SystemClock()
+}
+
+// storeClock is the clock a store reads under each record's lock.
+func (e *env) storeClock() func() float64 {
+	if e.c.IsSet("now") {
+		return commit.FixedClock(e.now)
+	}
+	return commit.SystemClock
+}
+
+// renewTTL is the duration a renewal gives: --ttl (or LEASE_TTL) when
+// given, else 0, which keeps each lease's own duration (SPEC §6).
+func (e *env) renewTTL() float64 {
+	if e.set.FromCommandLine("ttl") {
+		return e.set.TTL
+	}
+	return 0
+}
+
+// root is the absolute table root.
+func (e *env) root() string {
+	r, err := filepath.Abs(e.set.Root)
+	if err != nil {
+		return e.set.Root
+	}
+	return r
+}
+
+// open opens the table. Only lease init creates one (create): every other
+// command refuses a root without TABLE and creates nothing there (SPEC §2),
+// so a mistyped root or an unset LEASE_ROOT never starts a second campaign.
+func (e *env) open(create bool) (*commit.Store, error) {
+	root := e.root()
+	if create {
+		if err := commit.MkdirRoot(root); err != nil {
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+		}
+	}
+	f, err := commit.OS(root)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, noTable(root)
+		}
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+	}
+	var tmpl *leasefmt.Table
+	if create {
+		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now}
+	}
+	var fsys commit.FS = f
+	if wrapFS != nil {
+		fsys = wrapFS(f)
+	}
+	st, err := commit.Open(root, fsys, tmpl)
+	if err != nil {
+		f.Close()
+		switch {
+		case errors.Is(err, commit.ErrNoTable):
+			return nil, noTable(root)
+		case errors.Is(err, leasefmt.ErrCorrupt):
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
+		}
+		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
+	}
+	var work, target int
+	if e.set.Explicit("shards") {
+		work = e.set.Shards
+	}
+	if e.set.Explicit("target_shards") {
+		target = e.set.TargetShards
+	}
+	if err := st.CheckShards(work, target); err != nil {
+		f.Close()
+		return nil, usageErr("%v", err)
+	}
+	st.LockTimeout = time.Duration(e.set.LockTimeout * float64(time.Second))
+	st.Writers = e.set.Writers
+	st.Clock = e.storeClock()
+	st.ClockSkew = e.set.ClockSkew
+	if e.c.IsSet("strategy") {
+		s, err := commit.ParseStrategy(e.c.String("strategy"))
+		if err != nil {
+			f.Close()
+			return nil, usageErr("--strategy: %v", err)
+		}
+		st.Strategy = s
+	}
+	return st, nil
+}
+
+// wrapFS, when set, wraps the filesystem of every table a command opens:
+// the seam through which tests inject faults (a read-only or full
+// filesystem) and kill a process at an exact call.
+var wrapFS func(commit.FS) commit.FS
+
+// noTable is the error of a command run where no table is (SPEC §2).
+func noTable(root string) error {
+	return usageErr("no lease table at %s: create it with lease init (or name the table with --root or LEASE_ROOT)", root)
+}
+
+// snapshot returns the store's statistics so far.
+func (e *env) snapshot(st *commit.Store) commit.Snapshot {
+	return st.Stats.Snapshot(time.Since(e.started))
+}
+
+// remainingS is the time left on r at now, never negative.
+func remainingS(r *leasefmt.Record, now float64) float64 {
+	return math.Max(0, r.ExpiresAt-now)
+}
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

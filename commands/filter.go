@@ -1,0 +1,149 @@
+package commands
+
+// The batch filter protocol (SPEC §7): input lines of `ID TOKEN` (or lone
+// IDs), from FILE arguments or stdin, blank lines and # comments skipped,
+// validated whole before anything is written.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// maxLine bounds one input line.
+const maxLine = 4096
+
+// inputLine is one significant line of batch input.
+type inputLine struct {
+	src    string
+	n      int
+	fields []string
+}
+
+// readInput reads the lines of the FILE arguments, or of stdin when there
+// are none or the argument is "-". Blank lines and # comments are skipped.
+func readInput(c *cli.Context, args []string) ([]inputLine, error) {
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	var out []inputLine
+	for _, a := range args {
+		var r io.Reader
+		src := a
+		if a == "-" {
+			r, src = c.App.Reader, "stdin"
+		} else {
+			f, err := os.Open(a)
+			if err != nil {
+				return nil, usageErr("input %v", err)
+			}
+			defer f.Close()
+			r = f
+		}
+		lines, err := scanLines(r, src)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, lines...)
+	}
+	return out, nil
+}
+
+func scanLines(r io.Reader, src string) ([]inputLine, error) {
+	var out []inputLine
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, maxLine), maxLine) // a larger buffer would raise the bound
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		out = append(out, inputLine{src: src, n: n, fields: fields})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
+		}
+		return nil, usageErr("%s: %v", src, err)
+	}
+	return out, nil
+}
+
+// parseItems validates every line before anything is written: `ID TOKEN`
+// lines (or lone IDs when withToken is false), no duplicate ID.
+func parseItems(lines []inputLine, withToken bool) ([]commit.Item, error) {
+	want := 2
+	form := "ID TOKEN"
+	if !withToken {
+		want, form = 1, "ID"
+	}
+	items := make([]commit.Item, 0, len(lines))
+	seen := make(map[leasefmt.ID]string, len(lines))
+	for _, l := range lines {
+		where := fmt.Sprintf("%s:%d", l.src, l.n)
+		if len(l.fields) != want {
+			return nil, usageErr("%s: malformed line %s: want %q", where, leasefmt.Quote(strings.Join(l.fields, " ")), form)
+		}
+		id, err := leasefmt.ParseID(l.fields[0])
+		if err != nil {
+			return nil, usageErr("%s: %v", where, err)
+		}
+		it := commit.Item{ID: id}
+		if withToken {
+			if it.Token, err = leasefmt.ParseToken(l.fields[1]); err != nil {
+				return nil, usageErr("%s: %s: %v", where, id, err)
+			}
+		}
+		if prev, dup := seen[id]; dup {
+			return nil, usageErr("%s: duplicate id %s (first at %s)", where, id, prev)
+		}
+		seen[id] = where
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// tokenLines reads and validates the `ID TOKEN` lines of the FILE
+// arguments or stdin.
+func tokenLines(c *cli.Context) ([]commit.Item, error) {
+	lines, err := readInput(c, c.Args().Slice())
+	if err != nil {
+		return nil, err
+	}
+	return parseItems(lines, true)
+}
+
+// idArgs reads claim-style input: IDs as arguments, or one per line from
+// stdin when the only argument is "-" or there is none.
+func idArgs(c *cli.Context) ([]commit.Item, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
+		lines, err := readInput(c, []string{"-"})
+		if err != nil {
+			return nil, err
+		}
+		return parseItems(lines, false)
+	}
+	lines := make([]inputLine, len(args))
+	for i, a := range args {
+		lines[i] = inputLine{src: "argument", n: i + 1, fields: []string{a}}
+		if a == "" || strings.ContainsAny(a, " \t\n") {
+			lines[i].fields = []string{a, "?"} // refused as malformed
+		}
+	}
+	return parseItems(lines, false)
+}

@@ -1,0 +1,214 @@
+package commands
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// The report of a batch command (SPEC §7): stdout carries exactly the lines
+// that succeeded, as `ID TOKEN`, in input order; each failure goes to
+// stderr as `REASON ID TOKEN detail (path)`; --json prints one document
+// with every result and the statistics instead. Work results and group
+// results go through the same writer.
+
+// reportOpts adapt the report of a batch command.
+type reportOpts struct {
+	// code, when set, is the exit status of the results (default: the
+	// worst outcome's).
+	code func(res []commit.Result) int
+	// silent, when set, names results that are not failures and print
+	// nothing on stderr (claim --first's passed-over candidates).
+	silent func(r commit.Result) bool
+}
+
+// row is one line of a report: a work result, or a group result with the
+// group's targets and the targets that refused it.
+type row struct {
+	commit.Result
+	targets []leasefmt.ID
+	issues  []commit.TargetIssue
+}
+
+func workRows(res []commit.Result) []row {
+	rows := make([]row, len(res))
+	for i, r := range res {
+		rows[i] = row{Result: r}
+	}
+	return rows
+}
+
+func groupRows(res []commit.GroupResult) []row {
+	rows := make([]row, len(res))
+	for i, g := range res {
+		rows[i] = row{Result: commit.Result{Item: g.Item, Outcome: g.Outcome, Token: g.Token, Detail: g.Detail,
+			Record: g.Manifest, Path: g.Path, Latency: g.Latency}, issues: g.Issues}
+		if g.Manifest != nil {
+			rows[i].targets = g.Manifest.Targets
+		}
+	}
+	return rows
+}
+
+// worstCode is the exit status of the most serious outcome (SPEC §7).
+func worstCode(res []commit.Result) int {
+	code := 0
+	for _, r := range res {
+		code = Worse(code, ExitStatus(r.Outcome))
+	}
+	return code
+}
+
+// resultJSON is one item of --json output; targets and issues only for
+// groups (id is then the GID and record the manifest).
+type resultJSON struct {
+	ID           string          `json:"id"`
+	Token        int64           `json:"token,omitempty"`
+	OK           bool            `json:"ok"`
+	Reason       string          `json:"reason"`
+	Detail       string          `json:"detail,omitempty"`
+	CurrentToken int64           `json:"current_token,omitempty"`
+	Path         string          `json:"path"`
+	LatencyS     float64         `json:"latency_s,omitempty"`
+	Record       json.RawMessage `json:"record,omitempty"`
+	Targets      []string        `json:"targets,omitempty"`
+	Issues       []issueJSON     `json:"issues,omitempty"`
+}
+
+// issueJSON is one target that refused its group, in --json output.
+type issueJSON struct {
+	Target string `json:"target"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+	Path   string `json:"path"`
+}
+
+func (r row) json() resultJSON {
+	j := resultJSON{ID: string(r.ID), Token: r.Item.Token, OK: r.Outcome == commit.OK, Reason: r.Outcome.Reason(),
+		Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path, LatencyS: r.Latency.Seconds()}
+	if r.Record != nil {
+		if b, err := leasefmt.Encode(r.Record); err == nil {
+			j.Record = json.RawMessage(strings.TrimSpace(string(b)))
+		}
+	}
+	for _, t := range r.targets {
+		j.Targets = append(j.Targets, string(t))
+	}
+	for _, is := range r.issues {
+		j.Issues = append(j.Issues, issueJSON{Target: string(is.Target), Reason: is.Outcome.Reason(), Detail: leasefmt.Bound(is.Detail), Path: is.Path})
+	}
+	return j
+}
+
+// report prints work results (see reportWith).
+func (e *env) report(cmd string, res []commit.Result, snap commit.Snapshot) error {
+	return e.reportWith(cmd, res, snap, reportOpts{})
+}
+
+// reportWith prints work results as the filter contract says and returns
+// the exit status.
+func (e *env) reportWith(cmd string, res []commit.Result, snap commit.Snapshot, o reportOpts) error {
+	code := worstCode(res)
+	if o.code != nil {
+		code = o.code(res)
+	}
+	return e.write(cmd, workRows(res), snap, code, o.silent)
+}
+
+// reportGroups prints group results: `GID TOKEN` for each group that
+// succeeded; for each other group a stderr line, or one per target that
+// refused it when any did.
+func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Snapshot) error {
+	rows := groupRows(res)
+	code := 0
+	for _, r := range rows {
+		code = Worse(code, ExitStatus(r.Outcome))
+	}
+	return e.write(cmd, rows, snap, code, nil)
+}
+
+// write is the one report writer.
+func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, silent func(commit.Result) bool) error {
+	if e.json {
+		doc := struct {
+			Command string          `json:"command"`
+			Results []resultJSON    `json:"results"`
+			Stats   commit.Snapshot `json:"stats"`
+			Counts  map[string]int  `json:"counts"`
+			Exit    int             `json:"exit"`
+		}{Command: cmd, Results: make([]resultJSON, 0, len(rows)), Stats: snap, Counts: map[string]int{}, Exit: code}
+		for _, r := range rows {
+			doc.Counts[r.Outcome.Reason()]++
+			doc.Results = append(doc.Results, r.json())
+		}
+		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+		}
+	} else {
+		w := bufio.NewWriter(e.out)
+		ew := bufio.NewWriter(e.errw)
+		for _, r := range rows {
+			if r.Outcome == commit.OK {
+				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				continue
+			}
+			if silent != nil && silent(r.Result) {
+				continue
+			}
+			if len(r.issues) == 0 {
+				fmt.Fprintln(ew, failLine(r.Result))
+				continue
+			}
+			tok := shownToken(r.Item.Token, r.Token)
+			for _, is := range r.issues {
+				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s target %s: %s (%s)", is.Outcome.Reason(), r.ID, tok, is.Target, is.Detail, is.Path)))
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+		}
+		ew.Flush()
+		if e.verbose {
+			e.printStats(cmd, snap)
+		}
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
+
+// failLine is the stderr line of a result that did not succeed:
+// `REASON ID TOKEN detail (path)`.
+func failLine(r commit.Result) string {
+	return leasefmt.Bound(fmt.Sprintf("%s %s %s %s (%s)", r.Outcome.Reason(), r.ID, shownToken(r.Item.Token, r.Token), r.Detail, r.Path))
+}
+
+// shownToken is the TOKEN of a failure line: the input's token, else the
+// token found on disk (claims have no input token), else 0, which no lease
+// ever has (tokens start at 1), so the line always parses as ID TOKEN.
+func shownToken(input, found int64) string {
+	switch {
+	case input != 0:
+		return strconv.FormatInt(input, 10)
+	case found != 0:
+		return strconv.FormatInt(found, 10)
+	}
+	return "0"
+}
+
+func (e *env) printStats(cmd string, s commit.Snapshot) {
+	fmt.Fprintf(e.errw, "lease %s: batches=%d renewals=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
+		cmd, s.Batches, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
+		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
+	if s.Ranks > 0 {
+		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.3fs\n", cmd, s.Ranks, s.CollectiveS)
+	}
+}

@@ -1,0 +1,412 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/cluster"
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/keepalive"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// renew-batch --watch: keep leases alive round after round, in one process
+// or as one program across the ranks of an mpirun job (package cluster).
+// Rank 0 reads the inputs and reports; every rank renews its shards each
+// round; the ranks agree at the start of each round whether to stop.
+
+// watchSignals stop renew-batch --watch after the round in progress.
+// SIGUSR1 is for mpirun, which forwards it to every rank (SIGTERM and SIGINT
+// make mpirun abort the job and exit non-zero).
+var watchSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1}
+
+// watchSource is one input of --watch: a FILE re-read every round, or
+// stdin, read once.
+type watchSource struct {
+	name    string
+	stdin   bool
+	lines   []inputLine // the last lines read
+	pending string      // an unterminated last line seen in the previous round
+	gone    bool        // the file could not be read; its last lines are kept
+}
+
+// watcher is rank 0's state of renew-batch --watch.
+type watcher struct {
+	e         *env
+	st        *commit.Store
+	sources   []*watchSource
+	stdinOnly bool
+	set       *keepalive.Set
+	warned    map[string]bool
+	order     []commit.Item // the items of the last round, in input order
+	rounds    int
+	lost      []commit.Result
+	code      int // worst status of the last round's failures that may pass
+}
+
+func runWatch(c *cli.Context) error {
+	// Signals are caught from the start: one that arrives while the input
+	// is read or the first round runs stops the watch after that round,
+	// which still prints the held set.
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, watchSignals...)
+	defer signal.Stop(sigc)
+	if err := refuseUnderLauncher(); err != nil {
+		return err
+	}
+	e, w, setErr, err := joinWorld(c)
+	if err != nil {
+		return err
+	}
+	defer w.Finalize()
+	if setErr == nil {
+		setErr = watchSettings(c, e, w.Size())
+	}
+	if err := cluster.Agree(w, setErr, exitOf); err != nil {
+		return ranked(w, err)
+	}
+	var wt *watcher
+	var items []commit.Item
+	var inErr error
+	if w.Rank() == 0 {
+		wt, items, inErr = newWatcher(c, e)
+	}
+	if err := cluster.Agree(w, inErr, exitOf); err != nil {
+		return ranked(w, err)
+	}
+	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
+	if err != nil {
+		return ranked(w, err)
+	}
+	sess.Store.LockTimeout = renewLockTimeout(e.set)
+	if wt != nil {
+		wt.st = sess.Store
+	}
+	stopped, err := watchLoop(e, sess, wt, items, sigc)
+	if err != nil {
+		return ranked(w, err)
+	}
+	var reported error
+	if wt != nil {
+		reported = wt.finish(stopped, sess.Stats(time.Since(e.started)))
+	}
+	code, err := sess.Exit(exitOf(reported))
+	if err != nil {
+		return ranked(w, err)
+	}
+	if wt != nil {
+		return reported
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
+
+// watchLoop runs rounds on every rank until the ranks agree to stop: after
+// a signal to any of them, or, with stdin as rank 0's only input, once
+// nothing is left to renew. The first round always runs, so that what is
+// printed at the end was checked. Every rank takes part in every round's
+// batch, also one in which rank 0 has nothing to renew. It returns the
+// signal that stopped this rank, nil when none did.
+func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, sigc chan os.Signal) (os.Signal, error) {
+	t := keepalive.NewTicker(e.set.RenewInterval, sigc)
+	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
+		Run: func(mine []commit.Item) []commit.Result { return sess.Store.Renew(mine, e.renewTTL()) }}
+	for rounds := 0; ; rounds++ {
+		done := wt != nil && wt.stdinOnly && wt.rounds > 0 && len(wt.order) == 0
+		stop, err := sess.Any(rounds > 0 && (t.Signalled() || done))
+		if err != nil {
+			return t.Stopped, err
+		}
+		if stop {
+			return t.Stopped, nil
+		}
+		started := time.Now()
+		res, err := sess.Batch(batch, items)
+		if err != nil {
+			return t.Stopped, err
+		}
+		if wt != nil {
+			wt.round(res, started, sess)
+		}
+		t.Wait()
+		if wt != nil {
+			items = wt.reread()
+		}
+	}
+}
+
+// watchSettings refuses settings under which a renewal cannot arrive in
+// time: a fixed clock, an interval that does not fit the TTL, and under
+// mpirun an interval the collectives' watchdog would not wait for.
+func watchSettings(c *cli.Context, e *env, ranks int) error {
+	if c.IsSet("now") {
+		return usageErr("--now cannot be used with --watch: renewals follow the system clock")
+	}
+	if err := e.set.CheckRenewInterval(); err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	if ranks > 1 && e.set.MPITimeout > 0 && e.set.RenewInterval >= e.set.MPITimeout {
+		return usageErr("renew_interval %g (%s) must be less than mpi_timeout %g (%s): ranks wait for each other once per round",
+			e.set.RenewInterval, e.set.Origin("renew_interval"), e.set.MPITimeout, e.set.Origin("mpi_timeout"))
+	}
+	return nil
+}
+
+// newWatcher reads the inputs and validates the first round whole.
+func newWatcher(c *cli.Context, e *env) (*watcher, []commit.Item, error) {
+	w := &watcher{e: e, stdinOnly: true, set: keepalive.NewSet(e.set.TTL, e.set.ClockSkew), warned: map[string]bool{}}
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		args = []string{"-"}
+	}
+	for _, a := range args {
+		src := &watchSource{name: a, stdin: a == "-"}
+		if src.stdin {
+			var err error
+			if src.lines, err = scanLines(c.App.Reader, "stdin"); err != nil {
+				return nil, nil, err
+			}
+		} else {
+			w.stdinOnly = false
+			if err := w.readFile(src, true); err != nil {
+				return nil, nil, err
+			}
+		}
+		w.sources = append(w.sources, src)
+	}
+	var first []inputLine
+	for _, s := range w.sources {
+		first = append(first, s.lines...)
+	}
+	items, err := parseItems(first, true) // the first round is validated whole
+	if err != nil {
+		return nil, nil, err
+	}
+	return w, items, nil
+}
+
+// readFile reads a FILE source. The first read must succeed; later a file
+// that went away keeps its last lines (with a warning).
+func (w *watcher) readFile(src *watchSource, first bool) error {
+	data, err := os.ReadFile(src.name)
+	if err != nil {
+		if first {
+			return usageErr("input %v", err)
+		}
+		w.warnOnce("read "+src.name, fmt.Sprintf("lease renew-batch: input %v; keeping its last %d lines", err, len(src.lines)))
+		src.gone = true
+		return nil
+	}
+	src.gone = false
+	if i := bytes.LastIndexByte(data, '\n'); i+1 < len(data) {
+		tail := string(data[i+1:])
+		// A last line without its newline may be half written: take it when
+		// it is unchanged since the previous round (or in the first round),
+		// and in later rounds only when it is a whole ID TOKEN line.
+		if !first && (tail != src.pending || !wholeLine(tail)) {
+			data = data[:i+1]
+		}
+		src.pending = tail
+	} else {
+		src.pending = ""
+	}
+	lines, err := scanLines(bytes.NewReader(data), src.name)
+	if err != nil {
+		if first {
+			return err
+		}
+		w.warnOnce("scan "+src.name+err.Error(), "lease renew-batch: "+err.Error()+"; keeping the lines read before")
+		return nil
+	}
+	src.lines = lines
+	return nil
+}
+
+// wholeLine reports whether s is a well-formed `ID TOKEN` line.
+func wholeLine(s string) bool {
+	lines, err := scanLines(strings.NewReader(s), "")
+	if err != nil || len(lines) != 1 {
+		return false
+	}
+	_, err = parseItems(lines, true)
+	return err == nil
+}
+
+// reread reads the FILEs again and returns the items of the next round:
+// every well-formed line not dropped as lost, of two lines with one ID the
+// larger token.
+func (w *watcher) reread() []commit.Item {
+	var items []commit.Item
+	at := map[leasefmt.ID]int{}
+	for _, src := range w.sources {
+		if !src.stdin {
+			w.readFile(src, false)
+		}
+		for _, l := range src.lines {
+			one, err := parseItems([]inputLine{l}, true)
+			if err != nil {
+				w.warnOnce(fmt.Sprintf("%s:%d:%q", l.src, l.n, l.fields), fmt.Sprintf("lease renew-batch: %v (skipped)", err))
+				continue
+			}
+			it := one[0]
+			if w.set.Dropped(it) {
+				continue
+			}
+			if i, dup := at[it.ID]; dup {
+				prev := items[i]
+				keep := max(prev.Token, it.Token)
+				w.warnOnce(fmt.Sprintf("dup %s %d %d", it.ID, prev.Token, it.Token),
+					fmt.Sprintf("lease renew-batch: %s:%d: %s appears with tokens %d and %d; renewing token %d", l.src, l.n, it.ID, prev.Token, it.Token, keep))
+				items[i].Token = keep
+				continue
+			}
+			at[it.ID] = len(items)
+			items = append(items, it)
+		}
+	}
+	return items
+}
+
+func (w *watcher) warnOnce(key, msg string) {
+	if w.warned[key] {
+		return
+	}
+	w.warned[key] = true
+	fmt.Fprintln(w.e.errw, leasefmt.Bound(msg))
+}
+
+// round reports what one round did: losses as they happen, failures that
+// may pass with "(will retry)".
+func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Session) {
+	w.rounds++
+	w.code = 0
+	renewed, lost, failed := 0, 0, 0
+	kept := make([]commit.Item, 0, len(res))
+	for _, o := range w.set.Round(res, started) {
+		switch o.Event {
+		case keepalive.Renewed:
+			renewed++
+		case keepalive.Retry:
+			failed++
+			w.code = Worse(w.code, ExitStatus(o.Result.Outcome))
+			fmt.Fprintln(w.e.errw, failLine(o.Result)+" (will retry)")
+		default:
+			lost++
+			w.lost = append(w.lost, o.Result)
+			fmt.Fprintln(w.e.errw, failLine(o.Result))
+			continue
+		}
+		kept = append(kept, o.Result.Item)
+	}
+	w.order = kept
+	if w.e.verbose {
+		line := fmt.Sprintf("lease renew-batch: round %d: renewed=%d lost=%d failures=%d held=%d time=%.3fs",
+			w.rounds, renewed, lost, failed, renewed, time.Since(started).Seconds())
+		if sess.World().Size() > 1 {
+			line += fmt.Sprintf(" ranks=%d collective_time=%.3fs", sess.World().Size(), sess.Collectives().Seconds())
+		}
+		fmt.Fprintln(w.e.errw, line)
+	}
+}
+
+// signalName is SIGTERM for syscall.SIGTERM.
+func signalName(s os.Signal) string {
+	if n, ok := s.(syscall.Signal); ok && unix.SignalName(n) != "" {
+		return unix.SignalName(n)
+	}
+	return s.String()
+}
+
+// watchHeld is one lease of the final --json document.
+type watchHeld struct {
+	ID        string  `json:"id"`
+	Token     int64   `json:"token"`
+	ExpiresAt float64 `json:"expires_at"`
+}
+
+// finish prints the lines still held and the statistics, and returns the
+// exit status. A lease is still held when the last round renewed it and a
+// last fencing check (lease verify) passes now: one completed, released
+// or taken over since the last round is reported lost instead.
+func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
+	var candidates []commit.Item
+	for _, it := range w.order {
+		if l := w.set.Lease(it); l != nil && l.Renewed {
+			candidates = append(candidates, it)
+		}
+	}
+	var held []watchHeld
+	for _, r := range w.st.Verify(candidates) {
+		switch keepalive.Classify(r.Outcome) {
+		case keepalive.Renewed:
+			held = append(held, watchHeld{string(r.ID), r.Item.Token, r.Record.ExpiresAt})
+		case keepalive.Retry: // cannot tell now: kept, so that the held set loses no lease
+			fmt.Fprintln(w.e.errw, failLine(r)+" (kept: the last round renewed it)")
+			held = append(held, watchHeld{string(r.ID), r.Item.Token, w.set.Lease(r.Item).ExpiresAt})
+		default:
+			w.lost = append(w.lost, r)
+			fmt.Fprintln(w.e.errw, failLine(r))
+		}
+	}
+	code := w.code
+	if stopped == nil && w.stdinOnly && len(w.lost) > 0 && len(held) == 0 {
+		code = Worse(code, 1) // every lease was lost: nothing left to keep alive
+	}
+	if w.e.json {
+		doc := struct {
+			Command string          `json:"command"`
+			Watch   bool            `json:"watch"`
+			Rounds  int             `json:"rounds"`
+			Signal  string          `json:"signal,omitempty"`
+			Held    []watchHeld     `json:"held"`
+			Lost    []resultJSON    `json:"lost"`
+			Stats   commit.Snapshot `json:"stats"`
+			Exit    int             `json:"exit"`
+		}{Command: "renew-batch", Watch: true, Rounds: w.rounds, Held: held, Lost: []resultJSON{}, Stats: snap, Exit: code}
+		if doc.Held == nil {
+			doc.Held = []watchHeld{}
+		}
+		if stopped != nil {
+			doc.Signal = signalName(stopped)
+		}
+		for _, r := range w.lost {
+			doc.Lost = append(doc.Lost, resultJSON{ID: string(r.ID), Token: r.Item.Token, Reason: r.Outcome.Reason(),
+				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path})
+		}
+		if err := json.NewEncoder(w.e.out).Encode(doc); err != nil {
+			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
+		}
+	} else {
+		out := bufio.NewWriter(w.e.out)
+		for _, h := range held {
+			fmt.Fprintf(out, "%s %d\n", h.ID, h.Token)
+		}
+		if err := out.Flush(); err != nil {
+			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
+		}
+		why := "every lease lost"
+		if stopped != nil {
+			why = "stopped by " + signalName(stopped)
+		} else if len(w.lost) == 0 {
+			why = "nothing to renew"
+		}
+		fmt.Fprintf(w.e.errw, "lease renew-batch: %s after %d rounds: held=%d lost=%d\n", why, w.rounds, len(held), len(w.lost))
+		w.e.printStats("renew-batch", snap)
+	}
+	if code != 0 {
+		return cli.Exit("", code)
+	}
+	return nil
+}
