@@ -53,7 +53,7 @@ func (e *Error) Error() string {
 
 // ErrProtocol is wrapped by errors about a malformed message between ranks:
 // a rank that sent something no rank of this version sends.
-var ErrProtocol = errors.New("cluster: malformed message between ranks")
+var ErrProtocol = errors.New("malformed message between ranks")
 
 // message is what ranks exchange to agree.
 type message struct {

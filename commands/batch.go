@@ -2,7 +2,6 @@ package commands
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -102,7 +101,7 @@ func joinWorld(c *cli.Context) (*env, *mpi.World, error, error) {
 	}
 	w, err := mpi.Init(timeout)
 	if err != nil {
-		return nil, nil, nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("mpi: %v", err)), 4)
+		return nil, nil, nil, cli.Exit(leasefmt.Bound(err.Error()), 4) // mpi's errors say "mpi:"
 	}
 	if w.Rank() != 0 && e != nil {
 		e.out, e.errw = discard{}, discard{}
@@ -121,7 +120,7 @@ func ranked(w *mpi.World, err error) error {
 	if err == nil {
 		return nil
 	}
-	code, msg := 4, "mpi: "+err.Error()
+	code, msg := 4, err.Error() // a collective's error says "mpi:"
 	var ce *cluster.Error
 	if errors.As(err, &ce) {
 		code, msg = ce.Code, ce.Error()

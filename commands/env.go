@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -140,9 +141,10 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	st.LockTimeout = time.Duration(e.set.LockTimeout * float64(time.Second))
 	st.Writers = e.set.Writers
 	st.Clock = e.storeClock()
+	st.MoreProcs = moreProcs
 	st.ClockSkew = e.set.ClockSkew
 	if e.c.IsSet("strategy") {
-		s, err := commit.ParseStrategy(e.c.String("strategy"))
+		s, err := strategy.Parse(e.c.String("strategy"))
 		if err != nil {
 			f.Close()
 			return nil, usageErr("--strategy: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -215,7 +216,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		}
 		return ia < ib
 	})
-	if s.Strategy == Concurrent && s.Writers > 1 {
+	if s.Strategy == strategy.Concurrent && s.Writers > 1 {
 		// Deal the sorted records round-robin over the shards (each shard
 		// still in ID order), so the writers work in K directories at once:
 		// a create or rename holds its directory's lock for a whole round
@@ -257,61 +258,39 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		errMu.Unlock()
 		aborted.Store(true)
 	}
-	writers := s.Writers
-	if s.Strategy != Concurrent || writers < 1 {
-		writers = 1
-	}
-	if writers > len(items) {
-		writers = len(items)
-	}
-	defer moreProcs(writers)()
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				it := items[i]
-				r := &res[i]
-				r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
-				if aborted.Load() {
-					r.Outcome = IOError // the detail names the cause below
-					r.Detail = ""
-					s.Stats.Attempted.Add(1)
-					continue
-				}
-				begun[i] = time.Now()
-				if err := s.applyOne(k, it, decide, settle, batch, r); err != nil {
-					fail(i, err)
-				}
-				dir := path.Dir(s.RecordPath(k, it.ID))
-				if s.Strategy == OneAtATime && r.Outcome == OK {
-					if err := batch.SyncDir(dir); err != nil {
-						fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
-					}
-					syncMu.Lock()
-					syncedAt[it.ID.FileName()] = time.Now()
-					syncMu.Unlock()
-				}
-				if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != NoSync && batch.Pending(dir) {
-					if err := batch.SyncDir(dir); err != nil {
-						fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
-					}
-					syncMu.Lock()
-					syncedAt[dir] = time.Now()
-					syncMu.Unlock()
-				}
-				s.Stats.Attempted.Add(1)
+	s.parallel(order, func(i int) {
+		it := items[i]
+		r := &res[i]
+		r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
+		defer s.Stats.Attempted.Add(1)
+		if aborted.Load() {
+			r.Outcome = IOError // the detail names the cause below
+			r.Detail = ""
+			return
+		}
+		begun[i] = time.Now()
+		if err := s.applyOne(k, it, decide, settle, batch, r); err != nil {
+			fail(i, err)
+		}
+		dir := path.Dir(s.RecordPath(k, it.ID))
+		if s.Strategy == strategy.OneAtATime && r.Outcome == OK {
+			if err := batch.SyncDir(dir); err != nil {
+				fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}
-		}()
-	}
-	for _, i := range order {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	if s.Strategy == NoSync {
+			syncMu.Lock()
+			syncedAt[it.ID.FileName()] = time.Now()
+			syncMu.Unlock()
+		}
+		if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != strategy.NoSync && batch.Pending(dir) {
+			if err := batch.SyncDir(dir); err != nil {
+				fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
+			}
+			syncMu.Lock()
+			syncedAt[dir] = time.Now()
+			syncMu.Unlock()
+		}
+	})
+	if s.Strategy == strategy.NoSync {
 		if sf, ok := s.FS.(interface{ Syncfs() error }); ok {
 			if err := sf.Syncfs(); err != nil {
 				fail(-1, err)

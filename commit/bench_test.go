@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -26,12 +27,12 @@ import (
 func BenchmarkRenew(b *testing.B) {
 	strategies := []struct {
 		name string
-		s    commit.Strategy
+		s    strategy.Kind
 	}{
-		{"concurrent", commit.Concurrent},
-		{"sequential", commit.Sequential},
-		{"one-at-a-time", commit.OneAtATime},
-		{"nosync", commit.NoSync},
+		{"concurrent", strategy.Concurrent},
+		{"sequential", strategy.Sequential},
+		{"one-at-a-time", strategy.OneAtATime},
+		{"nosync", strategy.NoSync},
 	}
 	for _, st := range strategies {
 		for _, n := range []int{64, 1024} {
@@ -44,7 +45,7 @@ func BenchmarkRenew(b *testing.B) {
 	}
 }
 
-func benchRenew(b *testing.B, strategy commit.Strategy, n, k int) {
+func benchRenew(b *testing.B, kind strategy.Kind, n, k int) {
 	root := benchRoot(b)
 	f, err := commit.OS(root)
 	if err != nil {
@@ -76,7 +77,7 @@ func benchRenew(b *testing.B, strategy commit.Strategy, n, k int) {
 	if len(touched) != k {
 		b.Fatalf("IDs touch %d shards, want %d", len(touched), k)
 	}
-	st.Strategy = strategy
+	st.Strategy = kind
 	base := st.Stats.Snapshot(0)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

@@ -58,12 +58,12 @@ type File interface {
 var (
 	// ErrNotRegular is returned when a name that must be a regular file is a
 	// symbolic link, a directory, a FIFO or anything else.
-	ErrNotRegular = errors.New("commit: not a regular file")
+	ErrNotRegular = errors.New("not a regular file")
 	// ErrLockTimeout is returned when a lock wait ran out.
-	ErrLockTimeout = errors.New("commit: lock wait timed out")
+	ErrLockTimeout = errors.New("lock wait timed out")
 	// ErrCrossDirectory is returned by SyncBatch.Replace for a rename whose
 	// source and destination directories differ (G8).
-	ErrCrossDirectory = errors.New("commit: rename across directories in a same-directory batch")
+	ErrCrossDirectory = errors.New("rename across directories in a same-directory batch")
 )
 
 // Op names one kind of call through the seam, for hooks.

@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -37,40 +38,6 @@ var (
 	ErrShardConflict = errors.New("shard count conflicts with the table")
 )
 
-// Strategy selects how a batch makes its records durable. Only Concurrent
-// is used by the commands; the others exist to measure it against the
-// seed's algorithms (bench/) on the same code path.
-type Strategy int
-
-// The strategies.
-const (
-	// Concurrent: a pool of writers, one fsync per shard directory issued as
-	// soon as that shard's last record is renamed (this project).
-	Concurrent Strategy = iota
-	// Sequential: one writer, one fsync per shard directory at the end (F324).
-	Sequential
-	// OneAtATime: one writer, the directory fsynced after every record (F323).
-	OneAtATime
-	// NoSync: the same writes and renames without any fsync, then one
-	// syncfs(2): the cost floor, not durable per record.
-	NoSync
-)
-
-// ParseStrategy maps a name to a Strategy.
-func ParseStrategy(s string) (Strategy, error) {
-	switch s {
-	case "concurrent", "":
-		return Concurrent, nil
-	case "sequential":
-		return Sequential, nil
-	case "one-at-a-time":
-		return OneAtATime, nil
-	case "nosync":
-		return NoSync, nil
-	}
-	return 0, fmt.Errorf("unknown strategy %s (concurrent, sequential, one-at-a-time, nosync)", leasefmt.Quote(s))
-}
-
 // Store is an open lease table.
 type Store struct {
 	Root  string
@@ -80,8 +47,14 @@ type Store struct {
 	LockTimeout time.Duration
 	// Writers bounds the concurrent record writers of a batch.
 	Writers int
-	// Strategy is how batches commit; Concurrent unless benchmarking.
-	Strategy Strategy
+	// Strategy is how batches commit: strategy.Concurrent, unless a
+	// benchmark of the module picks one of the seed's algorithms.
+	Strategy strategy.Kind
+	// MoreProcs, when set, is called with the size of a batch's writer pool
+	// before the batch and returns the function called after it: the
+	// command line raises GOMAXPROCS there while writers block in fsync.
+	// The library itself never changes GOMAXPROCS.
+	MoreProcs func(writers int) (restore func())
 	// Clock is the time now in seconds since the epoch. Every operation
 	// reads it while it holds the record's lock (SPEC §6), never once per
 	// batch, so input that arrives late cannot grant or renew a lease
@@ -426,7 +399,7 @@ func (s *Store) writeTemp(dir, name string, data []byte) (string, error) {
 		return "", &OpError{Op: "cannot create the new record's temp file", Err: bare(err)}
 	}
 	_, err = f.Write(data)
-	if err == nil && s.Strategy != NoSync {
+	if err == nil && s.Strategy != strategy.NoSync {
 		if err = f.Sync(); err == nil {
 			s.Stats.FileSyncs.Add(1)
 		}

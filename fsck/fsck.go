@@ -72,9 +72,9 @@ type Options struct {
 // Errors of Check that are not findings.
 var (
 	// ErrNoTable: the root holds neither a TABLE nor any record directory.
-	ErrNoTable = errors.New("fsck: not a lease table")
+	ErrNoTable = errors.New("not a lease table")
 	// ErrUsage: a SHARD argument or an explicit shard count is wrong.
-	ErrUsage = errors.New("fsck: usage")
+	ErrUsage = errors.New("usage")
 )
 
 // checker is one run of Check.

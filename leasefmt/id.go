@@ -22,7 +22,7 @@ const IDLen = 64
 type ID string
 
 // ErrBadID is wrapped by every ID validation error.
-var ErrBadID = errors.New("leasefmt: bad id")
+var ErrBadID = errors.New("bad ID")
 
 // ParseID returns s as an ID when it is exactly 64 lowercase hex characters.
 func ParseID(s string) (ID, error) {

@@ -23,7 +23,7 @@ const MaxOwnerLen = 256
 
 // ErrCorrupt is wrapped by every error about a record or header that exists
 // but does not validate.
-var ErrCorrupt = errors.New("leasefmt: corrupt record")
+var ErrCorrupt = errors.New("corrupt record")
 
 // Kind is the kind of a record, which fixes its schema and its directory.
 type Kind int

@@ -1,4 +1,4 @@
-package commit
+package commands
 
 import (
 	"os"
@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// Writers spend most of their time blocked in fdatasync, rename and
+// A batch's writers spend most of their time blocked in fdatasync, rename and
 // directory fsync. When one of those returns and every P (GOMAXPROCS) is
 // taken, the goroutine waits for the scheduler to hand one over, a futex
 // wake-up and a context switch per system call. A concurrent batch

@@ -1,0 +1,46 @@
+package commit
+
+import (
+	"sync"
+
+	"github.com/leasetool/lease/internal/strategy"
+)
+
+// The writer pool of a batch, shared by Apply and the group writer: records
+// are written by at most Writers goroutines at once, so that the
+// filesystem can merge their journal commits, one writer for the seed's
+// sequential strategies.
+
+// writers is the size of the writer pool for jobs jobs.
+func (s *Store) writers(jobs int) int {
+	n := s.Writers
+	if s.Strategy != strategy.Concurrent || n < 1 {
+		n = 1
+	}
+	return max(1, min(n, jobs))
+}
+
+// parallel runs do(j) for every j of jobs, taken in order by the writer
+// pool, and returns when all are done.
+func (s *Store) parallel(jobs []int, do func(j int)) {
+	n := s.writers(len(jobs))
+	if s.MoreProcs != nil {
+		defer s.MoreProcs(n)()
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				do(j)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+}

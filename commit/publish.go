@@ -1,0 +1,266 @@
+package commit
+
+// Publishing a result exactly once (SPEC §3, §3.2): complete --publish moves
+// a staged result from the holder's own staging directory to public/
+// between committing and done, under the record's lock; a committing record
+// whose publisher is gone is settled (rolled forward or back) by whoever
+// meets it under its lock next, never taken over.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// ErrStaged is wrapped by errors about the staged file of a publish.
+var ErrStaged = errors.New("staged result")
+
+// publishState is what a publish finds of its result.
+type publishState struct {
+	staged bool // a regular file at stage/ID.TOKEN/NAME
+	public bool // something at public/NAME
+	same   bool // both, and one file (a link left by an interrupted move)
+}
+
+func (p publishState) moved() bool { return p.public && (!p.staged || p.same) }
+
+// maxCompare bounds the bytes compared to tell whether a staged result and
+// its public/ name are one file where the filesystem gives no inode.
+const maxCompare = 16 << 20
+
+// sameResult reports whether the staged result and its public/ name hold
+// the same result: one inode (a link left when a no-replace move fell back
+// to link and unlink), or the same size and bytes (a crash that left the
+// renamed file under both names where the filesystem keeps no link, or a
+// filesystem that tells no inode). Publishing bytes that public/ already
+// holds under the name would change nothing.
+func (s *Store) sameResult(staged, public string, sfi, pfi fs.FileInfo) bool {
+	if SameFile(sfi, pfi) {
+		return true
+	}
+	n := sfi.Size()
+	if n != pfi.Size() || n > maxCompare {
+		return false
+	}
+	a, err1 := s.FS.ReadFile(staged, int(n))
+	b, err2 := s.FS.ReadFile(public, int(n))
+	return err1 == nil && err2 == nil && string(a) == string(b)
+}
+
+func (s *Store) publishState(staged, public string) (publishState, error) {
+	var p publishState
+	sfi, err := s.FS.Lstat(staged)
+	switch {
+	case err == nil:
+		p.staged = sfi.Mode().IsRegular()
+	case !errors.Is(err, fs.ErrNotExist):
+		return p, err
+	}
+	pfi, err := s.FS.Lstat(public)
+	switch {
+	case err == nil:
+		p.public = true
+		p.same = p.staged && pfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi)
+	case !errors.Is(err, fs.ErrNotExist):
+		return p, err
+	}
+	return p, nil
+}
+
+// dropStage removes the staging directory of token of id if it is empty,
+// once its result was published: garbage collection, best effort and
+// outside the record protocol (no fsync; a directory left, empty or not,
+// is lease fsck's to clean up).
+func (s *Store) dropStage(id leasefmt.ID, token int64) {
+	s.FS.Remove(StagePath(id, token))
+}
+
+// ResultPublished reports whether the result name that the holder of token
+// of id staged has reached public/: public/NAME is there and
+// stage/ID.TOKEN/NAME is gone or is the same file (SPEC §3.2).
+func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool, error) {
+	p, err := s.publishState(path.Join(StagePath(id, token), name), path.Join(PublicDir, name))
+	return p.moved(), err
+}
+
+// SamePublished reports whether the staged file at the table-relative
+// name staged is the same file as public/ under its base name.
+func (s *Store) SamePublished(staged string) (bool, error) {
+	p, err := s.publishState(staged, path.Join(PublicDir, path.Base(staged)))
+	return p.same, err
+}
+
+// settle is what an abandoned committing record that names a published
+// result becomes (SPEC §3): done when the result reached public/ (rolled
+// forward), else released (rolled back: the staged file stays in its
+// stage/ID.TOKEN/ directory), so a result is published at most once per ID.
+func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, string, error) {
+	staged := path.Join(StagePath(cur.ID, cur.Token), cur.Publish)
+	public := path.Join(PublicDir, cur.Publish)
+	p, err := s.publishState(staged, public)
+	if err != nil {
+		return nil, "", fmt.Errorf("settle the publish of %s token %d: %w", cur.ID, cur.Token, err)
+	}
+	if p.moved() {
+		return doneRecord(cur, now), fmt.Sprintf("an interrupted publish was rolled forward: %s is in %s/, the record is done (token %d)",
+			leasefmt.Quote(cur.Publish), PublicDir, cur.Token), nil
+	}
+	return released(cur, now), fmt.Sprintf("an interrupted publish was rolled back: %s was not published, the record was released (token %d)",
+		leasefmt.Quote(cur.Publish), cur.Token), nil
+}
+
+// Settle settles the committing work record of id if it names a published
+// result (SPEC §3): lease fsck's roll forward and back. It rolls forward
+// whenever the result is in public/ (a committing record met under its
+// lock has no completer at work, and done is what the completer would
+// write), and rolls back only once a claimer could take the record over
+// (expired by more than the clock skew), since until then its holder may
+// still resume the publish. It returns the record as written, or nil when
+// nothing was done, and a detail saying what was done.
+func (s *Store) Settle(id leasefmt.ID) (*leasefmt.Record, string, error) {
+	unlock, err := s.Lock(leasefmt.Work, id)
+	if err != nil {
+		return nil, "", err
+	}
+	defer unlock()
+	cur, err := s.Read(leasefmt.Work, id)
+	if err != nil || cur == nil || !abandonedPublish(cur) {
+		return nil, "", err
+	}
+	now := s.now()
+	next, detail, err := s.settle(cur, now)
+	if err != nil {
+		return nil, "", err
+	}
+	if next.Status != leasefmt.Done && !s.settleWhenTaken(cur, now) {
+		return nil, "", nil // not published, and its holder may still resume
+	}
+	if err := s.WriteOne(next); err != nil {
+		return nil, "", err
+	}
+	return next, detail, nil
+}
+
+// abandonedPublish reports whether cur is a committing record that names a
+// published result: settled, not taken over, once its holder is gone.
+func abandonedPublish(cur *leasefmt.Record) bool {
+	return cur.Kind == leasefmt.Work && cur.Status == leasefmt.Committing && cur.Publish != ""
+}
+
+// CompletePublish completes one lease and publishes its staged result
+// ROOT/stage/ID.TOKEN/name as ROOT/public/name between committing and done,
+// holding the record's lock throughout: the staged file is fsynced, then
+// committing (with "publish") is made durable, then the file is moved with
+// a durable cross-directory replace that never overwrites, and done is
+// written after it. A crash at any point leaves a state that the next claim
+// or lease fsck settles (SPEC §3). Retried with the same token and name it
+// resumes an interrupted publish, or succeeds again when it finished. An
+// error wrapping ErrStaged means the staged file is unusable and nothing
+// was written.
+func (s *Store) CompletePublish(it Item, name string) (Result, error) {
+	r := Result{Item: it, Path: s.Abs(s.RecordPath(leasefmt.Work, it.ID))}
+	if err := leasefmt.CheckPublishName(name); err != nil {
+		return r, fmt.Errorf("%w: %v", ErrStaged, err)
+	}
+	staged, public := path.Join(StagePath(it.ID, it.Token), name), path.Join(PublicDir, name)
+	unlock, err := s.Lock(leasefmt.Work, it.ID)
+	if err != nil {
+		return r, s.lockFailed(err, &r, "lock")
+	}
+	defer unlock()
+	cur, err := s.Read(leasefmt.Work, it.ID)
+	if err != nil {
+		return r, s.readFailed(err, &r)
+	}
+	now := s.now()
+	r.Record = cur
+	if cur != nil {
+		r.Token = cur.Token
+	}
+	next, out, detail := CommittingDecision(name, s.ClockSkew)(it, cur, now)
+	resumed := cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Committing && cur.Publish == name
+	if resumed {
+		// Its own interrupted publish: resumed whatever the expiry, as
+		// nobody can have taken the record over without settling it first.
+		next, out, detail = cur, OK, ""
+	}
+	if r.Outcome, r.Detail = out, detail; out != OK {
+		s.count(out)
+		return r, nil
+	}
+	if next == nil { // already done with this token and name: a retry
+		s.count(OK)
+		return r, nil
+	}
+	p, err := s.publishState(staged, public)
+	if err != nil {
+		r.Outcome, r.Detail = IOError, fmt.Sprintf("publish %s: %v", leasefmt.Quote(name), err)
+		s.count(IOError)
+		return r, err
+	}
+	switch {
+	case !resumed && !p.staged:
+		r.Outcome = Missing
+		what := "no such file"
+		if fi, err := s.FS.Lstat(staged); err == nil {
+			what = "not a regular file"
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				what = "a symbolic link, never followed"
+			}
+		}
+		return r, fmt.Errorf("%w %s: %s (the holder of token %d stages its results in %s/, LEASE_STAGE of lease run)",
+			ErrStaged, s.Abs(staged), what, it.Token, s.Abs(StagePath(it.ID, it.Token)))
+	case resumed && !p.staged && !p.public:
+		r.Outcome, r.Detail = Missing, fmt.Sprintf("interrupted publish: %s is neither in %s nor in %s/", leasefmt.Quote(name), s.Abs(path.Dir(staged)), s.Abs(PublicDir))
+		s.count(Missing)
+		return r, nil
+	case p.public && !p.moved():
+		r.Outcome, r.Detail = Exists, fmt.Sprintf("%s already exists; publish never replaces", s.Abs(public))
+		s.count(Exists)
+		return r, nil
+	}
+	s.Stats.Batches.Add(1)
+	if !resumed {
+		// G1 for the result itself: its bytes are durable before its name
+		// moves into public/.
+		if err := s.FS.SyncFile(staged); err != nil {
+			r.Outcome, r.Detail = IOError, fmt.Sprintf("fsync staged result %s: %v", s.Abs(staged), err)
+			s.count(IOError)
+			return r, err
+		}
+		s.Stats.FileSyncs.Add(1)
+		if err := s.WriteOne(next); err != nil {
+			r.Outcome, r.Detail = IOError, fmt.Sprintf("write committing record: %v", err)
+			s.count(IOError)
+			return r, err
+		}
+	}
+	switch {
+	case p.same:
+		// A link left by a move that died between link and unlink.
+		if err := s.FS.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			r.Outcome, r.Detail = IOError, "record is committing, removing the staged name failed: "+err.Error()
+			s.count(IOError)
+			return r, err
+		}
+	case !p.public:
+		if err := s.DurableMove(staged, public); err != nil {
+			r.Outcome, r.Detail = IOError, fmt.Sprintf("record is committing, publish %s failed: %v", s.Abs(public), err)
+			s.count(IOError)
+			return r, err
+		}
+	}
+	done := doneRecord(next, s.now())
+	if err := s.WriteOne(done); err != nil {
+		r.Outcome, r.Detail = IOError, "published, record still committing: "+err.Error()
+		s.count(IOError)
+		return r, err
+	}
+	s.dropStage(it.ID, it.Token)
+	r.Outcome, r.Record, r.Token = OK, done, done.Token
+	s.count(OK)
+	return r, nil
+}
