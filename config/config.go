@@ -240,7 +240,7 @@ func (s *Settings) resolve(vals map[string]any) error {
 	s.Root = str("root", DefaultRoot)
 	s.Owner = str("owner", "")
 	if _, given := vals["owner"]; !given { // an explicit empty owner is refused below
-		s.Owner = defaultOwner()
+		s.Owner = DefaultOwner()
 		s.origin["owner"] = "default (USER@HOST)"
 	}
 	s.TargetTimeout = num("target_timeout", DefaultTargetTimeout)
@@ -335,7 +335,8 @@ func (s *Settings) Value(key string) any {
 	return nil
 }
 
-func defaultOwner() string {
+// DefaultOwner is the owner of leases when none is given: USER@HOST.
+func DefaultOwner() string {
 	name := os.Getenv("USER")
 	if name == "" {
 		if u, err := user.Current(); err == nil {
