@@ -44,6 +44,48 @@ var runCommand = &cli.Command{
 	Action: runRun,
 }
 
+// runManual is the hand-written part of lease-run(1).
+var runManual = Manual{
+	More: "Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
+		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
+		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
+		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
+		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
+		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
+		"e.g. `lease complete --publish NAME` as its last step: renewals then stop (done is final), and lease run " +
+		"exits with CMD's status. A lease that is released or revoked while CMD runs (lease release, lease " +
+		"revoke, by anyone, CMD included) is lost: lease run checks the record, read-only, about every second " +
+		"between renewals and stops CMD at once (SIGTERM, then SIGKILL after --grace; exit 124), since the item " +
+		"can be claimed again from then on. If lease run is killed, CMD gets SIGTERM (PR_SET_PDEATHSIG) and the " +
+		"lease expires after its TTL.\n\n" +
+		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
+		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
+		"that last extended it. When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
+		"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
+		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
+		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
+		"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
+		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, by-command-done, " +
+		"by-command-released, lost) and stats.",
+	Exit: runExit,
+	Env: []Item{
+		{"LEASE_ID", "Set for CMD: the ID held."},
+		{"LEASE_TOKEN", "Set for CMD: the fencing token of the lease; pass it to lease complete --publish or lease verify."},
+		{"LEASE_ROOT", "Set for CMD: the absolute table root, so that lease commands run by CMD use the same table."},
+		{"LEASE_STAGE", "Set for CMD: its staging directory ROOT/stage/ID.TOKEN/, where results for lease complete --publish go."},
+	},
+	Examples: []Example{
+		{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
+			"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
+		{"Take the first free item of a queue and run under that lease:",
+			"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
+		{"Publish from inside the command, fenced by its token, exactly once:",
+			"lease run $ID -- sh -c 'make-result > \"$LEASE_STAGE/$LEASE_ID.out\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.out\"'"},
+	},
+	SeeAlso: []string{"lease-claim(1)", "lease-complete(1)", "flock(1)", "timeout(1)"},
+	Args:    "id-cmd",
+}
+
 // Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
 const (
 	exitLost       = 124
