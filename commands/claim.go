@@ -29,6 +29,16 @@ var claimCommand = &cli.Command{
 	Action: runClaim,
 }
 
+// claimManual is the hand-written part of lease-claim(1).
+var claimManual = Manual{
+	Examples: []Example{
+		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},
+		{"Use a file of candidate IDs as a work queue: take the first free one (exit 1 when none is free):", "lease claim --first 1 - < todo >> held"},
+		{"Claim for a named owner with a 10 minute lease:", "lease claim --owner \"$(hostname)/fuzz-3\" --ttl 600 $ID"},
+	},
+	SeeAlso: []string{"lease-renew-batch(1)", "lease-run(1)", "lease-release(1)"},
+}
+
 func runClaim(c *cli.Context) error {
 	first := c.Int("first")
 	if c.IsSet("first") && first < 1 {

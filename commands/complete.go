@@ -36,6 +36,21 @@ var completeCommand = &cli.Command{
 	Action: runComplete,
 }
 
+// completeManual is the hand-written part of lease-complete(1).
+var completeManual = Manual{
+	Files: []Item{
+		{"ROOT/stage/ID.TOKEN/NAME", "A result staged by the holder of token TOKEN of ID (same filesystem as the table); only that holder's directory is ever published from."},
+		{"ROOT/public/NAME", "The published result; never replaced."},
+	},
+	Examples: []Example{
+		{"Finish the leases that are still ours:", "lease verify < held | lease complete"},
+		{"Publish a result exactly once, only if the lease is still current (exit 1 and nothing moved otherwise):",
+			"mkdir -p \"$LEASE_ROOT/stage/$ID.$TOKEN\"\ncp crash.bin \"$LEASE_ROOT/stage/$ID.$TOKEN/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
+		{"Inside lease run, the staging directory is given:", "cp crash.bin \"$LEASE_STAGE/$LEASE_ID.crash\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.crash\""},
+	},
+	SeeAlso: []string{"lease-verify(1)", "lease-run(1)", "lease-fsck(1)"},
+}
+
 func runComplete(c *cli.Context) error {
 	e, err := newEnv(c)
 	if err != nil {

@@ -23,6 +23,15 @@ var configCommand = &cli.Command{
 	Action: runConfig,
 }
 
+// configManual is the hand-written part of lease-config(1).
+var configManual = Manual{
+	Examples: []Example{
+		{"Show the effective settings and where each came from:", "lease config"},
+		{"Check a configuration file:", "lease config --config campaign.toml"},
+	},
+	SeeAlso: []string{"lease-format(5)"},
+}
+
 func runConfig(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("config takes no arguments")

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commands"
+	"github.com/leasetool/lease/internal/docgen"
 )
 
 // docRequire skips (or, with LEASE_TEST_REQUIRE=all, fails) when a tool
@@ -32,7 +33,7 @@ func docRequire(t *testing.T, tools ...string) {
 // docFiles are the generated files, by path.
 func docFiles() map[string][]byte {
 	out := map[string][]byte{}
-	for _, f := range commands.DocFiles(commands.NewApp()) {
+	for _, f := range docgen.DocFiles(commands.NewApp()) {
 		out[f.Path] = f.Data
 	}
 	return out
@@ -52,8 +53,8 @@ func docWrite(t *testing.T) string {
 	return dir
 }
 
-// docFallbackExample is what docs.go writes for a command without
-// hand-written examples.
+// docFallbackExample is what internal/docgen writes for a command whose
+// Manual has no examples.
 const docFallbackExample = "Show the options:"
 
 func TestDocsUpToDate(t *testing.T) {
@@ -83,8 +84,13 @@ func TestDocsUpToDate(t *testing.T) {
 func TestDocsCoverEveryCommand(t *testing.T) {
 	files := docFiles()
 	app := commands.NewApp()
+	manuals := commands.Manuals()
 	var pages []string
 	for _, c := range app.Commands {
+		if _, ok := manuals[c.Name]; !ok && !c.Hidden {
+			t.Errorf("command %s has no Manual in commands.Manuals", c.Name)
+		}
+		delete(manuals, c.Name)
 		if c.Hidden {
 			continue
 		}
@@ -97,7 +103,7 @@ func TestDocsCoverEveryCommand(t *testing.T) {
 		pages = append(pages, page)
 		text := string(data)
 		if strings.Contains(text, docFallbackExample) {
-			t.Errorf("command %s has no examples: add them to the docs map in commands/docs.go", c.Name)
+			t.Errorf("command %s has no examples: add them to its Manual, next to its cli.Command", c.Name)
 		}
 		for _, sec := range []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "EXIT STATUS", "ENVIRONMENT", "FILES", "EXAMPLES", "SEE ALSO"} {
 			if !strings.Contains(text, "\n.SH "+sec+"\n") {
@@ -115,6 +121,9 @@ func TestDocsCoverEveryCommand(t *testing.T) {
 		if c.Description != "" && !strings.Contains(text, strings.ReplaceAll(strings.SplitN(c.Description, " ", 3)[0], "-", `\-`)) {
 			t.Errorf("%s leaves out the command's Description", page)
 		}
+	}
+	for name := range manuals {
+		t.Errorf("commands.Manuals has a Manual for %s, which is not a command of NewApp", name)
 	}
 	if len(pages) < 10 {
 		t.Fatalf("only %d command pages", len(pages))

@@ -46,6 +46,22 @@ var fsckCommand = &cli.Command{
 	Action: runFsck,
 }
 
+// fsckManual is the hand-written part of lease-fsck(1).
+var fsckManual = Manual{
+	Exit: fsckExit,
+	Files: []Item{
+		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},
+		{"ROOT/stage/ID.TOKEN/", "Staging directories; those of tokens that are not current are moved to lost+found/ (empty ones removed)."},
+		{"ROOT/public/", "Published results; one that no done or committing record names is moved to lost+found/."},
+	},
+	Examples: []Example{
+		{"Check a table after a crash (read-only):", "lease fsck --root /scratch/campaign/table"},
+		{"Repair it, then check again (exit 1: errors corrected, 0: clean):", "lease fsck --repair; lease fsck"},
+		{"Machine-readable findings:", "lease fsck --json | jq .summary"},
+	},
+	SeeAlso: []string{"lease-status(1)", "fsck(8)"},
+}
+
 // fsck exit statuses (fsck(8)).
 const (
 	fsckOperational = 8

@@ -36,6 +36,20 @@ var groupClaimCommand = &cli.Command{
 	Action: runGroupClaim,
 }
 
+// groupClaimManual is the hand-written part of lease-group-claim(1).
+var groupClaimManual = Manual{
+	Files: []Item{
+		{"ROOT/targets/SS/ID.json", "Target lease records."},
+		{"ROOT/groups/SS/GID.json", "Group manifests."},
+	},
+	Examples: []Example{
+		{"Claim three targets as one group; prints `GID TOKEN`:", "lease group-claim $T1 $T2 $T3 > group"},
+		{"Claim the targets listed in a file:", "lease group-claim - < targets > group"},
+	},
+	SeeAlso: []string{"lease-group-renew(1)", "lease-group-release(1)"},
+	Args:    "targets",
+}
+
 func runGroupClaim(c *cli.Context) error {
 	if err := refuseGroupRanks(); err != nil {
 		return err

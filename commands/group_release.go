@@ -18,6 +18,18 @@ var groupReleaseCommand = &cli.Command{
 	Action: runGroupRelease,
 }
 
+// groupReleaseManual is the hand-written part of lease-group-release(1).
+var groupReleaseManual = Manual{
+	Files: []Item{
+		{"ROOT/targets/SS/ID.json", "Target lease records."},
+		{"ROOT/groups/SS/GID.json", "Group manifests."},
+	},
+	Examples: []Example{
+		{"Release a group and its targets:", "lease group-release group"},
+	},
+	SeeAlso: []string{"lease-group-claim(1)", "lease-group-renew(1)"},
+}
+
 func runGroupRelease(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
 		return st.ReleaseGroups(items)

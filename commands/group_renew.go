@@ -24,6 +24,18 @@ var groupRenewCommand = &cli.Command{
 	Action: runGroupRenew,
 }
 
+// groupRenewManual is the hand-written part of lease-group-renew(1).
+var groupRenewManual = Manual{
+	Files: []Item{
+		{"ROOT/targets/SS/ID.json", "Target lease records."},
+		{"ROOT/groups/SS/GID.json", "Group manifests."},
+	},
+	Examples: []Example{
+		{"Renew a group and all its targets, all or nothing:", "lease group-renew < group > group.new && mv group.new group"},
+	},
+	SeeAlso: []string{"lease-group-claim(1)", "lease-group-release(1)"},
+}
+
 func runGroupRenew(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
 		return st.RenewGroups(items, e.renewTTL())

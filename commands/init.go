@@ -27,6 +27,15 @@ var initCommand = &cli.Command{
 	Action: runInit,
 }
 
+// initManual is the hand-written part of lease-init(1).
+var initManual = Manual{
+	Examples: []Example{
+		{"Create a table with 64 work shards on a shared filesystem:", "lease init --root /scratch/campaign/table --shards 64"},
+		{"Check that an existing table has the shard count a script expects (exit 2 if not):", "lease init --shards 64"},
+	},
+	SeeAlso: []string{"lease-config(1)", "lease-fsck(1)"},
+}
+
 func runInit(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("init takes no arguments")

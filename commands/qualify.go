@@ -38,6 +38,15 @@ var qualifyCommand = &cli.Command{
 	Action: runQualify,
 }
 
+// qualifyManual is the hand-written part of lease-qualify(1).
+var qualifyManual = Manual{
+	Examples: []Example{
+		{"Check that the filesystem holding the table is fit (exit 1 when it is not):", "lease qualify --root /scratch/campaign/table"},
+		{"Check a whole cluster before a campaign (built with MPI support):", "mpirun -np 16 --map-by node lease qualify --rounds 8 --json > proof.json"},
+	},
+	SeeAlso: []string{"lease-format(5)"},
+}
+
 func runQualify(c *cli.Context) error {
 	if p := c.String("hold-lock"); p != "" {
 		if err := qualify.HoldLock(p, c.App.Writer); err != nil {

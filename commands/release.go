@@ -18,6 +18,15 @@ var releaseCommand = &cli.Command{
 	Action: runRelease,
 }
 
+// releaseManual is the hand-written part of lease-release(1).
+var releaseManual = Manual{
+	Examples: []Example{
+		{"Release everything held:", "lease release held"},
+		{"Release one lease:", "echo \"$ID $TOKEN\" | lease release"},
+	},
+	SeeAlso: []string{"lease-claim(1)", "lease-complete(1)", "lease-revoke(1)"},
+}
+
 func runRelease(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {

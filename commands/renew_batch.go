@@ -60,6 +60,22 @@ var renewBatchCommand = &cli.Command{
 	Action: runRenewBatch,
 }
 
+// renewBatchManual is the hand-written part of lease-renew-batch(1).
+var renewBatchManual = Manual{
+	Exit: append(append([]Item(nil), commonExit...),
+		Item{"", "With --watch: 0 when stopped by SIGINT, SIGTERM, SIGHUP or SIGUSR1 after a round without failures, whatever was lost along the way (losses are reported on stderr and counted in the statistics); otherwise the most serious status of the last round's failures. With stdin as the only input, 1 when it stopped because every lease was lost."}),
+	Examples: []Example{
+		{"Keep the held set current (the lines renewed replace the file):", "lease renew-batch < held > held.new && mv held.new held"},
+		{"Keep every lease of a file alive until the job ends, picking up lines a wrapper appends; what is still held is printed at the end:",
+			"lease renew-batch --watch --interval 20 held > held.final &\nwatcher=$!\n# ... claim more: lease claim --first 1 - < todo >> held\nkill -TERM $watcher; wait $watcher"},
+		{"Renew from many nodes at once (built with MPI support; rank 0 reads the file; pass it as an argument with --stdin none, since Open MPI 4.x mpirun can crash forwarding stdin, open-mpi/ompi#7483):", "mpirun --stdin none -np 64 lease renew-batch held > held.new"},
+		{"Keep a campaign alive from 4 nodes until the job ends, then stop cleanly:",
+			"mpirun -np 4 --map-by node lease renew-batch --watch held > held.final &\nkeeper=$!\n# ... workers append to held ...\nkill -USR1 $keeper; wait $keeper"},
+		{"Show the group-commit statistics:", "lease renew-batch -v < held > /dev/null"},
+	},
+	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "etcdctl(1)"},
+}
+
 func runRenewBatch(c *cli.Context) error {
 	mode := c.String("progress")
 	if err := checkProgress(mode); err != nil {

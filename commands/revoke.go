@@ -25,6 +25,15 @@ var revokeCommand = &cli.Command{
 	Action: runRevoke,
 }
 
+// revokeManual is the hand-written part of lease-revoke(1).
+var revokeManual = Manual{
+	Examples: []Example{
+		{"Take an item back from a worker that hangs (its lease run stops its command within a second):", "lease revoke $ID"},
+		{"Take back every lease a dead node held:", "lease status --json --live | jq -r 'select(.owner | startswith(\"node-7/\")) | .id' | lease revoke"},
+	},
+	SeeAlso: []string{"lease-release(1)", "lease-run(1)", "lease-status(1)", "etcdctl(1)"},
+}
+
 func runRevoke(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "revoke", kind: leasefmt.Work, spread: true, input: idOrTokenArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {

@@ -4,18 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
@@ -45,6 +42,48 @@ var runCommand = &cli.Command{
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
 	}),
 	Action: runRun,
+}
+
+// runManual is the hand-written part of lease-run(1).
+var runManual = Manual{
+	More: "Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
+		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
+		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
+		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
+		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
+		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
+		"e.g. `lease complete --publish NAME` as its last step: renewals then stop (done is final), and lease run " +
+		"exits with CMD's status. A lease that is released or revoked while CMD runs (lease release, lease " +
+		"revoke, by anyone, CMD included) is lost: lease run checks the record, read-only, about every second " +
+		"between renewals and stops CMD at once (SIGTERM, then SIGKILL after --grace; exit 124), since the item " +
+		"can be claimed again from then on. If lease run is killed, CMD gets SIGTERM (PR_SET_PDEATHSIG) and the " +
+		"lease expires after its TTL.\n\n" +
+		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
+		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
+		"that last extended it. When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
+		"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
+		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
+		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
+		"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
+		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, by-command-done, " +
+		"by-command-released, lost) and stats.",
+	Exit: runExit,
+	Env: []Item{
+		{"LEASE_ID", "Set for CMD: the ID held."},
+		{"LEASE_TOKEN", "Set for CMD: the fencing token of the lease; pass it to lease complete --publish or lease verify."},
+		{"LEASE_ROOT", "Set for CMD: the absolute table root, so that lease commands run by CMD use the same table."},
+		{"LEASE_STAGE", "Set for CMD: its staging directory ROOT/stage/ID.TOKEN/, where results for lease complete --publish go."},
+	},
+	Examples: []Example{
+		{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
+			"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
+		{"Take the first free item of a queue and run under that lease:",
+			"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
+		{"Publish from inside the command, fenced by its token, exactly once:",
+			"lease run $ID -- sh -c 'make-result > \"$LEASE_STAGE/$LEASE_ID.out\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.out\"'"},
+	},
+	SeeAlso: []string{"lease-claim(1)", "lease-complete(1)", "flock(1)", "timeout(1)"},
+	Args:    "id-cmd",
 }
 
 // Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
@@ -226,314 +265,4 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 // formatSeconds renders a number of seconds for people: 30s, 333ms, 2m0s.
 func formatSeconds(s float64) string {
 	return seconds(s).Round(time.Millisecond).String()
-}
-
-// holder runs CMD while keeping one lease alive.
-type holder struct {
-	e     *env
-	st    *commit.Store
-	item  commit.Item
-	argv  []string
-	stage string // LEASE_STAGE: the staging directory of this token
-	lease keepalive.Lease
-
-	renewals   int
-	byCommand  bool // CMD completed the lease itself: renewals stopped
-	lost       bool
-	lostReason string
-	finish     string // released, done, lost, or the failure's reason word
-}
-
-// extend records a write of the lease begun at started.
-func (h *holder) extend(started time.Time, rec *leasefmt.Record) {
-	h.lease.Extend(started, rec, h.e.set.ClockSkew)
-}
-
-// grace is the time between SIGTERM and SIGKILL when renewals keep
-// failing, which ends at the lost point, so that CMD is gone before the
-// lease counts as lost (and long before a claimer may take it over):
-// --grace, shortened to half of what the lease leaves after the first
-// retry, so that renewals are retried before CMD is told to stop.
-func (h *holder) grace() time.Duration {
-	room := h.lease.Duration - h.e.set.ClockSkew - h.e.set.RenewInterval
-	return seconds(max(0, min(h.e.set.Grace, room/2)))
-}
-
-// stopAt is when CMD gets SIGTERM if no renewal succeeds before.
-func (h *holder) stopAt() time.Time { return h.lease.LostAt.Add(-h.grace()) }
-
-// pollInterval is how often the lease is checked, read-only, between
-// renewals, so that a revoke or a release from outside stops CMD within
-// about a second.
-func (h *holder) pollInterval() time.Duration {
-	return min(time.Second, seconds(h.e.set.RenewInterval))
-}
-
-// childStatus is how CMD ended.
-type childStatus struct {
-	code   *int
-	signal string
-}
-
-// run starts CMD, keeps the lease until CMD exits, finishes the lease and
-// returns lease run's exit status.
-func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (int, childStatus) {
-	e := h.e
-	cmd := exec.Command(path, h.argv[1:]...)
-	cmd.Args[0] = h.argv[0]
-	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	// Its own process group, so that signals reach CMD's children too and
-	// a terminal's ^C reaches CMD once (through us), not twice. Pdeathsig:
-	// if lease run itself is killed, CMD is told, as its lease will lapse.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	cmd.WaitDelay = time.Second
-
-	sigc := make(chan os.Signal, 8)
-	signal.Notify(sigc, forwardedSignals...)
-	defer signal.Stop(sigc)
-
-	if err := cmd.Start(); err != nil {
-		code := exitCannotRun
-		if errors.Is(err, fs.ErrNotExist) {
-			code = exitNotFound
-		}
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: cannot run %s: %v", leasefmt.Quote(h.argv[0]), err)))
-		if h.end(false); h.lost {
-			return exitLost, childStatus{}
-		}
-		return code, childStatus{}
-	}
-	pgid := cmd.Process.Pid
-	waitc := make(chan error, 1)
-	go func() { waitc <- cmd.Wait() }()
-
-	ticker := time.NewTicker(seconds(e.set.RenewInterval))
-	defer ticker.Stop()
-	poll := time.NewTicker(h.pollInterval())
-	defer poll.Stop()
-	expiry := time.NewTimer(time.Until(h.stopAt()))
-	defer expiry.Stop()
-	var killc <-chan time.Time
-	renewc := make(chan renewal, 1)
-	checkc := make(chan commit.Result, 1)
-	renewing, checking := false, false
-
-	stopRenewing := func() {
-		ticker.Stop()
-		poll.Stop()
-		expiry.Stop()
-	}
-	loseLease := func(why string, wait time.Duration) {
-		if h.lost {
-			return
-		}
-		h.lost, h.lostReason = true, why
-		stopRenewing()
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %s",
-			why, leasefmt.Quote(h.argv[0]), pgid, wait)))
-		syscall.Kill(-pgid, syscall.SIGTERM)
-		killc = time.After(wait)
-	}
-	lose := func(why string) { loseLease(why, seconds(e.set.Grace)) }
-
-	var waitErr error
-loop:
-	for {
-		select {
-		case waitErr = <-waitc:
-			break loop
-		case sig := <-sigc:
-			if s, ok := sig.(syscall.Signal); ok {
-				syscall.Kill(-pgid, s)
-			}
-		case <-killc:
-			killc = nil
-			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running after SIGTERM; sending SIGKILL to process group %d",
-				leasefmt.Quote(h.argv[0]), pgid)))
-			syscall.Kill(-pgid, syscall.SIGKILL)
-		case <-ticker.C:
-			if renewing || h.lost || h.byCommand {
-				continue
-			}
-			renewing = true
-			go h.renew(renewc)
-		case r := <-renewc:
-			renewing = false
-			h.renewed(r, lose, stopRenewing, expiry)
-		case <-poll.C:
-			if checking || renewing || h.lost || h.byCommand {
-				continue
-			}
-			checking = true
-			go func() { checkc <- h.st.Verify([]commit.Item{h.item})[0] }()
-		case r := <-checkc:
-			checking = false
-			h.checked(r, lose, stopRenewing)
-		case <-expiry.C:
-			if !h.lost && !h.byCommand {
-				// SIGKILL comes at the lost point, before any claimer can
-				// take the lease over (expires_at + clock_skew). Past it
-				// (lease run itself was stopped), CMD still gets a short
-				// grace to exit on SIGTERM.
-				left := time.Until(h.lease.LostAt)
-				why := fmt.Sprintf("no renewal of %s token %d succeeded; the lease counts as lost at expires_at - clock_skew, in %s",
-					h.item.ID, h.item.Token, left.Round(time.Millisecond))
-				if left <= 0 {
-					why = fmt.Sprintf("no renewal of %s token %d succeeded; the lease counted as lost %s ago (was lease run stopped?)",
-						h.item.ID, h.item.Token, (-left).Round(time.Millisecond))
-					left = min(seconds(e.set.Grace), time.Second)
-				}
-				loseLease(why, left)
-			}
-		}
-	}
-	if renewing { // let the renewal in flight land before finishing
-		h.renewed(<-renewc, lose, stopRenewing, expiry)
-	}
-	if checking {
-		<-checkc
-	}
-
-	status := childStatus{}
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case waitErr == nil || errors.As(waitErr, &ee):
-		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		if ws.Signaled() {
-			code = 128 + int(ws.Signal())
-			status.signal = unix.SignalName(ws.Signal())
-		} else {
-			code = ws.ExitStatus()
-		}
-		c := code
-		status.code = &c
-	default: // only I/O copying errors reach here; CMD did end
-		code = exitToolFailed
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: waiting for %s: %v", leasefmt.Quote(h.argv[0]), waitErr)))
-	}
-	fc := h.end(code == 0 && e.c.Bool("complete"))
-	switch {
-	case h.lost:
-		return exitLost, status
-	case fc != 0 && code == 0:
-		return fc, status
-	}
-	return code, status
-}
-
-// renewal is the result of one renewal attempt.
-type renewal struct {
-	started time.Time
-	res     commit.Result
-}
-
-func (h *holder) renew(out chan<- renewal) {
-	started := time.Now()
-	res := h.st.Renew([]commit.Item{h.item}, h.e.renewTTL())
-	out <- renewal{started, res[0]}
-}
-
-// renewed handles the result of a renewal: a success extends the local
-// deadline, a refusal loses the lease, and a failure (lock timeout, I/O,
-// corrupt record) is reported and retried until the deadline passes.
-func (h *holder) renewed(r renewal, lose func(string), stop func(), expiry *time.Timer) {
-	if h.lost || h.byCommand {
-		return
-	}
-	switch keepalive.Classify(r.res.Outcome) {
-	case keepalive.Renewed:
-		h.renewals++
-		h.extend(r.started, r.res.Record)
-		expiry.Reset(time.Until(h.stopAt()))
-		if h.e.verbose {
-			fmt.Fprintf(h.e.errw, "lease run: renewed %s token %d until %s (%s from now)\n", h.item.ID, h.item.Token,
-				time.UnixMicro(int64(r.res.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.lease.Duration))
-		}
-	case keepalive.Done:
-		// Done passed the token check first (fenced): CMD, or someone it
-		// gave LEASE_TOKEN to, completed the lease; done is final, so CMD
-		// may finish in peace.
-		h.byCommand = true
-		stop()
-		if h.e.verbose {
-			fmt.Fprintf(h.e.errw, "lease run: %s token %d was completed by the command; renewals stop\n", h.item.ID, h.item.Token)
-		}
-	case keepalive.Lost:
-		lose(lostWhy(r.res))
-	default:
-		fmt.Fprintln(h.e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.res))
-	}
-}
-
-// checked handles the read-only check between renewals: a lease that is
-// no longer this token's (revoked, released, taken over) stops CMD now.
-func (h *holder) checked(r commit.Result, lose func(string), stop func()) {
-	if h.lost || h.byCommand {
-		return
-	}
-	switch ev := keepalive.Classify(r.Outcome); {
-	case ev == keepalive.Done:
-		h.byCommand = true
-		stop()
-	case r.Outcome == commit.Expired:
-		// The local deadline decides expiry: it counts from before the
-		// write, on the monotonic clock.
-	case ev == keepalive.Lost:
-		lose(lostWhy(r))
-	}
-}
-
-// lostWhy says why a lease is gone, for the line that stops CMD.
-func lostWhy(r commit.Result) string {
-	if r.Outcome == commit.Released {
-		return "the lease was released or revoked (lease release, lease revoke); " + failLine(r)
-	}
-	return failLine(r)
-}
-
-// end finishes the lease after CMD exited: complete (done) when asked and
-// CMD succeeded, else release. A lease CMD finished itself under our token
-// (done, or released at its end) is fine. It returns 0, exitLost when the
-// lease turns out to be gone, or exitToolFailed when the table could not be
-// written. An empty staging directory is removed.
-func (h *holder) end(complete bool) int {
-	defer h.removeStage()
-	var res []commit.Result
-	verb := "release"
-	if complete {
-		res, verb = h.st.Complete([]commit.Item{h.item}), "complete"
-	} else {
-		res = h.st.Release([]commit.Item{h.item})
-	}
-	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
-	case r.Outcome == commit.OK:
-		h.finish = map[bool]string{true: "done", false: "released"}[complete]
-		return 0
-	case h.lost:
-		h.finish = "lost"
-		return exitLost
-	case ev == keepalive.Done || r.Outcome == commit.Released:
-		h.finish = "by-command-" + r.Outcome.Reason()
-		return 0
-	case ev == keepalive.Lost:
-		h.finish = "lost"
-		h.lost, h.lostReason = true, failLine(r)
-		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before it could be finished: "+failLine(r)))
-		return exitLost
-	default:
-		h.finish = r.Outcome.Reason()
-		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: could not %s the lease: %s", verb, failLine(r))))
-		return exitToolFailed
-	}
-}
-
-// removeStage removes the staging directory when CMD left nothing in it
-// (a published result was moved out by lease complete --publish); what
-// is left stays for lease fsck to move to lost+found/.
-func (h *holder) removeStage() {
-	if h.stage != "" {
-		h.st.FS.Remove(commit.StagePath(h.item.ID, h.item.Token))
-	}
 }

@@ -33,6 +33,16 @@ var statusCommand = &cli.Command{
 	Action: runStatus,
 }
 
+// statusManual is the hand-written part of lease-status(1).
+var statusManual = Manual{
+	Examples: []Example{
+		{"Show what is held now:", "lease status --live"},
+		{"Count done items with jq:", "lease status --json | jq -s 'map(select(.status == \"done\")) | length'"},
+		{"List the leases that ran out (their holders are gone):", "lease status --expired"},
+	},
+	SeeAlso: []string{"lease-fsck(1)"},
+}
+
 // statusJSON is one line of status --json.
 type statusJSON struct {
 	Kind       string   `json:"kind"`

@@ -21,6 +21,15 @@ var verifyCommand = &cli.Command{
 	Action: runVerify,
 }
 
+// verifyManual is the hand-written part of lease-verify(1).
+var verifyManual = Manual{
+	Examples: []Example{
+		{"Pass on only the lines whose token is current and live:", "lease verify < held > still-held"},
+		{"Fence a side effect on the lease:", "echo \"$ID $TOKEN\" | lease verify >/dev/null && upload results/$ID"},
+	},
+	SeeAlso: []string{"lease-complete(1)", "lease-renew-batch(1)"},
+}
+
 func runVerify(c *cli.Context) error {
 	kind, verify := leasefmt.Work, (*commit.Store).Verify
 	if c.Bool("groups") {

@@ -20,6 +20,11 @@ var versionCommand = &cli.Command{
 	},
 }
 
+// versionManual is the hand-written part of lease-version(1).
+var versionManual = Manual{
+	Examples: []Example{{"Print the version:", "lease version"}},
+}
+
 func printVersion(w io.Writer) {
 	support := "without MPI support (build with -tags mpi for mpirun)"
 	if mpi.Compiled {

@@ -1,6 +1,7 @@
 // Command gen writes lease's man pages (man/) and shell completions
-// (completions/) from the command definitions: run `go run ./commands/gen`
-// at the repository root after changing a command, and check the result in.
+// (completions/) from the command definitions and their Manuals, with
+// internal/docgen: run `go run ./commands/gen` at the repository root
+// after changing a command, and check the result in.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"os"
 
 	"github.com/leasetool/lease/commands"
+	"github.com/leasetool/lease/internal/docgen"
 )
 
 func main() {
@@ -18,7 +20,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gen: %s is not the repository root (no go.mod); use -o\n", *out)
 		os.Exit(2)
 	}
-	changed, err := commands.WriteDocs(*out)
+	changed, err := docgen.WriteDocs(*out, commands.NewApp())
 	for _, p := range changed {
 		fmt.Println(p)
 	}

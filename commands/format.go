@@ -1,0 +1,127 @@
+package commands
+
+// FormatManual is the text of lease-format(5), the table layout and
+// record format that other programs rely on (docs markup, see manual.go).
+type FormatManual struct {
+	// Name is the page's one-line description, in NAME.
+	Name string
+	// Intro is the DESCRIPTION; Sections follow it, each under its own
+	// heading.
+	Intro    string
+	Sections []Section
+	// Examples are the page's examples.
+	Examples []Example
+	// SeeAlso are the page's references.
+	SeeAlso []string
+}
+
+// Section is one section of a page: its heading and its text (docs
+// markup).
+type Section struct{ Title, Text string }
+
+// FormatPage returns the text of lease-format(5).
+func FormatPage() FormatManual {
+	return FormatManual{
+		Name:     "layout and record format of a lease table",
+		Intro:    formatIntro,
+		Sections: formatSections,
+		Examples: formatExamples,
+		SeeAlso:  []string{"lease(1)", "lease-fsck(1)", "lease-qualify(1)", "fcntl(2)", "rename(2)", "fsync(2)"},
+	}
+}
+
+const formatIntro = "A lease table is a directory tree on a POSIX filesystem shared by every worker (local disk, " +
+	"NFS, Lustre). Other programs (Python coordinators, shell scripts, jq) read and write the same table, so the " +
+	"layout, the records, the durability protocol and the locks below are an interface, not an implementation " +
+	"detail."
+
+var formatSections = []Section{
+	{"LAYOUT", "\tROOT/TABLE                     table header (JSON), written once, durably\n" +
+		"\tROOT/work/SS/ID.json           work lease records\n" +
+		"\tROOT/targets/SS/ID.json        target lease records\n" +
+		"\tROOT/groups/SS/GID.json        group manifests, one per claimed target group\n" +
+		"\tROOT/{work,targets,groups}/SS/.lock   lock file of shard SS\n" +
+		"\tROOT/stage/ID.TOKEN/NAME       results staged by the holder of token TOKEN of ID\n" +
+		"\tROOT/public/NAME               results published by lease complete --publish\n" +
+		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n\n" +
+		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
+		"file is touched, so no path can be built from a bad ID.\n\n" +
+		"The shard of an ID is int(ID[0:8], 16) % shards. The shard directory SS is the shard index in lowercase " +
+		"hex, zero-padded to max(2, len(hex(shards - 1))) digits: with 16 shards, 00 to 0f.\n\n" +
+		"TABLE holds one JSON object:\n\n" +
+		"\t{\"schema\":\"lease.table/v1\",\"work_shards\":N,\"target_shards\":M,\"created_at\":T}\n\n" +
+		"It is authoritative: shard counts from the configuration apply only when the table is created, and an explicit " +
+		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
+		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +
+		"nothing there, so a mistyped root or an unset LEASE_ROOT never starts a second campaign. Missing " +
+		"directories of an existing table (stage/, public/, a shard) are created on demand, durably (mkdir, then " +
+		"an fsync of the parent), since other programs make tables too."},
+	{"RECORDS", "One JSON object per file, UTF-8, newline-terminated, at most 4 KiB. A work record:\n\n" +
+		"\t{\"schema\":\"lease.work/v1\",\"id\":\"<ID>\",\"status\":\"leased\",\n" +
+		"\t \"owner\":\"host-a/fuzz-3\",\"token\":7,\"claimed_at\":1764450000.5,\n" +
+		"\t \"renewed_at\":1764450030.5,\"expires_at\":1764450150.5}\n\n" +
+		"status is one of leased, committing, released, done. A committing record written by lease complete " +
+		"--publish also carries `\"publish\":\"<basename>\"`; a done record keeps it. A lease is live when its " +
+		"status is leased or committing and now < expires_at. Times are seconds since the Unix epoch as JSON " +
+		"numbers, written with microsecond precision.\n\n" +
+		"The token of an ID never decreases, and every new claim of an ID gets a strictly larger token than any " +
+		"earlier claim of it (fencing): a holder that lost its lease cannot renew, release, complete or publish " +
+		"with its old token. This holds across repair too: when lease fsck --repair quarantines a record, it " +
+		"leaves a released record in its place (owner lease-fsck) whose token is at least the highest token it " +
+		"can read from the quarantined bytes, or, when it can read none, a token no earlier claim can have had " +
+		"(the time in microseconds).\n\n" +
+		"An expired committing record that carries publish is never simply taken over: whoever meets it under " +
+		"its lock first (the next claim, lease revoke, lease fsck --repair) rolls it forward to done when the " +
+		"result is in public/, or back to released when the staged result is still in its staging directory " +
+		"(the file stays there), so a result is published at most once per ID.\n\n" +
+		"A target record (targets/SS/ID.json, schema lease.target/v1) has the same fields plus " +
+		"`\"group\":\"<GID>\"`; its status is leased or released. A group manifest (groups/SS/GID.json, schema " +
+		"lease.group/v1) has the fields of a work record plus `\"targets\":[sorted unique IDs]`. All targets of a " +
+		"live group carry the group's token, owner and expires_at.\n\n" +
+		"Readers must reject: an unknown schema; missing fields or fields of the wrong type; an id different from " +
+		"the file name; non-canonical IDs; a token that is not an integer in [1, 2^53-1]; times that are not " +
+		"finite numbers >= 0 (the literals NaN and Infinity included); an owner that is empty, longer than 256 " +
+		"bytes or holds control characters; an unknown status; duplicate keys. Unknown extra keys are preserved " +
+		"on rewrite. A record that exists but does not validate is never treated as free and never overwritten " +
+		"by normal operations: it is reported as corrupt (exit 3) and left for lease fsck."},
+	{"DURABILITY", "Every record change is: lock; re-read and validate under the lock; write a temporary file " +
+		"`.ID.json.tmp.<random>` in the same directory; flush and fsync it; rename it over ID.json; fsync the " +
+		"directory before success is reported. The invariants:\n\n" +
+		"- G1: content is fsynced before its name changes.\n" +
+		"- G2: each record switches atomically, with one rename.\n" +
+		"- G3: success is returned only after every directory touched by the operation was fsynced.\n" +
+		"- G4: within one batch each directory is fsynced once (group commit: N file fsyncs and K directory fsyncs for N records in K shards).\n" +
+		"- G5: if record i fails, the directories of records already renamed are still fsynced before the error is returned.\n" +
+		"- G6: a failed directory fsync fails the whole batch: nothing is reported as renewed.\n" +
+		"- G7: a stale token (or a done, released, missing or corrupt record) causes no write and no fsync.\n" +
+		"- G8: a batch refuses a rename whose source and destination directories differ; the move from stage/ to public/ is a durable replace that fsyncs the destination directory first, then the source directory, and never replaces an existing name.\n" +
+		"- G9: a group is all-or-nothing: all locks in a fixed global order, all tokens validated before the first write, old records restored if any write or barrier fails."},
+	{"STAGING", "A holder stages results in its own directory ROOT/stage/ID.TOKEN/, named by its token (lease " +
+		"run makes it and passes it as LEASE_STAGE). lease complete --publish NAME fsyncs ROOT/stage/ID.TOKEN/NAME, " +
+		"writes the record committing with publish NAME, moves the file to ROOT/public/NAME with the durable " +
+		"cross-directory replace (never over an existing name) and writes the record done, all under the record's " +
+		"lock, and only while TOKEN is current. A stale holder writing the same NAME writes into its own, " +
+		"never-published directory. Staging directories of tokens that are no longer current are garbage that " +
+		"lease fsck --repair moves to lost+found/ (never deletes)."},
+	{"CLOCKS", "Every operation reads the clock while it holds the record's lock, never once per process: " +
+		"input that arrives late cannot grant or renew a lease that is already over, and a claim or renewal whose " +
+		"new expires_at (less clock_skew) has passed by the time it is durable is reported expired, not granted. " +
+		"A renewal without --ttl keeps the lease's own duration (expires_at - renewed_at). clock_skew (default " +
+		"1 s) bounds the clock difference between nodes: a claimer takes over an expired lease only when now >= " +
+		"expires_at + clock_skew, and a holder (verify, renew, complete, lease run) counts its lease as lost from " +
+		"expires_at - clock_skew."},
+	{"LOCKS", "Mutual exclusion per record is an exclusive fcntl(2) write lock (POSIX or OFD; they conflict with " +
+		"each other on Linux) on one byte of the shard's .lock file, at offset int(ID[0:15], 16), length 1. The " +
+		"kernel drops it when the holder dies; it works between processes and between the nodes of a shared " +
+		"filesystem that supports fcntl locks. The shard lock file is created once and never deleted. Waiting " +
+		"is bounded (--lock-timeout, default 10 s; exit 5 past it). Groups take the manifest's lock first, then " +
+		"the targets' locks in ascending ID order.\n\n" +
+		"A program that changes records without lease must take the same lock, follow the durability protocol " +
+		"above, and never write a token smaller than the record's."},
+}
+
+var formatExamples = []Example{
+	{"Find the record of an ID in a table with 16 work shards:",
+		"id=$(printf item-42 | sha256sum | cut -c1-64)\nprintf '%02x\\n' $(( 0x${id:0:8} % 16 ))   # shard directory\ncat \"$LEASE_ROOT/work/$(printf '%02x' $(( 0x${id:0:8} % 16 )))/$id.json\""},
+	{"Read every live lease with jq:", "lease status --json --live | jq -r '[.id, .owner, .token] | @tsv'"},
+}

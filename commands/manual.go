@@ -1,0 +1,190 @@
+package commands
+
+//go:generate go run ./gen -o ..
+
+import "github.com/urfave/cli/v2"
+
+// The hand-written text of lease's man pages. Each command file holds the
+// Manual of its command right after its cli.Command; this file holds the
+// types, the lookup, the text shared by several pages and that of the main
+// page lease(1) (format.go holds lease-format(5)). internal/docgen renders
+// them, with the command definitions of NewApp, into man/ and
+// completions/: run `go run ./commands/gen` after changing either.
+//
+// Text fields are docs markup: paragraphs are separated by blank lines, a
+// line starting with a tab is a literal line, a line starting with "- "
+// starts a bullet item, and `code` is set in bold.
+
+// Manual is the hand-written part of a command's man page, added to what
+// the cli.Command itself says (Usage, ArgsUsage, Description, Flags).
+type Manual struct {
+	// More is appended to the command's Description (docs markup).
+	More string
+	// Exit lists the exit statuses; nil means the common ones,
+	// MainManual.Exit.
+	Exit []Item
+	// Env and Files are entries added to the common ones: Env to the
+	// variables of the settings the command has flags for (an entry with
+	// the tag of one of those adds to its text), Files to
+	// MainManual.CommonFiles.
+	Env, Files []Item
+	// Examples are the page's examples; a command without any gets one
+	// that shows --help.
+	Examples []Example
+	// SeeAlso are the references after lease(1) and lease-format(5).
+	SeeAlso []string
+	// Args says how shells complete the positional arguments: "ids" (work
+	// IDs of the table), "targets" (target IDs), "files", "id-cmd" (an ID,
+	// then -- and a command line) or "none"; "" derives it from ArgsUsage.
+	Args string
+}
+
+// Item is one entry of a tagged list (EXIT STATUS, ENVIRONMENT, FILES):
+// Tag in bold, then Text. An empty Tag makes Text a paragraph of its own.
+type Item struct{ Tag, Text string }
+
+// Example is one entry of EXAMPLES: Text says what Code, a literal block
+// of shell, does.
+type Example struct{ Text, Code string }
+
+// Manuals returns the Manual of every command of NewApp, by command name.
+func Manuals() map[string]Manual {
+	out := map[string]Manual{}
+	for _, m := range []struct {
+		cmd *cli.Command
+		man Manual
+	}{
+		{initCommand, initManual},
+		{claimCommand, claimManual},
+		{renewBatchCommand, renewBatchManual},
+		{releaseCommand, releaseManual},
+		{revokeCommand, revokeManual},
+		{completeCommand, completeManual},
+		{verifyCommand, verifyManual},
+		{groupClaimCommand, groupClaimManual},
+		{groupRenewCommand, groupRenewManual},
+		{groupReleaseCommand, groupReleaseManual},
+		{runCommand, runManual},
+		{statusCommand, statusManual},
+		{fsckCommand, fsckManual},
+		{configCommand, configManual},
+		{qualifyCommand, qualifyManual},
+		{versionCommand, versionManual},
+	} {
+		out[m.cmd.Name] = m.man
+	}
+	return out
+}
+
+// commonExit are the exit statuses of every command but fsck and run
+// (SPEC §7).
+var commonExit = []Item{
+	{"0", "Success: every line succeeded (claim --first: at least one claim was granted)."},
+	{"1", "A negative answer: a lease was not granted, was lost, or a token was stale."},
+	{"2", "Usage, configuration or input error; nothing was written."},
+	{"3", "A corrupt record was met and left alone (see lease-fsck(1))."},
+	{"4", "I/O or durability error; nothing in flight was reported as a success."},
+	{"5", "A record lock could not be taken within --lock-timeout."},
+	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: 4 over 3 over 5 over 1 over 0."},
+}
+
+// fsckExit are the exit statuses of lease fsck, those of fsck(8).
+var fsckExit = []Item{
+	{"0", "The table is clean."},
+	{"1", "Errors were found and corrected (--repair)."},
+	{"4", "Errors were left uncorrected."},
+	{"8", "Operational error: the table could not be checked."},
+	{"16", "Usage or configuration error."},
+}
+
+// runExit are the exit statuses of lease run: CMD's own, and 124 to 127
+// for its own outcomes, as timeout(1) uses them.
+var runExit = []Item{
+	{"", "The exit status of CMD, when it ran and the lease was held until it exited and then finished (released or completed)."},
+	{"124", "The lease was lost while CMD ran (or before it could be finished); CMD was sent SIGTERM and, after --grace seconds, SIGKILL."},
+	{"125", "The lease was not granted (held, done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
+	{"126", "CMD was found but could not be run."},
+	{"127", "CMD was not found; nothing was claimed."},
+	{"128+n", "CMD was killed by signal n (137 for SIGKILL)."},
+}
+
+// commonFiles are the FILES entries of every page.
+var commonFiles = []Item{
+	{"ROOT/TABLE", "The table header: schema, shard counts, creation time (see lease-format(5))."},
+	{"ROOT/work/SS/ID.json", "One work lease record per ID, in shard directory SS."},
+	{"ROOT/work/SS/.lock", "The lock file of shard SS: a byte-range lock per record."},
+	{"./lease.toml, $XDG_CONFIG_HOME/lease/config.toml", "Configuration files, when --config and LEASE_CONFIG name none."},
+}
+
+// MainManual is the hand-written part of the main page lease(1), added to
+// what NewApp says (Usage, Description, the commands and config.All).
+type MainManual struct {
+	// Description follows the app's Description (docs markup).
+	Description string
+	// Flags are the options every command accepts after its name.
+	Flags []cli.Flag
+	// Exit are the exit statuses of every command but those with their
+	// own (Manual.Exit); ExitNote, a paragraph after them, points at
+	// those.
+	Exit     []Item
+	ExitNote string
+	// Env are the variables listed after those of the settings.
+	Env []Item
+	// CommonFiles are the FILES entries of every page; Files are added on
+	// lease(1).
+	CommonFiles, Files []Item
+	// Examples are the examples of lease(1).
+	Examples []Example
+	// SeeAlso are the references after the command pages.
+	SeeAlso []string
+}
+
+// MainPage returns the hand-written part of lease(1).
+func MainPage() MainManual {
+	return MainManual{
+		Description: mainDescription,
+		Flags:       commonFlags(),
+		Exit:        commonExit,
+		ExitNote: "`lease fsck` follows fsck(8) (0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage) " +
+			"and `lease run` passes on its command's status (124 lease lost, 125 not granted, 126/127 cannot run); see their pages.",
+		Env: []Item{
+			{"LEASE_CONFIG", "The TOML configuration file, when --config is not given."},
+			{"XDG_CONFIG_HOME", "Where the user configuration file lease/config.toml is looked for (default ~/.config)."},
+			{"USER", "The default owner is USER@HOST."},
+			{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 times the CPU count) while it runs, so that writers coming back from fsync and rename find one free; a value set in the environment is left alone."},
+		},
+		CommonFiles: commonFiles,
+		Files: []Item{
+			{"ROOT/targets/, ROOT/groups/", "Target lease records and group manifests."},
+			{"ROOT/stage/, ROOT/public/", "Results staged by lease holders, and published by lease complete --publish."},
+			{"ROOT/lost+found/", "Where lease fsck --repair quarantines what it cannot trust."},
+		},
+		Examples: mainExamples,
+		SeeAlso:  []string{"lease-format(5)", "flock(1)", "fsck(8)"},
+	}
+}
+
+const mainDescription = "Every batch command is a filter over lines of `ID TOKEN` (whitespace-separated; blank lines and " +
+	"# comments skipped), read from FILE arguments or stdin. stdout carries exactly the lines that succeeded, in " +
+	"input order, in the same format; each failure goes to stderr as `REASON ID TOKEN detail` with a stable reason " +
+	"word: stale-token, expired, held, done, released, missing, exists, corrupt, lock-timeout, io-error. So " +
+	"`lease renew-batch < held > held.new` keeps the held set current, and `lease verify < held | lease complete` " +
+	"composes. --json prints one JSON document with full detail and statistics instead. Input is validated whole " +
+	"before any write: a malformed line or a duplicate ID is exit 2, nothing written.\n\n" +
+	"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Every claim of an ID gets a token larger than " +
+	"any earlier claim of it; a holder proves the lease is still its own with that token (fencing). " +
+	"Every record change is locked, validated, written to a temporary file, fsynced, renamed into place, and its " +
+	"directory fsynced before success is reported; a batch fsyncs each shard directory once (group commit). " +
+	"lease-format(5) describes the table.\n\n" +
+	"Settings come from flags, then the environment, then a TOML file (--config FILE, else ./lease.toml, else " +
+	"$XDG_CONFIG_HOME/lease/config.toml), then defaults; `lease config` shows each value and its origin. The " +
+	"default TTL is max(120, 4 * target_timeout) seconds and the renewal interval max(0.1, min(30, ttl / 3))."
+
+var mainExamples = []Example{
+	{"A worker in four lines:", "export LEASE_ROOT=/scratch/campaign/table\n" +
+		"lease claim --first 1 - < todo >> held\n" +
+		"lease renew-batch < held > held.new && mv held.new held\n" +
+		"lease verify < held | lease complete"},
+	{"Hold a lease exactly as long as a fuzzer runs:", "lease run --complete $ID -- ./fuzz.sh"},
+	{"After a crash:", "lease fsck --repair"},
+}
