@@ -44,6 +44,7 @@ type Error struct {
 	Code int
 }
 
+// Error says which rank failed and why.
 func (e *Error) Error() string {
 	if e.Size <= 1 {
 		return e.Msg

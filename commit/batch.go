@@ -117,6 +117,7 @@ type ItemError struct {
 	Cause   error
 }
 
+// Error names the item, its record and the cause.
 func (e *ItemError) Error() string {
 	msg := e.Outcome.Reason() + " " + string(e.Item.ID)
 	if e.Detail != "" {

@@ -21,6 +21,7 @@ type OpError struct {
 	Err  error
 }
 
+// Error reads "OP PATH: cause", with a hint for errors an operator can fix.
 func (e *OpError) Error() string {
 	msg := e.Op
 	if e.Path != "" {
@@ -29,6 +30,7 @@ func (e *OpError) Error() string {
 	return msg + ": " + describe(e.Err)
 }
 
+// Unwrap returns the system call's error, for errors.Is(err, syscall.ENOSPC).
 func (e *OpError) Unwrap() error { return e.Err }
 
 // describe renders err for a report: a path error keeps its operation and

@@ -87,6 +87,7 @@ const (
 	Operational
 )
 
+// String is the severity word of fsck's report lines.
 func (s Severity) String() string {
 	switch s {
 	case Notice:

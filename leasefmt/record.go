@@ -56,6 +56,7 @@ func (k Kind) Dir() string {
 	return "work"
 }
 
+// String is the kind's directory name.
 func (k Kind) String() string { return k.Dir() }
 
 // Status is the state of a lease.
@@ -126,6 +127,7 @@ type FormatError struct {
 	Reason string
 }
 
+// Error names the field and what is wrong with it.
 func (e *FormatError) Error() string {
 	if e.Field == "" {
 		return e.Reason
