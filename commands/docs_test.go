@@ -14,20 +14,14 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/internal/docgen"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // docRequire skips (or, with LEASE_TEST_REQUIRE=all, fails) when a tool
 // is missing.
 func docRequire(t *testing.T, tools ...string) {
 	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-				t.Fatalf("%s is not installed (LEASE_TEST_REQUIRE=all)", tool)
-			}
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	testenv.NeedTools(t, tools...)
 }
 
 // docFiles are the generated files, by path.

@@ -7,8 +7,6 @@ package commands_test
 
 import (
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/leasetool/lease/faultfs"
 	"github.com/leasetool/lease/faultfs/faultfstest"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // qualProof is the proof qualify prints; decoding refuses unknown fields,
@@ -114,46 +113,11 @@ func TestQualifyRootFilesystem(t *testing.T) {
 	qualNoScratchLeft(t, root)
 }
 
-// qualLoopMount makes a fresh image of fstype, loop-mounts it and returns
-// the mountpoint; skipped without root or the mkfs tool.
+// qualLoopMount makes a fresh 512 MiB image of fstype, loop-mounts it and
+// returns the mountpoint; skipped without root or the mkfs tool.
 func qualLoopMount(t *testing.T, fstype string) string {
 	t.Helper()
-	mpiNeedRoot(t, "loop-mounting "+fstype)
-	mkfs := "mkfs." + fstype
-	if _, err := exec.LookPath(mkfs); err != nil {
-		mpiMissing(t, mkfs+" not found")
-	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, fstype+".img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Truncate(512 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	args := []string{"-q", img}
-	if fstype == "xfs" {
-		args = []string{"-q", "-f", img}
-	}
-	if out, err := exec.Command(mkfs, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v: %s", mkfs, err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	if err := os.Mkdir(mnt, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mount", "-o", "loop", "-t", fstype, img, mnt).CombinedOutput(); err != nil {
-		mpiMissing(t, "mount -o loop "+fstype+": "+strings.TrimSpace(string(out)))
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", mnt, err, out)
-			exec.Command("umount", "-l", mnt).Run()
-		}
-	})
-	return mnt
+	return testenv.LoopMount(t, fstype, 512<<20)
 }
 
 // TestQualifyLoopFilesystems: qualify passes on freshly made ext4 and xfs

@@ -10,19 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // TestDemo runs ./examples/demo.sh from the repository root on a fresh table
 // in a temp dir and checks that it ends with its summary and exit 0.
 func TestDemo(t *testing.T) {
-	for _, tool := range []string{"bash", "go", "sha256sum"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-				t.Fatalf("%s is not installed (LEASE_TEST_REQUIRE=all)", tool)
-			}
-			t.Skipf("the demo needs %s, which is not installed", tool)
-		}
-	}
+	testenv.NeedTools(t, "bash", "go", "sha256sum")
 	if testing.Short() {
 		t.Skip("the demo takes about 10 s; skipped with -short")
 	}
