@@ -23,8 +23,9 @@ import (
 var runCommand = &cli.Command{
 	Name:      "run",
 	Usage:     "hold a work lease exactly as long as a command runs",
-	ArgsUsage: "ID -- CMD [ARG...]",
-	Description: "Claims ID (or, with --token, adopts the lease ID already held with that token), then runs\n" +
+	ArgsUsage: "ID|--next [--wait [SECONDS]] -- CMD [ARG...]",
+	Description: "Claims ID (with --next: the next free item of the table's queue, see lease-claim(1) --next;\n" +
+		"or, with --token, adopts the lease ID already held with that token), then runs\n" +
 		"CMD with LEASE_ID, LEASE_TOKEN, LEASE_ROOT and LEASE_STAGE in its environment and renews the lease every\n" +
 		"renewal interval while CMD runs. CMD runs in its own process group; SIGINT, SIGTERM, SIGHUP,\n" +
 		"SIGQUIT, SIGUSR1 and SIGUSR2 sent to lease run are forwarded to that group. When the lease\n" +
@@ -40,13 +41,20 @@ var runCommand = &cli.Command{
 		settingFlag("grace"),
 		settingFlag("interval"),
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
+		&cli.BoolFlag{Name: "next", Usage: "claim the next free item of the table's queue (lease add) instead of a named ID; exit 123 when the queue is empty"},
+		waitFlag("the queue is busy (--next)"),
 	}),
 	Action: runRun,
 }
 
 // runManual is the hand-written part of lease-run(1).
 var runManual = Manual{
-	More: "Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
+	More: "With --next, lease run takes its item from the queue (lease add) as lease claim --next 1 does, without " +
+		"a candidate list, and CMD finds it in LEASE_ID. When the queue is empty (every queued item is done) it exits " +
+		"123 without running CMD; when every remaining item is held it exits 125, or with --wait waits for one (with " +
+		"backoff; --wait=SECONDS at most that long). With --complete, CMD's status 0 marks the item done and removes " +
+		"its queue entry; any other status releases it, so that another worker takes it again.\n\n" +
+		"Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
 		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
 		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
 		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
@@ -77,7 +85,9 @@ var runManual = Manual{
 	Examples: []Example{
 		{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
 			"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
-		{"Take the first free item of a queue and run under that lease:",
+		{"The one-line worker: take the next free item of the queue, fuzz it, mark it done; wait while every item is held, stop when all are done (exit 123):",
+			"while lease run --next --wait --complete -- ./fuzz-one.sh; do :; done"},
+		{"Adopt a lease claimed earlier from a candidate list:",
 			"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
 		{"Publish from inside the command, fenced by its token, exactly once:",
 			"lease run $ID -- sh -c 'make-result > \"$LEASE_STAGE/$LEASE_ID.out\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.out\"'"},
@@ -88,6 +98,11 @@ var runManual = Manual{
 
 // Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
 const (
+	// exitEmpty: --next found nothing left to do (every queued item is
+	// done), so that `while lease run --next ...; do :; done` ends and the
+	// script can tell "finished" (123) from a busy queue or a tool failure
+	// (125) and from CMD's own statuses.
+	exitEmpty      = 123
 	exitLost       = 124
 	exitToolFailed = 125
 	exitCannotRun  = 126
@@ -127,6 +142,20 @@ func splitRunArgs(args []string) (leasefmt.ID, []string, error) {
 		return "", nil, fmt.Errorf("no command to run after %s (want ID -- CMD [ARG...])", id)
 	}
 	return id, cmd, nil
+}
+
+// splitNextArgs takes `-- CMD ARG...` (the "--" optional) of run --next.
+func splitNextArgs(args []string) ([]string, error) {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no command to run (want --next -- CMD [ARG...])")
+	}
+	if _, err := leasefmt.ParseID(args[0]); err == nil && len(args) > 1 && args[1] == "--" {
+		return nil, fmt.Errorf("--next claims from the queue: give no ID (got %s)", args[0])
+	}
+	return args, nil
 }
 
 // lookCommand resolves CMD before anything is claimed, so that a typo
@@ -193,7 +222,25 @@ func runRun(c *cli.Context) error {
 	if err := e.set.CheckRenewInterval(); err != nil {
 		return toolFailed(err)
 	}
-	id, argv, err := splitRunArgs(c.Args().Slice())
+	args := c.Args().Slice()
+	next := c.Bool("next")
+	wait, deadline, args, err := waiting(c, args, len(args) > 1 && args[1] == "--")
+	if err != nil {
+		return toolFailed(err)
+	}
+	if wait && !next {
+		return cli.Exit("usage: --wait waits for a busy queue: it goes with --next (see lease run --help)", exitToolFailed)
+	}
+	var id leasefmt.ID
+	var argv []string
+	if next {
+		if c.IsSet("token") {
+			return cli.Exit("usage: --next claims a new lease; --token adopts a held one: give one of them (see lease run --help)", exitToolFailed)
+		}
+		argv, err = splitNextArgs(args)
+	} else {
+		id, argv, err = splitRunArgs(args)
+	}
 	if err != nil {
 		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitToolFailed)
 	}
@@ -216,7 +263,30 @@ func runRun(c *cli.Context) error {
 	item := commit.Item{ID: id, Token: adopt}
 	start := time.Now()
 	var res []commit.Result
-	if adopt != 0 {
+	if next {
+		nx := claimNext(e, st, 1, wait, deadline)
+		switch {
+		case nx.Answer == commit.Empty:
+			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitEmpty)
+		case nx.Answer != commit.Granted:
+			for _, r := range nx.Results {
+				fmt.Fprintln(e.errw, failLine(r))
+			}
+			msg := answerLine(st, nx)
+			if msg == "" {
+				msg = "blocked: no queued item could be claimed"
+			}
+			return cli.Exit(leasefmt.Bound(msg+"; "+leasefmt.Quote(argv[0])+" not run"), exitToolFailed)
+		}
+		for _, r := range nx.Results {
+			if r.Outcome == commit.OK {
+				res = []commit.Result{r}
+			} else { // errors met on the way (a corrupt record)
+				fmt.Fprintln(e.errw, failLine(r))
+			}
+		}
+		id, item.ID = res[0].ID, res[0].ID
+	} else if adopt != 0 {
 		res = st.Renew([]commit.Item{item}, e.renewTTL())
 	} else {
 		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)

@@ -29,6 +29,7 @@ var statusCommand = &cli.Command{
 		&cli.BoolFlag{Name: "live", Usage: "only leases held now"},
 		&cli.BoolFlag{Name: "expired", Usage: "only leased or committing records whose time ran out"},
 		&cli.BoolFlag{Name: "groups", Usage: "also list group manifests and target records"},
+		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner"},
 	}),
 	Action: runStatus,
 }
@@ -62,6 +63,9 @@ type statusJSON struct {
 }
 
 func runStatus(c *cli.Context) error {
+	if c.Bool("summary") {
+		return runStatusSummary(c)
+	}
 	if c.NArg() > 0 {
 		return usageErr("status takes no arguments")
 	}

@@ -71,6 +71,11 @@ func waiting(c *cli.Context, args []string, takeNumber bool) (wait bool, deadlin
 	if w == nil || !w.set {
 		return false, time.Time{}, args, nil
 	}
+	// The value lives in the command's flag, which outlives one run when
+	// lease runs in-process (tests): take it and clear it.
+	given := *w
+	*w = waitValue{}
+	w = &given
 	if w.forever && takeNumber && len(args) > 0 {
 		if _, perr := strconv.ParseFloat(args[0], 64); perr == nil {
 			if err := w.Set(args[0]); err != nil {

@@ -40,7 +40,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -51,9 +51,16 @@ _lease() {
         files=" --config "
         args=none
         ;;
+    add)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
+        dirs=" --root "
+        files=" --config "
+        args=files
+        ;;
     claim)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait "
         dirs=" --root "
         files=" --config "
         args=ids
@@ -115,14 +122,14 @@ _lease() {
         args=files
         ;;
     run)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --interval --token -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --interval --token "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --interval --token --next --wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --interval --token --wait "
         dirs=" --root "
         files=" --config "
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups -h --help"
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --summary -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew "
         dirs=" --root "
         files=" --config "
