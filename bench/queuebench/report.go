@@ -97,6 +97,11 @@ func writeMarkdown(b *strings.Builder, r *results) {
 		}
 		fmt.Fprintf(b, "| %s | %d | %.2f× (%s) | %.2f× (%s) | %.1f MB (%s) |\n", fs, s.Items, s.Flat, met(s.Flat <= 1.3), s.VsID, met(s.VsID <= 2), float64(rss)/1024, met(rss < 32*1024))
 	}
+	for _, fs := range fsOrder {
+		if s := r.Sweeps[fs]; s != nil && s.SummaryMS > 0 {
+			fmt.Fprintf(b, "\n`lease status --summary` on %s at the end of the sweep (%d records read, the queue and the work shards listed): %.0f ms, peak RSS %.1f MB: `%s`\n", fs, s.Items, s.SummaryMS, float64(s.SummaryRSSKiB)/1024, s.SummaryOut)
+		}
+	}
 	if s := r.Sweeps["fuse-2ms"]; s != nil && len(s.Points) > 0 {
 		p := s.Points[len(s.Points)-1]
 		fmt.Fprintf(b, "\nFUSE requests of one grant at %.0f%% done, by opcode: claim --next %s; claim ID %s.\n", p.Done*100, opsLine(p.NextOps), opsLine(p.IDOps))

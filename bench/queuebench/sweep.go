@@ -39,6 +39,11 @@ type sweepResult struct {
 	// VsID: p50 of claim --next over p50 of claim ID at the last point.
 	Flat float64 `json:"flat_ratio"`
 	VsID float64 `json:"vs_claim_id_ratio"`
+	// Summary is one lease status --summary at the last point (every
+	// record read), its wall time and peak RSS.
+	SummaryMS     float64 `json:"status_summary_ms"`
+	SummaryRSSKiB int64   `json:"status_summary_rss_kib"`
+	SummaryOut    string  `json:"status_summary"`
 }
 
 func sweep(o opts) (sweepResult, error) {
@@ -137,6 +142,11 @@ func sweep(o opts) (sweepResult, error) {
 		}
 		r.Points = append(r.Points, pt)
 		fmt.Fprintf(os.Stderr, "queuebench: %.0f%% done: claim --next p50 %.2f ms p99 %.2f ms, claim ID p50 %.2f ms\n", f*100, pt.Next.P50, pt.Next.P99, pt.ByID.P50)
+	}
+	if p, err := run("", o.lease, "status", "--summary", "--json", "--root", claimRoot); err == nil && p.code == 0 {
+		r.SummaryMS, r.SummaryRSSKiB, r.SummaryOut = p.wall.Seconds()*1e3, p.maxRSS, strings.TrimSpace(string(p.out))
+	} else {
+		return r, fmt.Errorf("status --summary: exit %d %v %s", p.code, err, p.errOut)
 	}
 	first, last := r.Points[0], r.Points[len(r.Points)-1]
 	r.Flat = last.Next.P50 / first.Next.P50
