@@ -134,7 +134,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	if e.set.Explicit("target_shards") {
 		target = e.set.TargetShards
 	}
-	if err := st.CheckShards(work, target); err != nil {
+	if err := st.CheckShardsFrom(work, e.set.Origin("shards"), target, e.set.Origin("target_shards")); err != nil {
 		f.Close()
 		return nil, usageErr("%v", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -43,7 +44,11 @@ func readInput(c *cli.Context, args []string) ([]inputLine, error) {
 		} else {
 			f, err := os.Open(a)
 			if err != nil {
-				return nil, usageErr("input %v", err)
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err
+				}
+				return nil, usageErr("input file %s: %v", leasefmt.Quote(a), err)
 			}
 			defer f.Close()
 			r = f

@@ -16,13 +16,14 @@ func settingFlag(name string) cli.Flag {
 		panic(fmt.Sprintf("commands: no setting has the flag --%s", name))
 	}
 	usage := d.Usage + " (env " + d.Env + ")"
+	aliases := config.FlagAliases[d.Flag]
 	switch d.Kind {
 	case config.Float:
-		return &cli.Float64Flag{Name: d.Flag, Usage: usage, DefaultText: d.Default}
+		return &cli.Float64Flag{Name: d.Flag, Aliases: aliases, Usage: usage, DefaultText: d.Default}
 	case config.Int:
-		return &cli.IntFlag{Name: d.Flag, Usage: usage, DefaultText: d.Default}
+		return &cli.IntFlag{Name: d.Flag, Aliases: aliases, Usage: usage, DefaultText: d.Default}
 	}
-	return &cli.StringFlag{Name: d.Flag, Usage: usage, DefaultText: d.Default, TakesFile: d.Flag == "root"}
+	return &cli.StringFlag{Name: d.Flag, Aliases: aliases, Usage: usage, DefaultText: d.Default, TakesFile: d.Flag == "root"}
 }
 
 // commonFlags are accepted by every subcommand after its name (SPEC §7).

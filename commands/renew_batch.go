@@ -54,7 +54,7 @@ var renewBatchCommand = &cli.Command{
 		"the job and exit non-zero). The renewal interval must be less than mpi_timeout.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end"},
-		settingFlag("interval"),
+		settingFlag("renew-interval"),
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun"},
 	}),
 	Action: runRenewBatch,
@@ -84,8 +84,8 @@ func runRenewBatch(c *cli.Context) error {
 	if c.Bool("watch") {
 		return runWatch(c)
 	}
-	if c.IsSet("interval") {
-		return usageErr("--interval applies only with --watch")
+	if c.IsSet("renew-interval") {
+		return usageErr("--renew-interval applies only with --watch")
 	}
 	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {

@@ -38,7 +38,7 @@ var runCommand = &cli.Command{
 	Flags: flags(commonFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
 		settingFlag("grace"),
-		settingFlag("interval"),
+		settingFlag("renew-interval"),
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
 	}),
 	Action: runRun,

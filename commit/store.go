@@ -135,11 +135,18 @@ func (s *Store) readTable() (*leasefmt.Table, error) {
 // CheckShards returns ErrShardConflict when an explicit shard count differs
 // from the table's; 0 means not given.
 func (s *Store) CheckShards(work, target int) error {
+	return s.CheckShardsFrom(work, "work shards", target, "target shards")
+}
+
+// CheckShardsFrom is CheckShards with the origin of each count named in the
+// error ("--shards", "LEASE_SHARDS", "lease.toml:3"), so that the conflict
+// is reported where the count came from.
+func (s *Store) CheckShardsFrom(work int, workFrom string, target int, targetFrom string) error {
 	if work != 0 && work != s.Table.WorkShards {
-		return fmt.Errorf("%w: --shards %d, but %s has work_shards %d", ErrShardConflict, work, filepath.Join(s.Root, TableFile), s.Table.WorkShards)
+		return fmt.Errorf("%w: %d (%s), but %s has work_shards %d", ErrShardConflict, work, workFrom, filepath.Join(s.Root, TableFile), s.Table.WorkShards)
 	}
 	if target != 0 && target != s.Table.TargetShards {
-		return fmt.Errorf("%w: --target-shards %d, but %s has target_shards %d", ErrShardConflict, target, filepath.Join(s.Root, TableFile), s.Table.TargetShards)
+		return fmt.Errorf("%w: %d (%s), but %s has target_shards %d", ErrShardConflict, target, targetFrom, filepath.Join(s.Root, TableFile), s.Table.TargetShards)
 	}
 	return nil
 }

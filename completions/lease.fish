@@ -86,7 +86,7 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l clock-skew -x 
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l renew-interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -F
@@ -241,11 +241,11 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l complete -d 'when CMD exits 0, complete the lease (done) instead of releasing it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l renew-interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids work)'
-complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --interval --token)'
+complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --token)'
 
 # lease status
 complete -c lease -n __fish_use_subcommand -a status -d 'list lease records: holder, token, remaining time'
@@ -299,7 +299,7 @@ complete -c lease -n '__fish_seen_subcommand_from config' -l target-shards -x -d
 complete -c lease -n '__fish_seen_subcommand_from config' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
-complete -c lease -n '__fish_seen_subcommand_from config' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from config' -l renew-interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
 complete -c lease -n '__fish_seen_subcommand_from config' -s h -l help -d 'show help'

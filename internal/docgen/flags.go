@@ -14,7 +14,7 @@ import (
 // usage.
 var placeholders = map[string]string{
 	"root": "DIR", "config": "FILE", "owner": "NAME", "ttl": "SECONDS", "now": "SECONDS",
-	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "interval": "SECONDS", "grace": "SECONDS",
+	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "renew-interval": "SECONDS", "grace": "SECONDS",
 	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N",
 }
 
