@@ -122,11 +122,11 @@ _lease() {
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output "
         dirs=" --root "
         files=" --config "
-        args=none
+        args=ids
         ;;
     fsck)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --repair --progress -h --help"

@@ -248,7 +248,7 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --token)'
 
 # lease status
-complete -c lease -n __fish_use_subcommand -a status -d 'list lease records: holder, token, remaining time'
+complete -c lease -n __fish_use_subcommand -a status -d 'show lease records: holder, token, remaining time'
 complete -c lease -n '__fish_seen_subcommand_from status' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
@@ -263,8 +263,12 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l target-timeout -x -
 complete -c lease -n '__fish_seen_subcommand_from status' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l live -d 'only leases held now'
 complete -c lease -n '__fish_seen_subcommand_from status' -l expired -d 'only leased or committing records whose time ran out'
-complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also list group manifests and target records'
+complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also show group manifests and target records'
+complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -d 'order of the rows: KEY id, expires (soonest first), owner or status'
+complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token (ID TOKEN lines, the filter format); json (as --json)'
+complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
 
 # lease fsck
 complete -c lease -n __fish_use_subcommand -a fsck -d 'check the table and, with --repair, repair it (exit 0 clean, 1 corrected, 4 left, 8 operational, 16 usage)'
