@@ -45,6 +45,7 @@ func NewApp() *cli.App {
 			configCommand,
 			qualifyCommand,
 			versionCommand,
+			idCommand,
 		},
 	}
 	for _, cmd := range app.Commands {

@@ -70,6 +70,7 @@ func Manuals() map[string]Manual {
 		{configCommand, configManual},
 		{qualifyCommand, qualifyManual},
 		{versionCommand, versionManual},
+		{idCommand, idManual},
 	} {
 		out[m.cmd.Name] = m.man
 	}

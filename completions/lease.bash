@@ -40,7 +40,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -155,6 +155,13 @@ _lease() {
         dirs="  "
         files="  "
         args=none
+        ;;
+    id)
+        flags="--content --with-name -h --help"
+        valued="  "
+        dirs="  "
+        files="  "
+        args=files
         ;;
     *) return ;;
     esac

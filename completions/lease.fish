@@ -264,8 +264,8 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l clock-skew -x -d 'b
 complete -c lease -n '__fish_seen_subcommand_from status' -l live -d 'only leases held now'
 complete -c lease -n '__fish_seen_subcommand_from status' -l expired -d 'only leased or committing records whose time ran out'
 complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also show group manifests and target records'
-complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -d 'order of the rows: KEY id, expires (soonest first), owner or status'
-complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token (ID TOKEN lines, the filter format); json (as --json)'
+complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
+complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
@@ -330,3 +330,10 @@ complete -c lease -n '__fish_seen_subcommand_from qualify' -s h -l help -d 'show
 # lease version
 complete -c lease -n __fish_use_subcommand -a version -d 'print the version and whether MPI support is compiled in'
 complete -c lease -n '__fish_seen_subcommand_from version' -s h -l help -d 'show help'
+
+# lease id
+complete -c lease -n __fish_use_subcommand -a id -d 'make work IDs: the SHA-256 of each NAME (or of each line of stdin, or of each file\'s content)'
+complete -c lease -n '__fish_seen_subcommand_from id' -l content -d 'NAME... are files: print the SHA-256 of each file\'s content'
+complete -c lease -n '__fish_seen_subcommand_from id' -l with-name -d 'print "ID NAME" lines (as sha256sum prints "DIGEST  NAME") instead of the ID alone'
+complete -c lease -n '__fish_seen_subcommand_from id' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from id' -F
