@@ -131,7 +131,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	saved := cli.OsExiter
 	cli.OsExiter = func(c int) { code, exited = c, true }
 	defer func() { cli.OsExiter = saved }()
-	args, ucode, err := hoistGlobalFlags(app, args)
+	args, ucode, err := prepareArgs(app, args)
 	if err != nil {
 		fmt.Fprintln(stderr, leasefmt.Bound("lease: usage: "+err.Error()))
 		return ucode

@@ -103,7 +103,7 @@ var fsckExit = []Item{
 var runExit = []Item{
 	{"", "The exit status of CMD, when it ran and the lease was held until it exited and then finished (released or completed)."},
 	{"124", "The lease was lost while CMD ran (or before it could be finished); CMD was sent SIGTERM and, after --grace seconds, SIGKILL."},
-	{"125", "The lease was not granted (held, done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
+	{"125", "The lease was not granted (held, also after --wait ran out; done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
 	{"126", "CMD was found but could not be run."},
 	{"127", "CMD was not found; nothing was claimed."},
 	{"128+n", "CMD was killed by signal n (137 for SIGKILL)."},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -40,6 +41,7 @@ var runCommand = &cli.Command{
 		settingFlag("grace"),
 		settingFlag("renew-interval"),
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
+		&cli.StringFlag{Name: "wait", Usage: "while ID is held by another lease, wait up to `SECONDS` (without a value: for as long as it takes) for it, trying again with backoff; exit 125 when not granted by then"},
 	}),
 	Action: runRun,
 }
@@ -49,6 +51,12 @@ var runManual = Manual{
 	More: "Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
 		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
 		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
+		"With --wait [SECONDS], an ID held by another lease is waited for, as flock -w and consul lock wait: the " +
+		"claim is tried again with exponential backoff (50 ms doubling to at most 1 s, with jitter, so that a " +
+		"release is noticed within about a second) until it is granted, or until SECONDS have passed (tried once " +
+		"more then), which is exit 125 with CMD not run. Without SECONDS it waits for as long as it takes; " +
+		"SIGINT, SIGTERM or SIGHUP end the wait (exit 125, nothing claimed). What waiting cannot change (done, " +
+		"a corrupt record, an I/O error) ends it at once. --wait is refused with --token.\n\n" +
 		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
 		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
 		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
@@ -77,6 +85,8 @@ var runManual = Manual{
 	Examples: []Example{
 		{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
 			"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
+		{"Wait up to 10 minutes for an item another worker holds, then fuzz it:",
+			"lease run --wait 600 --complete $ID -- ./fuzz.sh"},
 		{"Take the first free item of a queue and run under that lease:",
 			"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
 		{"Publish from inside the command, fenced by its token, exactly once:",
@@ -203,6 +213,15 @@ func runRun(c *cli.Context) error {
 			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitToolFailed)
 		}
 	}
+	wait := -1.0
+	if c.IsSet("wait") {
+		if adopt != 0 {
+			return cli.Exit("--wait and --token exclude each other: a lease adopted is held already", exitToolFailed)
+		}
+		if wait, err = parseWait(c.String("wait")); err != nil {
+			return cli.Exit(leasefmt.Bound(err.Error()), exitToolFailed)
+		}
+	}
 	path, err := lookCommand(argv[0])
 	if err != nil {
 		return err
@@ -216,9 +235,16 @@ func runRun(c *cli.Context) error {
 	item := commit.Item{ID: id, Token: adopt}
 	start := time.Now()
 	var res []commit.Result
-	if adopt != 0 {
+	switch {
+	case adopt != 0:
 		res = st.Renew([]commit.Item{item}, e.renewTTL())
-	} else {
+	case wait >= 0:
+		// start is that of the last try: the local deadline counts from
+		// before the write that granted the lease.
+		if res, start, err = claimWaiting(e, st, item, wait); err != nil {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+		}
+	default:
 		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
 	}
 	if r := res[0]; r.Outcome != commit.OK {
@@ -227,7 +253,11 @@ func runRun(c *cli.Context) error {
 		if adopt != 0 {
 			verb = "adopted"
 		}
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s: %s; %s not run", id, verb, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
+		how := ""
+		if wait > 0 && !math.IsInf(wait, 1) && r.Outcome == commit.Held {
+			how = fmt.Sprintf(" within --wait %s", formatSeconds(wait))
+		}
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
 	}
 	item.Token = res[0].Token
 	st.LockTimeout = renewLockTimeout(e.set)

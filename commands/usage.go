@@ -76,6 +76,39 @@ func hoistGlobalFlags(app *cli.App, args []string) ([]string, int, error) {
 	return append(out, args[i+1:]...), 0, nil
 }
 
+// prepareArgs is what Run does to the command line before the app parses
+// it: the global flags moved after the command's name (hoistGlobalFlags),
+// then the implied values of flags written without theirs
+// (fillOptionalValues).
+func prepareArgs(app *cli.App, args []string) ([]string, int, error) {
+	args, code, err := hoistGlobalFlags(app, args)
+	if err != nil || len(args) < 3 {
+		return args, code, err
+	}
+	cmd := app.Command(args[1])
+	if cmd == nil {
+		return args, 0, nil
+	}
+	has := false
+	for name := range optionalValues {
+		has = has || hasFlag(cmd, name)
+	}
+	if !has {
+		return args, 0, nil
+	}
+	valued := func(name string) bool {
+		for _, f := range cmd.Flags {
+			for _, n := range f.Names() {
+				if n == name {
+					return takesValue(f)
+				}
+			}
+		}
+		return false
+	}
+	return append(args[:2:2], fillOptionalValues(args[2:], valued)...), 0, nil
+}
+
 func takesValue(f cli.Flag) bool {
 	d, ok := f.(cli.DocGenerationFlag)
 	return ok && d.TakesValue()
