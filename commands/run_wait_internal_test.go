@@ -72,7 +72,7 @@ func TestFillOptionalValues(t *testing.T) {
 		{"--wait " + id + " -- sh", "--wait=forever " + id + " -- sh"},
 		{"--wait", "--wait=forever"},
 		{"--wait -- sh", "--wait=forever -- sh"},
-		{"ID --wait 5", "ID --wait 5"}, // after the first argument: not a flag
+		{"ID --wait 5", "ID --wait 5"},             // after the first argument: not a flag
 		{"--token --wait ID", "--token --wait ID"}, // --wait is --token's value
 	} {
 		in := strings.Fields(strings.ReplaceAll(tc.in, "ID", string(holdLikeID)))
