@@ -59,6 +59,7 @@ func NewApp() *cli.App {
 			cmd.Before = refuseRanks(code)
 		}
 	}
+	cli.FlagStringer = flagString
 	// --version prints what lease version prints, as git --version does.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
 	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }

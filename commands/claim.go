@@ -24,13 +24,14 @@ var claimCommand = &cli.Command{
 		"are taken, in input order, and the command exits 0 when it got at least one; candidates it\n" +
 		"passes over (held or done) are not failures and print nothing (counted with -v and in --json).",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
-		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order"},
+		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},
 	}),
 	Action: runClaim,
 }
 
 // claimManual is the hand-written part of lease-claim(1).
 var claimManual = Manual{
+	Exit: claimExit,
 	Examples: []Example{
 		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},
 		{"Use a file of candidate IDs as a work queue: take the first free one (exit 1 when none is free):", "lease claim --first 1 - < todo >> held"},

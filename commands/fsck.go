@@ -39,7 +39,7 @@ var fsckCommand = &cli.Command{
 		"A progress bar goes to stderr when it is a terminal (--progress always|never overrides).\n\n" +
 		"EXIT STATUS (fsck(8), a sum of): 0 no errors; 1 errors corrected; 4 errors left\n" +
 		"uncorrected; 8 operational error; 16 usage error.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print one JSON object per finding and then a summary object, one per line, instead of text"), []cli.Flag{
 		&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired (default: check only, write nothing)"},
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never"},
 	}),

@@ -34,6 +34,7 @@ var idCommand = &cli.Command{
 
 // idManual is the hand-written part of lease-id(1).
 var idManual = Manual{
+	Exit: simpleExit,
 	Examples: []Example{
 		{"Claim the item named by a fuzzer input's name:", "lease claim \"$(lease id corpus/input-0042)\""},
 		{"Make the candidate list of a campaign from the names of its inputs:", "ls corpus/ | lease id - > todo\nlease claim --first 1 - < todo >> held"},

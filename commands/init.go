@@ -23,7 +23,7 @@ var initCommand = &cli.Command{
 		"thousands of leases: renewing 16384 leases with 2 ms round trips took 85-90 s in 1 shard, 6.9-7.0 s\n" +
 		"in 16 and 6.8 s in 64 (two runs: bench/results/matrix.md, matrix-dff086d.md). The shard count is\n" +
 		"fixed when the table is created.",
-	Flags:  commonFlags(),
+	Flags:  withJSON(commonFlags(), "print the table's root, shard counts and creation time as one JSON object"),
 	Action: runInit,
 }
 

@@ -80,13 +80,27 @@ func Manuals() map[string]Manual {
 // commonExit are the exit statuses of every command but fsck and run
 // (SPEC §7).
 var commonExit = []Item{
-	{"0", "Success: every line succeeded (claim --first: at least one claim was granted)."},
+	{"0", "Success: every line (or ID) succeeded."},
 	{"1", "A negative answer: a lease was not granted, was lost, or a token was stale."},
 	{"2", "Usage, configuration or input error; nothing was written."},
 	{"3", "A corrupt record was met and left alone (see lease-fsck(1))."},
 	{"4", "I/O or durability error; nothing in flight was reported as a success."},
 	{"5", "A record lock could not be taken within --lock-timeout."},
 	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: 4 over 3 over 5 over 1 over 0."},
+}
+
+// claimExit are the exit statuses of lease claim: the common ones, with
+// what success means for --first.
+var claimExit = append([]Item{
+	{"0", "Success: every claim was granted; with --first, at least one was."},
+	{"1", "A claim was not granted (held, done, released by a later token, ...); with --first, none was."},
+}, commonExit[2:]...)
+
+// simpleExit are the exit statuses of the commands that read no records
+// (config, version, id).
+var simpleExit = []Item{
+	{"0", "Success."},
+	{"2", "Usage, configuration or input error."},
 }
 
 // fsckExit are the exit statuses of lease fsck, those of fsck(8).
@@ -170,7 +184,8 @@ const mainDescription = "Every batch command is a filter over lines of `ID TOKEN
 	"input order, in the same format; each failure goes to stderr as `REASON ID TOKEN detail` with a stable reason " +
 	"word: stale-token, expired, held, done, released, missing, exists, corrupt, lock-timeout, io-error. So " +
 	"`lease renew-batch < held > held.new` keeps the held set current, and `lease verify < held | lease complete` " +
-	"composes. --json prints one JSON document with full detail and statistics instead. Input is validated whole " +
+	"composes. --json prints one JSON document with full detail and statistics instead (lease status and lease fsck " +
+	"stream one JSON object per line). Input is validated whole " +
 	"before any write: a malformed line or a duplicate ID is exit 2, nothing written.\n\n" +
 	"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Every claim of an ID gets a token larger than " +
 	"any earlier claim of it; a holder proves the lease is still its own with that token (fencing). " +

@@ -30,7 +30,7 @@ var qualifyCommand = &cli.Command{
 		"prints instead the JSON proof, identical on every rank:\n" +
 		"{members, clean, verified, rounds, contention, release, identity, max_clock_skew_s, checks, error}.\n" +
 		"Exit 0 only when verified; 1 when a check failed.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print the JSON proof (identical on every rank) instead of the report"), []cli.Flag{
 		&cli.IntFlag{Name: "rounds", Value: 4, Usage: "lock rounds across ranks under mpirun"},
 		&cli.Float64Flag{Name: "max-skew", Value: 2, Usage: "largest clock skew in seconds that still qualifies"},
 		settingFlag("mpi-timeout"),

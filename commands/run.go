@@ -36,7 +36,7 @@ var runCommand = &cli.Command{
 		"counts as finished. Renewals take at most ttl - interval - clock_skew for a record lock, so a\n" +
 		"renewal that waits cannot arrive after the lease counts as lost. CMD's standard streams are\n" +
 		"lease run's own; lease run writes only to stderr.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print a JSON summary on stderr when lease run ends (stdout is CMD's)"), []cli.Flag{
 		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
 		settingFlag("grace"),
 		settingFlag("renew-interval"),

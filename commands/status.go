@@ -26,7 +26,7 @@ var statusCommand = &cli.Command{
 		"--live and --expired select leases that are or are no longer held; --owner selects one\n" +
 		"holder. A record that does not validate is reported on stderr (exit 3) and left for lease\n" +
 		"fsck; an ID given that has no record is reported as `missing ID 0 no record (PATH)` (exit 1).",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print one JSON object per record per line instead of the table (the stable fields are listed below)"), []cli.Flag{
 		&cli.BoolFlag{Name: "live", Usage: "only leases held now"},
 		&cli.BoolFlag{Name: "expired", Usage: "only leased or committing records whose time ran out"},
 		&cli.BoolFlag{Name: "groups", Usage: "also show group manifests and target records"},

@@ -178,7 +178,7 @@ func TestRenewIntervalFlag(t *testing.T) {
 			t.Errorf("lease config %s 7: %s", flag, r.out)
 		}
 	}
-	if r := uxMust(t, 0, "", "config", "--help"); !strings.Contains(r.out, "--renew-interval value, --interval value") {
+	if r := uxMust(t, 0, "", "config", "--help"); !strings.Contains(r.out, "--renew-interval SECONDS, --interval SECONDS") {
 		t.Errorf("lease config --help does not show --renew-interval with its alias:\n%s", r.out)
 	}
 }

@@ -10,18 +10,12 @@ import (
 	"github.com/leasetool/lease/config"
 )
 
-// placeholders name the values of flags without a `placeholder` in their
-// usage.
-var placeholders = map[string]string{
-	"root": "DIR", "config": "FILE", "owner": "NAME", "ttl": "SECONDS", "now": "SECONDS",
-	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "renew-interval": "SECONDS", "grace": "SECONDS",
-	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N",
-}
-
 // flagDoc is what pages and completions need of one flag.
 type flagDoc struct {
 	Long   string
 	Short  []string
+	// Aliases are the other long names (--interval for --renew-interval).
+	Aliases []string
 	Value  string // placeholder; "" for a switch
 	Usage  string
 	Kind   string // "dir", "file" or "" (what the value completes to)
@@ -36,6 +30,9 @@ func (f flagDoc) Names() []string {
 	}
 	if f.Long != "" {
 		out = append(out, "--"+f.Long)
+	}
+	for _, a := range f.Aliases {
+		out = append(out, "--"+a)
 	}
 	return out
 }
@@ -52,6 +49,8 @@ func flagDocs(fl []cli.Flag) []flagDoc {
 				d.Short = append(d.Short, n)
 			} else if d.Long == "" {
 				d.Long = n
+			} else {
+				d.Aliases = append(d.Aliases, n)
 			}
 		}
 		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
@@ -76,8 +75,8 @@ func flagDocs(fl []cli.Flag) []flagDoc {
 				switch {
 				case name != "":
 					d.Value = name
-				case placeholders[d.Long] != "":
-					d.Value = placeholders[d.Long]
+				case commands.FlagPlaceholder(d.Long) != "":
+					d.Value = commands.FlagPlaceholder(d.Long)
 				default:
 					d.Value = "VALUE"
 					switch f.(type) {
