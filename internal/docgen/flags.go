@@ -12,14 +12,14 @@ import (
 
 // flagDoc is what pages and completions need of one flag.
 type flagDoc struct {
-	Long   string
-	Short  []string
+	Long  string
+	Short []string
 	// Aliases are the other long names (--interval for --renew-interval).
 	Aliases []string
-	Value  string // placeholder; "" for a switch
-	Usage  string
-	Kind   string // "dir", "file" or "" (what the value completes to)
-	Hidden bool
+	Value   string // placeholder; "" for a switch
+	Usage   string
+	Kind    string // "dir", "file" or "" (what the value completes to)
+	Hidden  bool
 }
 
 // Names are the flag's names as typed: short ones first.
