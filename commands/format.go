@@ -50,6 +50,10 @@ var formatSections = []Section{
 		"hex, zero-padded to max(2, len(hex(shards - 1))) digits: with 16 shards, 00 to 0f.\n\n" +
 		"TABLE holds one JSON object:\n\n" +
 		"\t{\"schema\":\"lease.table/v1\",\"work_shards\":N,\"target_shards\":M,\"created_at\":T}\n\n" +
+		"A table shared by a group (lease init --shared) also has `\"shared\":\"group\"` (or \"all\", or an octal mode such as " +
+		"\"0660\"): every program that creates directories or files in the table must then make directories setgid and " +
+		"readable, writable and searchable by the group, lock files writable by the group, and other files readable by " +
+		"it (see lease-init(1)). Other unknown keys are preserved by lease and may be ignored by readers.\n\n" +
 		"It is authoritative: shard counts from the configuration apply only when the table is created, and an explicit " +
 		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
 		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +

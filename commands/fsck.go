@@ -48,6 +48,11 @@ var fsckCommand = &cli.Command{
 
 // fsckManual is the hand-written part of lease-fsck(1).
 var fsckManual = Manual{
+	More: "In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
+		"setgid and readable, writable and searchable by the group, every shard lock file writable by the group, " +
+		"and all of them in the root's group; each one that is not is a `permission` error, which --repair fixes " +
+		"(chmod and chgrp) when it runs as the owner of the file or as root, and otherwise reports as left. A table " +
+		"that is not shared is not checked for modes: who may use it is its owner's choice.",
 	Exit: fsckExit,
 	Files: []Item{
 		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},

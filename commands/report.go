@@ -136,6 +136,16 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 
 // write is the one report writer.
 func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, silent func(commit.Result) bool) error {
+	res := make([]commit.Result, len(rows))
+	for i, r := range rows {
+		res[i] = r.Result
+	}
+	if ae := accessFailure(res); ae != nil {
+		if !e.json {
+			return e.accessError(cmd, ae.Path, ae.Err, true)
+		}
+		code = 2 // nothing was written: a configuration error
+	}
 	if e.json {
 		doc := struct {
 			Command string          `json:"command"`

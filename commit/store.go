@@ -67,6 +67,9 @@ type Store struct {
 	ClockSkew float64
 	// Stats counts what the store did.
 	Stats Stats
+	// Sharing is how the table is shared (TABLE's "shared"), nil when it
+	// is not.
+	Sharing *Sharing
 
 	ensured   sync.Map                    // shard directories known to exist
 	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
@@ -101,6 +104,11 @@ func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters}
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
+		if sh, ok, err := TableSharing(create); err != nil {
+			return nil, err
+		} else if ok {
+			applySharing(f, sh) // the table's own directories and files are shared too
+		}
 		if err := s.create(create); err != nil {
 			return nil, err
 		}
@@ -109,6 +117,14 @@ func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	sh, ok, err := TableSharing(t)
+	if err != nil {
+		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.Root, TableFile), err)
+	}
+	if ok {
+		applySharing(f, sh)
+		s.Sharing = &sh
 	}
 	s.Table = t
 	return s, nil

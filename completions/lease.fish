@@ -47,6 +47,7 @@ complete -c lease -n '__fish_seen_subcommand_from init' -l shards -x -d 'work sh
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from init' -l shared -x -d 'share the table with the accounts of a group: MODE group, all or an octal file mode such as 0660 (see SHARED TABLES)'
 complete -c lease -n '__fish_seen_subcommand_from init' -s h -l help -d 'show help'
 
 # lease claim
