@@ -38,6 +38,7 @@ var claimManual = Manual{
 		{"Claim for a named owner with a 10 minute lease:", "lease claim --owner \"$(hostname)/fuzz-3\" --ttl 600 $ID"},
 	},
 	SeeAlso: []string{"lease-renew-batch(1)", "lease-run(1)", "lease-release(1)"},
+	Args:    "free-ids",
 }
 
 func runClaim(c *cli.Context) error {

@@ -109,3 +109,16 @@ func flagString(f cli.Flag) string {
 	}
 	return names + "\t" + usage
 }
+
+// flagValues are the values of flags that take one of a few words, for the
+// shell completions.
+var flagValues = map[string][]string{
+	"progress": {"auto", "always", "never"},
+	"sort":     {"id", "expires", "owner", "status"},
+	"output":   {"table", "wide", "id", "id-token", "json"},
+	"shared":   {"group", "all", "0660", "0664"},
+}
+
+// FlagValues are the words the value of the flag named name is one of,
+// nil when it is free.
+func FlagValues(name string) []string { return flagValues[name] }

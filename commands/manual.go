@@ -34,8 +34,10 @@ type Manual struct {
 	// SeeAlso are the references after lease(1) and lease-format(5).
 	SeeAlso []string
 	// Args says how shells complete the positional arguments: "ids" (work
-	// IDs of the table), "targets" (target IDs), "files", "id-cmd" (an ID,
-	// then -- and a command line) or "none"; "" derives it from ArgsUsage.
+	// IDs of the table), "free-ids" (the work IDs a claim can take:
+	// released or expired), "targets" (target IDs), "files", "id-cmd" (a
+	// free ID, then -- and a command line) or "none"; "" derives it from
+	// ArgsUsage.
 	Args string
 }
 

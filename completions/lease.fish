@@ -4,7 +4,8 @@
 # Install: copy to ~/.config/fish/completions/lease.fish.
 # IDs come from `lease status --json` on the table the command line names (at most 4096).
 
-# __lease_ids KIND: the IDs of records of KIND (work or targets).
+# __lease_ids KIND: the IDs of records of KIND (work or targets, or free:
+# the work IDs a claim can take, released or no longer live).
 function __lease_ids --argument-names kind
     set -l tokens (commandline -opc)
     set -l opts
@@ -21,6 +22,10 @@ function __lease_ids --argument-names kind
     end
     set -l extra
     test "$kind" = targets; and set extra --groups
+    if test "$kind" = free
+        $tokens[1] status --json $opts 2>/dev/null | head -n 4096 | string match -rv '"status":"done"|"live":true' | string replace -rf '^\{"kind":"work","id":"([0-9a-f]{64})".*' '$1'
+        return
+    end
     $tokens[1] status --json $extra $opts 2>/dev/null | head -n 4096 | string replace -rf '^\{"kind":"'$kind'","id":"([0-9a-f]{64})".*' '$1'
 end
 
@@ -47,7 +52,7 @@ complete -c lease -n '__fish_seen_subcommand_from init' -l shards -x -d 'work sh
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
-complete -c lease -n '__fish_seen_subcommand_from init' -l shared -x -d 'share the table with the accounts of a group: MODE group, all or an octal file mode such as 0660 (see SHARED TABLES)'
+complete -c lease -n '__fish_seen_subcommand_from init' -l shared -x -a 'group all 0660 0664' -d 'share the table with the accounts of a group: MODE group, all or an octal file mode such as 0660 (see SHARED TABLES)'
 complete -c lease -n '__fish_seen_subcommand_from init' -s h -l help -d 'show help'
 
 # lease claim
@@ -68,7 +73,7 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l writers -x -d 'concu
 complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
-complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids work)'
+complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids free)'
 
 # lease renew-batch
 complete -c lease -n __fish_use_subcommand -a renew-batch -d 'renew held leases with one shard group commit; a filter over ID TOKEN lines'
@@ -87,8 +92,8 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l clock-skew -x 
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l renew-interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -a 'auto always never' -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -F
 
@@ -242,11 +247,11 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l complete -d 'when CMD exits 0, complete the lease (done) instead of releasing it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l renew-interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'while ID is held by another lease, wait up to SECONDS (without a value: for as long as it takes) for it, trying again with backoff; exit 125 when not granted by then'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids work)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
 complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --wait)'
 
 # lease status
@@ -266,8 +271,8 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l clock-skew -x -d 'b
 complete -c lease -n '__fish_seen_subcommand_from status' -l live -d 'only leases held now'
 complete -c lease -n '__fish_seen_subcommand_from status' -l expired -d 'only leased or committing records whose time ran out'
 complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also show group manifests and target records'
-complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
-complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
+complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expires owner status' -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
+complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
@@ -287,7 +292,7 @@ complete -c lease -n '__fish_seen_subcommand_from fsck' -l target-shards -x -d '
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l repair -d 'repair what can be repaired (default: check only, write nothing)'
-complete -c lease -n '__fish_seen_subcommand_from fsck' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never'
+complete -c lease -n '__fish_seen_subcommand_from fsck' -l progress -x -a 'auto always never' -d 'progress bar on stderr: auto (when stderr is a terminal), always, never'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -s h -l help -d 'show help'
 
 # lease config
@@ -305,7 +310,7 @@ complete -c lease -n '__fish_seen_subcommand_from config' -l target-shards -x -d
 complete -c lease -n '__fish_seen_subcommand_from config' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
-complete -c lease -n '__fish_seen_subcommand_from config' -l renew-interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from config' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
 complete -c lease -n '__fish_seen_subcommand_from config' -s h -l help -d 'show help'

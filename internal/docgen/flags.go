@@ -16,6 +16,8 @@ type flagDoc struct {
 	Short []string
 	// Aliases are the other long names (--interval for --renew-interval).
 	Aliases []string
+	// Values are the words the value is one of (--progress auto|always|never).
+	Values []string
 	Value   string // placeholder; "" for a switch
 	Usage   string
 	Kind    string // "dir", "file" or "" (what the value completes to)
@@ -88,6 +90,7 @@ func flagDocs(fl []cli.Flag) []flagDoc {
 				}
 			}
 		}
+		d.Values = commands.FlagValues(d.Long)
 		switch {
 		case d.Value == "DIR":
 			d.Kind = "dir"
@@ -113,6 +116,9 @@ func unquoteUsage(usage string) (string, string) {
 	name := usage[i+1 : i+1+j]
 	return name, usage[:i] + name + usage[i+2+j:]
 }
+
+// ValueWords are the Values joined by spaces, for the completions.
+func (f flagDoc) ValueWords() string { return strings.Join(f.Values, " ") }
 
 // argKind says how a command's positional arguments complete (see
 // commands.Manual.Args).
