@@ -18,10 +18,10 @@ type flagDoc struct {
 	Aliases []string
 	// Values are the words the value is one of (--progress auto|always|never).
 	Values []string
-	Value   string // placeholder; "" for a switch
-	Usage   string
-	Kind    string // "dir", "file" or "" (what the value completes to)
-	Hidden  bool
+	Value  string // placeholder; "" for a switch
+	Usage  string
+	Kind   string // "dir", "file" or "" (what the value completes to)
+	Hidden bool
 }
 
 // Names are the flag's names as typed: short ones first.
