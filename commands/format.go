@@ -125,7 +125,7 @@ var formatSections = []Section{
 }
 
 var formatExamples = []Example{
-	{"Find the record of an ID in a table with 16 work shards:",
-		"id=$(printf item-42 | sha256sum | cut -c1-64)\nprintf '%02x\\n' $(( 0x${id:0:8} % 16 ))   # shard directory\ncat \"$LEASE_ROOT/work/$(printf '%02x' $(( 0x${id:0:8} % 16 )))/$id.json\""},
+	{"Find the record of an ID in a table with 16 work shards (lease id item-42 makes the same ID as sha256sum):",
+		"id=$(printf %s item-42 | sha256sum | cut -c1-64)   # or: id=$(lease id item-42)\nprintf '%02x\\n' $(( 0x${id:0:8} % 16 ))   # shard directory\ncat \"$LEASE_ROOT/work/$(printf '%02x' $(( 0x${id:0:8} % 16 )))/$id.json\""},
 	{"Read every live lease with jq:", "lease status --json --live | jq -r '[.id, .owner, .token] | @tsv'"},
 }

@@ -34,6 +34,9 @@ var idCommand = &cli.Command{
 
 // idManual is the hand-written part of lease-id(1).
 var idManual = Manual{
+	More: "The other commands take IDs only, not names: there is no --hash option on claim or run, since " +
+		"lease id composes with every one of them (`lease claim $(lease id NAME)`, `lease id - < names | lease " +
+		"claim -`) and other programs make the same IDs with sha256sum.",
 	Exit: simpleExit,
 	Examples: []Example{
 		{"Claim the item named by a fuzzer input's name:", "lease claim \"$(lease id corpus/input-0042)\""},

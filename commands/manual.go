@@ -185,8 +185,9 @@ const mainDescription = "Every batch command is a filter over lines of `ID TOKEN
 	"# comments skipped), read from FILE arguments or stdin. stdout carries exactly the lines that succeeded, in " +
 	"input order, in the same format; each failure goes to stderr as `REASON ID TOKEN detail` with a stable reason " +
 	"word: stale-token, expired, held, done, released, missing, exists, corrupt, lock-timeout, io-error. So " +
-	"`lease renew-batch < held > held.new` keeps the held set current, and `lease verify < held | lease complete` " +
-	"composes. --json prints one JSON document with full detail and statistics instead (lease status and lease fsck " +
+	"`lease renew-batch --in-place held` keeps the held set current (the longhand `lease renew-batch < held > held.new` " +
+	"prints the lines still held even when some were lost, exit 1), and `grep \"^$id \" held | lease complete` " +
+	"completes the item a worker finished, only while it is still its own. --json prints one JSON document with full detail and statistics instead (lease status and lease fsck " +
 	"stream one JSON object per line). Input is validated whole " +
 	"before any write: a malformed line or a duplicate ID is exit 2, nothing written.\n\n" +
 	"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Every claim of an ID gets a token larger than " +
@@ -199,10 +200,13 @@ const mainDescription = "Every batch command is a filter over lines of `ID TOKEN
 	"default TTL is max(120, 4 * target_timeout) seconds and the renewal interval max(0.1, min(30, ttl / 3))."
 
 var mainExamples = []Example{
-	{"A worker in four lines:", "export LEASE_ROOT=/scratch/campaign/table\n" +
-		"lease claim --first 1 - < todo >> held\n" +
-		"lease renew-batch < held > held.new && mv held.new held\n" +
-		"lease verify < held | lease complete"},
+	{"A worker in four lines: take a free item of todo, keep what it holds alive (lost leases drop out of held), and complete item $id once it is finished:",
+		"export LEASE_ROOT=/scratch/campaign/table\n" +
+			"lease claim --first 1 - < todo >> held\n" +
+			"lease renew-batch --in-place held\n" +
+			"grep \"^$id \" held | lease complete"},
+	{"Make the candidate IDs of a campaign from the names of its inputs:", "ls corpus/ | lease id - > todo"},
+	{"The common options may also come before the command:", "lease --root /scratch/campaign/table status --live"},
 	{"Hold a lease exactly as long as a fuzzer runs:", "lease run --complete $ID -- ./fuzz.sh"},
 	{"After a crash:", "lease fsck --repair"},
 }

@@ -62,7 +62,7 @@ _lease() {
         args=free-ids
         ;;
     renew-batch)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --renew-interval --interval --progress -h --help"
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --renew-interval --interval --progress -i --in-place -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --renew-interval --interval --progress "
         dirs=" --root "
         files=" --config "

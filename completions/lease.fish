@@ -94,6 +94,7 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l mpi-timeout -x
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -a 'auto always never' -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s i -l in-place -d 'renew the lines of the one FILE and replace it by the lines still held, as sed -i does (left as it was when nothing could be renewed: exit 2 or 4)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -F
 
