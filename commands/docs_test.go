@@ -160,7 +160,7 @@ func TestManPagesRenderWithoutWarnings(t *testing.T) {
 	cmd := exec.Command("man", "-l", filepath.Join(dir, "man", "lease-run.1"))
 	cmd.Env = append(os.Environ(), "MANWIDTH=80")
 	out, err := cmd.Output()
-	if err != nil || !strings.Contains(string(out), "lease run [OPTIONS] ID -- CMD [ARG...]") || !strings.Contains(string(out), "LEASE_TOKEN") {
+	if err != nil || !strings.Contains(string(out), "lease run [OPTIONS] ID|--next [--wait [SECONDS]] -- CMD [ARG...]") || !strings.Contains(string(out), "LEASE_TOKEN") {
 		t.Errorf("man -l lease-run.1: %v\n%s", err, out)
 	}
 }

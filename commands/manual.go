@@ -57,6 +57,7 @@ func Manuals() map[string]Manual {
 		man Manual
 	}{
 		{initCommand, initManual},
+		{addCommand, addManual},
 		{claimCommand, claimManual},
 		{renewBatchCommand, renewBatchManual},
 		{releaseCommand, releaseManual},
@@ -118,6 +119,7 @@ var fsckExit = []Item{
 // for its own outcomes, as timeout(1) uses them.
 var runExit = []Item{
 	{"", "The exit status of CMD, when it ran and the lease was held until it exited and then finished (released or completed)."},
+	{"123", "With --next: nothing left to do, every queued item is done (`empty`); CMD did not run. A loop `while lease run --next ...; do :; done` ends here; a busy queue without --wait is 125."},
 	{"124", "The lease was lost while CMD ran (or before it could be finished); CMD was sent SIGTERM and, after --grace seconds, SIGKILL."},
 	{"125", "The lease was not granted (held, also after --wait ran out; done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
 	{"126", "CMD was found but could not be run."},
@@ -130,6 +132,7 @@ var commonFiles = []Item{
 	{"ROOT/TABLE", "The table header: schema, shard counts, creation time (see lease-format(5))."},
 	{"ROOT/work/SS/ID.json", "One work lease record per ID, in shard directory SS."},
 	{"ROOT/work/SS/.lock", "The lock file of shard SS: a byte-range lock per record."},
+	{"ROOT/queue/SS/ID", "The queue: one empty file per queued work item that is not done (lease add, claim --next, run --next)."},
 	{"./lease.toml, $XDG_CONFIG_HOME/lease/config.toml", "Configuration files, when --config and LEASE_CONFIG name none."},
 }
 

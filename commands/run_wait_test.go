@@ -72,10 +72,11 @@ func TestRunWaitGivesUp(t *testing.T) {
 		t.Errorf("--wait on a done item: %s", r)
 	}
 	for _, args := range [][]string{
-		{"run", "--wait", "-1", string(id), "--", "true"},
+		{"run", "--wait=-1", string(id), "--", "true"},
 		{"run", "--wait=soon", string(id), "--", "true"},
-		{"run", "--wait", "NaN", string(id), "--", "true"},
-		{"run", "--wait", "5", "--token", "1", string(id), "--", "true"},
+		{"run", "--wait=NaN", string(id), "--", "true"},
+		{"run", "--wait=5", "--token", "1", string(id), "--", "true"},
+		{"run", "--token", "1", "--wait", string(id), "--", "true"},
 	} {
 		if r := h.must(125, "", args...); !strings.Contains(r.errOut, "--wait") {
 			t.Errorf("lease %v: %s", args, r)

@@ -175,6 +175,15 @@ func TestSharedTableAcrossAccounts(t *testing.T) {
 		}
 	}
 	s.must(0, bobUID, heldB, "renew-batch", "--root", root)
+	// The queue: bob adds, alice takes the item and completes it, which
+	// removes bob's queue entry.
+	q := string(uxID("shared-queued"))
+	s.must(0, bobUID, q+"\n", "add", "--root", root)
+	got := s.must(0, aliceUID, "", "claim", "--root", root, "--next", "1").out
+	if !strings.HasPrefix(got, q+" ") {
+		t.Fatalf("alice's claim --next: %q", got)
+	}
+	s.must(0, aliceUID, got, "complete", "--root", root)
 	// Bob publishes through lease run: his staging directory, made under
 	// umask 077, is usable by the group.
 	s.must(0, bobUID, "", "release", "--root", root, "-")

@@ -33,6 +33,7 @@ var statusCommand = &cli.Command{
 		&cli.StringFlag{Name: "sort", Value: "id", Usage: "order of the rows by `KEY`: id, expires (soonest first; released and done last), owner or status"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json)"},
 		&cli.BoolFlag{Name: "no-headers", Usage: "leave out the header line of table and wide"},
+		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner"},
 	}),
 	Action: runStatus,
 }
@@ -88,6 +89,9 @@ type statusRow struct {
 }
 
 func runStatus(c *cli.Context) error {
+	if c.Bool("summary") {
+		return runStatusSummary(c)
+	}
 	opts, err := parseStatus(c)
 	if err != nil {
 		return err

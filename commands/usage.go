@@ -77,36 +77,9 @@ func hoistGlobalFlags(app *cli.App, args []string) ([]string, int, error) {
 }
 
 // prepareArgs is what Run does to the command line before the app parses
-// it: the global flags moved after the command's name (hoistGlobalFlags),
-// then the implied values of flags written without theirs
-// (fillOptionalValues).
+// it: the global flags moved after the command's name (hoistGlobalFlags).
 func prepareArgs(app *cli.App, args []string) ([]string, int, error) {
-	args, code, err := hoistGlobalFlags(app, args)
-	if err != nil || len(args) < 3 {
-		return args, code, err
-	}
-	cmd := app.Command(args[1])
-	if cmd == nil {
-		return args, 0, nil
-	}
-	has := false
-	for name := range optionalValues {
-		has = has || hasFlag(cmd, name)
-	}
-	if !has {
-		return args, 0, nil
-	}
-	valued := func(name string) bool {
-		for _, f := range cmd.Flags {
-			for _, n := range f.Names() {
-				if n == name {
-					return takesValue(f)
-				}
-			}
-		}
-		return false
-	}
-	return append(args[:2:2], fillOptionalValues(args[2:], valued)...), 0, nil
+	return hoistGlobalFlags(app, args)
 }
 
 func takesValue(f cli.Flag) bool {
@@ -166,11 +139,15 @@ func usageText(err error, fl []cli.Flag) string {
 		}
 		return out
 	}
-	// invalid value "x" for flag -ttl: parse error
-	if i := strings.Index(msg, " for flag -"); i >= 0 {
-		rest := msg[i+len(" for flag -"):]
-		name, tail, _ := strings.Cut(rest, ":")
-		msg = msg[:i] + " for flag " + dashed(name) + ":" + tail
+	// invalid value "x" for flag -ttl: parse error; invalid boolean value
+	// "x" for -wait: ... (a flag whose value is optional, as --wait's)
+	for _, mid := range []string{" for flag -", " for -"} {
+		if i := strings.Index(msg, mid); i >= 0 && strings.HasPrefix(msg, "invalid ") {
+			rest := msg[i+len(mid):]
+			name, tail, _ := strings.Cut(rest, ":")
+			msg = strings.Replace(msg[:i], "invalid boolean value", "invalid value", 1) + " for flag " + dashed(name) + ":" + tail
+			break
+		}
 	}
 	return msg
 }

@@ -400,6 +400,18 @@ func (o *OSFS) SyncDir(name string) error {
 
 // ReadDir implements FS.
 func (o *OSFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := o.openDir(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// openDir opens directory name for reading its entries: a descriptor of
+// its own, so that reading does not move the offset of the cached one the
+// *at calls use.
+func (o *OSFS) openDir(name string) (*os.File, error) {
 	fd, err := o.dir(name)
 	if err != nil {
 		return nil, err
@@ -408,9 +420,7 @@ func (o *OSFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, o.perr("open", name, err)
 	}
-	f := os.NewFile(uintptr(nfd), path.Join(o.root, name))
-	defer f.Close()
-	return f.ReadDir(-1)
+	return os.NewFile(uintptr(nfd), path.Join(o.root, name)), nil
 }
 
 // Lstat implements FS.
@@ -508,3 +518,18 @@ func (o *OSFS) Syncfs() error {
 	}
 	return unix.Syncfs(fd)
 }
+
+// OpenDir implements DirOpener: the directory name, read a bounded number
+// of names at a time.
+func (o *OSFS) OpenDir(name string) (DirReader, error) {
+	f, err := o.openDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return osDir{f}, nil
+}
+
+type osDir struct{ f *os.File }
+
+func (d osDir) ReadNames(n int) ([]string, error) { return d.f.Readdirnames(n) }
+func (d osDir) Close() error                      { return d.f.Close() }

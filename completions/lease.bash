@@ -43,7 +43,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -54,9 +54,16 @@ _lease() {
         files=" --config "
         args=none
         ;;
+    add)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
+        dirs=" --root "
+        files=" --config "
+        args=files
+        ;;
     claim)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait "
         dirs=" --root "
         files=" --config "
         args=free-ids
@@ -118,14 +125,14 @@ _lease() {
         args=files
         ;;
     run)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --wait -h --help"
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --wait "
         dirs=" --root "
         files=" --config "
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers -h --help"
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output "
         dirs=" --root "
         files=" --config "

@@ -55,6 +55,25 @@ complete -c lease -n '__fish_seen_subcommand_from init' -l clock-skew -x -d 'bou
 complete -c lease -n '__fish_seen_subcommand_from init' -l shared -x -a 'group all 0660 0664' -d 'share the table with the accounts of a group: MODE group, all or an octal file mode such as 0660 (see SHARED TABLES)'
 complete -c lease -n '__fish_seen_subcommand_from init' -s h -l help -d 'show help'
 
+# lease add
+complete -c lease -n __fish_use_subcommand -a add -d 'enqueue work IDs into the table\'s queue and print the IDs added'
+complete -c lease -n '__fish_seen_subcommand_from add' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
+complete -c lease -n '__fish_seen_subcommand_from add' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
+complete -c lease -n '__fish_seen_subcommand_from add' -s v -l verbose -d 'print statistics on stderr'
+complete -c lease -n '__fish_seen_subcommand_from add' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from add' -F
+
 # lease claim
 complete -c lease -n __fish_use_subcommand -a claim -d 'claim free or expired work IDs and print ID TOKEN for each one granted'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
@@ -72,6 +91,8 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l clock-skew -x -d 'bo
 complete -c lease -n '__fish_seen_subcommand_from claim' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l next -x -d 'claim up to N free items of the table\'s queue (lease add), without a candidate list'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff (--wait: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids free)'
 
@@ -250,7 +271,8 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'while ID is held by another lease, wait up to SECONDS (without a value: for as long as it takes) for it, trying again with backoff; exit 125 when not granted by then'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l next -d 'claim the next free item of the table\'s queue (lease add) instead of a named ID; exit 123 when the queue is empty'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff (--wait: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
 complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --wait)'
@@ -275,6 +297,7 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also sho
 complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expires owner status' -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
 complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
+complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
 

@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 	text := string(out)
 	for _, want := range []string{
 		"== summary",
-		"items done:  12 of 12",
+		"items done:  12 of 12 (6 seeds, 6 children found)",
 		"refusals:    1 stale publish refused",
 		"late publish with token 1 refused (exit 1), nothing moved",
 	} {

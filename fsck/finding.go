@@ -58,6 +58,11 @@ const (
 	// KindOrphanResult: a result in public/ that no done or committing work
 	// record names. Repair moves it to lost+found/.
 	KindOrphanResult Kind = "orphan-result"
+	// KindQueue: something wrong in queue/ (SPEC §3.1): a name that is not
+	// a queue shard directory, an entry that is not an empty regular file
+	// named by an ID (moved to lost+found/), an entry of a done item
+	// (removed), an entry in the wrong shard (moved to its shard).
+	KindQueue Kind = "queue"
 	// KindGroup: a group manifest whose targets disagree with it (group,
 	// token, owner, expiry, status). Repair releases the group and its
 	// targets that still carry its token, so the group can be claimed
@@ -78,7 +83,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindGroup, KindPermission, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindGroup, KindPermission, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int

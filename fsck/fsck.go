@@ -16,7 +16,8 @@
 //     unknown; live group manifests are checked against their targets;
 //  4. publish: abandoned publishes settled (rolled forward or back), stage/
 //     against the current leases, public/ against the records that name
-//     its results (see publish.go).
+//     its results (see publish.go);
+//  5. queue: the entries of queue/ (see queue.go).
 //
 // A read-only run changes nothing: it takes record locks only on lock files
 // that exist (to tell a stray temp file from one a live writer holds, and to
@@ -176,6 +177,7 @@ func (c *checker) run() error {
 	c.listPublic()
 	c.scanRecords(tasks)
 	c.checkPublish()
+	c.checkQueue(tasks)
 	return nil
 }
 
