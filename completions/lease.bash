@@ -63,7 +63,7 @@ _lease() {
         ;;
     claim)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait "
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next "
         dirs=" --root "
         files=" --config "
         args=free-ids
@@ -126,7 +126,7 @@ _lease() {
         ;;
     run)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --wait "
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token "
         dirs=" --root "
         files=" --config "
         args=id-cmd

@@ -92,7 +92,7 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l writers -x -d 'concu
 complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l next -x -d 'claim up to N free items of the table\'s queue (lease add), without a candidate list'
-complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff (--wait: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids free)'
 
@@ -272,10 +272,10 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l next -d 'claim the next free item of the table\'s queue (lease add) instead of a named ID; exit 123 when the queue is empty'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff (--wait: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
-complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --wait)'
+complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token)'
 
 # lease status
 complete -c lease -n __fish_use_subcommand -a status -d 'show lease records: holder, token, remaining time'
