@@ -170,7 +170,8 @@ func TestManPagesRenderWithoutWarnings(t *testing.T) {
 func docShell(t *testing.T) (*holdTable, string) {
 	h := newHoldTable(t)
 	id := holdID("complete-me")
-	h.must(0, "", "claim", string(id))
+	held := h.must(0, "", "claim", string(id)).out
+	h.must(0, held, "release") // free again: claim and run offer it
 	return h, string(id)
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -56,7 +57,11 @@ func eachInput(c *cli.Context, args []string, read func(r io.Reader, src string)
 		}
 		f, err := os.Open(a)
 		if err != nil {
-			return usageErr("input %v", err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return usageErr("input file %s: %v", leasefmt.Quote(a), err)
 		}
 		err = read(f, a)
 		f.Close()

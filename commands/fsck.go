@@ -41,7 +41,7 @@ var fsckCommand = &cli.Command{
 		"A progress bar goes to stderr when it is a terminal (--progress always|never overrides).\n\n" +
 		"EXIT STATUS (fsck(8), a sum of): 0 no errors; 1 errors corrected; 4 errors left\n" +
 		"uncorrected; 8 operational error; 16 usage error.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print one JSON object per finding and then a summary object, one per line, instead of text"), []cli.Flag{
 		&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired (default: check only, write nothing)"},
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never"},
 	}),
@@ -50,6 +50,11 @@ var fsckCommand = &cli.Command{
 
 // fsckManual is the hand-written part of lease-fsck(1).
 var fsckManual = Manual{
+	More: "In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
+		"setgid and readable, writable and searchable by the group, every shard lock file writable by the group, " +
+		"and all of them in the root's group; each one that is not is a `permission` error, which --repair fixes " +
+		"(chmod and chgrp) when it runs as the owner of the file or as root, and otherwise reports as left. A table " +
+		"that is not shared is not checked for modes: who may use it is its owner's choice.",
 	Exit: fsckExit,
 	Files: []Item{
 		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},

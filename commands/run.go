@@ -36,13 +36,13 @@ var runCommand = &cli.Command{
 		"counts as finished. Renewals take at most ttl - interval - clock_skew for a record lock, so a\n" +
 		"renewal that waits cannot arrive after the lease counts as lost. CMD's standard streams are\n" +
 		"lease run's own; lease run writes only to stderr.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print a JSON summary on stderr when lease run ends (stdout is CMD's)"), []cli.Flag{
 		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
 		settingFlag("grace"),
-		settingFlag("interval"),
+		settingFlag("renew-interval"),
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
 		&cli.BoolFlag{Name: "next", Usage: "claim the next free item of the table's queue (lease add) instead of a named ID; exit 123 when the queue is empty"},
-		waitFlag("the queue is busy (--next)"),
+		waitFlag("ID is held by another lease, or the queue is busy (--next)"),
 	}),
 	Action: runRun,
 }
@@ -57,6 +57,12 @@ var runManual = Manual{
 		"Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
 		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
 		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
+		"With --wait [SECONDS], an ID held by another lease is waited for, as flock -w and consul lock wait: the " +
+		"claim is tried again with exponential backoff (50 ms doubling to at most 2 s, with jitter, and woken when " +
+		"the lease can be taken over) until it is granted, or until SECONDS have passed (--wait=SECONDS or --wait " +
+		"SECONDS ID; tried once more then), which is exit 125 with CMD not run. Without SECONDS it waits for as long " +
+		"as it takes; SIGINT or SIGTERM end the wait (exit 125, nothing claimed). What waiting cannot change (done, " +
+		"a corrupt record, an I/O error) ends it at once. --wait is refused with --token.\n\n" +
 		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
 		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
 		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
@@ -87,6 +93,8 @@ var runManual = Manual{
 			"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
 		{"The one-line worker: take the next free item of the queue, fuzz it, mark it done; wait while every item is held, stop when all are done (exit 123):",
 			"while lease run --next --wait --complete -- ./fuzz-one.sh; do :; done"},
+		{"Wait up to 10 minutes for an item another worker holds, then fuzz it:",
+			"lease run --wait=600 --complete $ID -- ./fuzz.sh"},
 		{"Adopt a lease claimed earlier from a candidate list:",
 			"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
 		{"Publish from inside the command, fenced by its token, exactly once:",
@@ -142,6 +150,14 @@ func splitRunArgs(args []string) (leasefmt.ID, []string, error) {
 		return "", nil, fmt.Errorf("no command to run after %s (want ID -- CMD [ARG...])", id)
 	}
 	return id, cmd, nil
+}
+
+// args0 is the first of args, "" when there is none.
+func args0(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
 }
 
 // splitNextArgs takes `-- CMD ARG...` (the "--" optional) of run --next.
@@ -224,13 +240,19 @@ func runRun(c *cli.Context) error {
 	}
 	args := c.Args().Slice()
 	next := c.Bool("next")
-	wait, deadline, args, err := waiting(c, args, len(args) > 1 && args[1] == "--")
+	// A number right after a bare --wait is its value: before the "--" of
+	// --next, or before the ID (which is never a number: IDs are 64 hex
+	// digits, and may all be digits).
+	takeNumber := len(args) > 1 && args[1] == "--"
+	if !next {
+		_, first := leasefmt.ParseID(args0(args))
+		takeNumber = len(args) > 2 && first != nil && args[2] == "--"
+	}
+	wait, deadline, args, err := waiting(c, args, takeNumber)
 	if err != nil {
 		return toolFailed(err)
 	}
-	if wait && !next {
-		return cli.Exit("usage: --wait waits for a busy queue: it goes with --next (see lease run --help)", exitToolFailed)
-	}
+	waitSpan := time.Until(deadline) // for the message of a wait that ran out
 	var id leasefmt.ID
 	var argv []string
 	if next {
@@ -250,6 +272,9 @@ func runRun(c *cli.Context) error {
 			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitToolFailed)
 		}
 	}
+	if wait && adopt != 0 {
+		return cli.Exit("usage: --wait and --token exclude each other: a lease adopted is held already (see lease run --help)", exitToolFailed)
+	}
 	path, err := lookCommand(argv[0])
 	if err != nil {
 		return err
@@ -263,7 +288,8 @@ func runRun(c *cli.Context) error {
 	item := commit.Item{ID: id, Token: adopt}
 	start := time.Now()
 	var res []commit.Result
-	if next {
+	switch {
+	case next:
 		nx := claimNext(e, st, 1, wait, deadline)
 		switch {
 		case nx.Answer == commit.Empty:
@@ -286,9 +312,15 @@ func runRun(c *cli.Context) error {
 			}
 		}
 		id, item.ID = res[0].ID, res[0].ID
-	} else if adopt != 0 {
+	case adopt != 0:
 		res = st.Renew([]commit.Item{item}, e.renewTTL())
-	} else {
+	case wait:
+		// start is that of the last try: the local deadline counts from
+		// before the write that granted the lease.
+		if res, start, err = claimWaiting(e, st, item, deadline); err != nil {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+		}
+	default:
 		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
 	}
 	if r := res[0]; r.Outcome != commit.OK {
@@ -297,7 +329,11 @@ func runRun(c *cli.Context) error {
 		if adopt != 0 {
 			verb = "adopted"
 		}
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s: %s; %s not run", id, verb, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
+		how := ""
+		if wait && !deadline.IsZero() && r.Outcome == commit.Held {
+			how = fmt.Sprintf(" within --wait %s", formatSeconds(max(0, waitSpan.Seconds())))
+		}
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
 	}
 	item.Token = res[0].Token
 	st.LockTimeout = renewLockTimeout(e.set)

@@ -31,9 +31,9 @@ func runStatusSummary(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("status --summary counts the whole table; it takes no IDs")
 	}
-	for _, f := range []string{"live", "expired", "groups", "owner"} {
+	for _, f := range []string{"live", "expired", "groups", "owner", "sort", "output", "no-headers"} {
 		if c.IsSet(f) {
-			return usageErr("--summary counts every record; --%s selects records to list: give one of them", f)
+			return usageErr("--summary counts every record; --%s is for the list of records: give one of them", f)
 		}
 	}
 	e, err := newEnv(c)

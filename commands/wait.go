@@ -59,7 +59,7 @@ func (w *waitValue) Set(s string) error {
 // waitFlag is --wait.
 func waitFlag(what string) cli.Flag {
 	return &cli.GenericFlag{Name: "wait", Value: &waitValue{},
-		Usage: "when " + what + ", wait with backoff (`--wait`: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)"}
+		Usage: "when " + what + ", wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long"}
 }
 
 // waiting is --wait as given: whether to wait and the deadline (zero:

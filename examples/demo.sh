@@ -10,7 +10,8 @@
 #   ./examples/demo.sh                 # table in ./demo-table (removed first)
 #   DEMO_ROOT=/tmp/t ./examples/demo.sh
 #
-# DEMO_BIN_DIR (default ./bin) is where lease is built. Exit 0 when the
+# DEMO_BIN_DIR (default ./bin) is where lease is built, as make builds it
+# (-tags mpi when pkg-config finds Open MPI). Exit 0 when the
 # campaign ended as described, 1 otherwise.
 set -u -o pipefail
 
@@ -24,8 +25,12 @@ say() { printf '%s\n' "$*"; }
 fail() { say "demo: FAILED: $*" >&2; exit 1; }
 short() { printf '%s' "${1:0:12}"; }
 
-say "== building lease into $bindir/lease"
-mkdir -p "$bindir" && go build -o "$bindir/lease" . || fail "go build"
+# Built as make builds it (with MPI support when Open MPI is installed), so
+# that the demo never replaces a bin/lease that mpirun needs by one without.
+tags=
+pkg-config --exists ompi 2> /dev/null && tags=mpi
+say "== building lease into $bindir/lease${tags:+ (with MPI support)}"
+mkdir -p "$bindir" && go build -tags "$tags" -o "$bindir/lease" . || fail "go build"
 PATH="$(cd "$bindir" && pwd):$PATH"
 export PATH
 
@@ -48,8 +53,8 @@ trap 'rm -rf "$work"' EXIT
 # to the queue while it runs (deduplicated by its ID, as SHA-256 of content
 # is), so the campaign grows as it goes: items = 2 x seeds.
 for i in $(seq 1 "$items"); do
-  printf 'demo-input-%02d' "$i" | sha256sum | cut -c1-64
-done > "$work/seeds"
+  printf 'demo-input-%02d\n' "$i"
+done | lease id - > "$work/seeds" || fail "lease id"
 lease add < "$work/seeds" > /dev/null || fail "lease add"
 total=$((2 * items))
 say "queue: $items seeds (each will add one child: $total items)"
@@ -72,7 +77,7 @@ fuzzer='
     sleep 0.4
   done
   if grep -qx "$LEASE_ID" "$SEEDS"; then
-    printf "child-of-%s" "$LEASE_ID" | sha256sum | cut -c1-64 | lease add > /dev/null
+    lease id "child-of-$LEASE_ID" | lease add > /dev/null
   fi
   echo "$LEASE_ID $LEASE_TOKEN" | lease complete --publish "${out##*/}" > /dev/null
 '

@@ -36,7 +36,7 @@ mkdir -p "$INPUTS"
 enqueue() {
   local f id
   for f in "$@"; do
-    id=$(sha256sum < "$f" | cut -c1-64)
+    id=$(lease id --content "$f") || exit
     [ -e "$INPUTS/$id" ] || cp "$f" "$INPUTS/$id.tmp.$$" && mv "$INPUTS/$id.tmp.$$" "$INPUTS/$id"
     echo "$id"
   done | lease add

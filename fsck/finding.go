@@ -68,6 +68,12 @@ const (
 	// targets that still carry its token, so the group can be claimed
 	// again; the old holder is fenced out by the token.
 	KindGroup Kind = "group"
+	// KindPermission: in a table shared by a group (lease init --shared),
+	// a directory that is not setgid or not usable by the group, or a
+	// shard lock file the group cannot write, or either in another group
+	// than the root's: members of the group cannot lock or write there.
+	// Repair sets the mode and group (as the owner or root).
+	KindPermission Kind = "permission"
 	// KindUnknown: a file that is not part of a lease table. Reported, left
 	// alone; a notice, not an error.
 	KindUnknown Kind = "unknown"
@@ -77,7 +83,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindGroup, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindGroup, KindPermission, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int

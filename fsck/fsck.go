@@ -7,7 +7,9 @@
 //  1. header: TABLE is read and validated; when it is missing or bad the
 //     shard counts are read from the shard directories;
 //  2. layout: the top-level directories (lost+found/ first, since repairs
-//     move things into it), stray .TABLE.tmp.* files, unknown files;
+//     move things into it), stray .TABLE.tmp.* files, unknown files; in
+//     a table shared by a group, the modes and group of its directories
+//     and lock files (perms.go);
 //  3. records: every shard directory of work/, then targets/, then groups/,
 //     scanned by a pool of workers and reported in shard order; each entry
 //     is a record, the shard's .lock, a stray temp file or something
@@ -167,6 +169,7 @@ func (c *checker) run() error {
 	if t == nil {
 		return nil // the shard counts are unknown: records cannot be checked
 	}
+	c.checkPerms(t)
 	c.st.Table = t
 	if tasks == nil {
 		tasks = c.checkKindDirs()
