@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/leasefmt"
-	"github.com/leasetool/lease/mpi"
 )
 
 // Version is the version of lease, set at build time with -ldflags.
@@ -56,9 +55,7 @@ func NewApp() *cli.App {
 			code = 125 // the child's statuses own the rest
 		}
 		cmd.OnUsageError = usageHandler(code)
-		if singleProcess[cmd.Name] {
-			cmd.Before = refuseRanks(code)
-		}
+		cmd.Before = launchGate(cmd.Name, code)
 	}
 	// --version prints what lease version prints, as git --version does.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
@@ -69,21 +66,6 @@ func NewApp() *cli.App {
 		cli.HandleExitCoder(cli.Exit("", 2))
 	}
 	return app
-}
-
-// singleProcess names the writing commands that do not run as one program
-// across ranks: started by mpirun as several ranks, every copy would act
-// on its own (claim, renew-batch, release, verify and qualify do run
-// across ranks; the group commands refuse by themselves).
-var singleProcess = map[string]bool{"init": true, "complete": true, "fsck": true, "run": true}
-
-func refuseRanks(code int) cli.BeforeFunc {
-	return func(c *cli.Context) error {
-		if size, _, ok := mpi.Launched(); ok && size > 1 {
-			return cli.Exit(fmt.Sprintf("runs as one process, not as %d ranks under mpirun (claim, renew-batch, release, verify and qualify run across ranks)", size), code)
-		}
-		return nil
-	}
 }
 
 func usageHandler(code int) cli.OnUsageErrorFunc {

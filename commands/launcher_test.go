@@ -75,11 +75,18 @@ type mpiJob struct {
 
 // mpiWrapper runs one rank's command with its stdout, stderr and exit
 // status in files named after the rank, so that a test sees every rank
-// apart (mpirun merges their output and returns only one status).
+// apart (mpirun merges their output and returns only one status). It is
+// meant to be transparent: it names the command it runs in OMPI_COMMAND,
+// as mpirun would had it started the command itself, so that lease takes
+// itself for the rank (SPEC §8: a lease that a script mpirun started runs
+// on its own). slurm_test.go and the job-script tests launch lease without
+// it.
 const mpiWrapper = `#!/bin/sh
 out=$1
 shift
 r=${OMPI_COMM_WORLD_RANK:-x}
+OMPI_COMMAND=$(basename "$1")
+export OMPI_COMMAND
 "$@" >"$out/rank-$r.out" 2>"$out/rank-$r.err"
 rc=$?
 echo $rc >"$out/rank-$r.exit"
@@ -201,7 +208,8 @@ func mpiClip(s string) string {
 func mpiEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OMPI_") || strings.HasPrefix(kv, "PMIX_") || strings.HasPrefix(kv, "PMI_") {
+		if strings.HasPrefix(kv, "OMPI_") || strings.HasPrefix(kv, "PMIX_") || strings.HasPrefix(kv, "PMI_") ||
+			strings.HasPrefix(kv, "SLURM_") || strings.HasPrefix(kv, "LEASE_MPI=") {
 			continue
 		}
 		env = append(env, kv)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
-	"github.com/leasetool/lease/mpi"
 )
 
 var renewBatchCommand = &cli.Command{
@@ -55,6 +54,7 @@ var renewBatchCommand = &cli.Command{
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end"},
 		settingFlag("interval"),
+		outputFlag,
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun"},
 	}),
 	Action: runRenewBatch,
@@ -87,7 +87,13 @@ func runRenewBatch(c *cli.Context) error {
 	if c.IsSet("interval") {
 		return usageErr("--interval applies only with --watch")
 	}
-	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: tokenLines,
+	input := func(c *cli.Context) ([]commit.Item, error) {
+		if err := checkOutput(c); err != nil {
+			return nil, err
+		}
+		return tokenLines(c)
+	}
+	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
 			return st.Renew(items, e.renewTTL())
@@ -99,7 +105,7 @@ func runRenewBatch(c *cli.Context) error {
 // the bar is then cleared. Only for one process: under mpirun each rank
 // renews a share, and their bars would interleave on one terminal.
 func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func() {
-	if size, _, ok := mpi.Launched(); (ok && size > 1) || total == 0 || !showProgress(mode, w) {
+	if launch().Distributed() || total == 0 || !showProgress(mode, w) {
 		return func() {}
 	}
 	base := st.Stats.Attempted.Load()
