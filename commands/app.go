@@ -29,6 +29,7 @@ func NewApp() *cli.App {
 			"alive with batched renewals, and publish results only while their token is current.",
 		Commands: []*cli.Command{
 			initCommand,
+			addCommand,
 			claimCommand,
 			renewBatchCommand,
 			releaseCommand,

@@ -55,6 +55,7 @@ func Manuals() map[string]Manual {
 		man Manual
 	}{
 		{initCommand, initManual},
+		{addCommand, addManual},
 		{claimCommand, claimManual},
 		{renewBatchCommand, renewBatchManual},
 		{releaseCommand, releaseManual},

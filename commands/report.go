@@ -27,6 +27,11 @@ type reportOpts struct {
 	// silent, when set, names results that are not failures and print
 	// nothing on stderr (claim --first's passed-over candidates).
 	silent func(r commit.Result) bool
+	// idOnly prints a success as `ID`, not `ID TOKEN` (lease add).
+	idOnly bool
+	// queue, when set, is what claim --next found in the queue: in --json
+	// as "queue", and with -v on stderr.
+	queue *queueJSON
 }
 
 // row is one line of a report: a work result, or a group result with the
@@ -119,7 +124,7 @@ func (e *env) reportWith(cmd string, res []commit.Result, snap commit.Snapshot, 
 	if o.code != nil {
 		code = o.code(res)
 	}
-	return e.write(cmd, workRows(res), snap, code, o.silent)
+	return e.write(cmd, workRows(res), snap, code, o)
 }
 
 // reportGroups prints group results: `GID TOKEN` for each group that
@@ -131,19 +136,20 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 	for _, r := range rows {
 		code = Worse(code, ExitStatus(r.Outcome))
 	}
-	return e.write(cmd, rows, snap, code, nil)
+	return e.write(cmd, rows, snap, code, reportOpts{})
 }
 
 // write is the one report writer.
-func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, silent func(commit.Result) bool) error {
+func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o reportOpts) error {
 	if e.json {
 		doc := struct {
 			Command string          `json:"command"`
 			Results []resultJSON    `json:"results"`
 			Stats   commit.Snapshot `json:"stats"`
 			Counts  map[string]int  `json:"counts"`
+			Queue   *queueJSON      `json:"queue,omitempty"`
 			Exit    int             `json:"exit"`
-		}{Command: cmd, Results: make([]resultJSON, 0, len(rows)), Stats: snap, Counts: map[string]int{}, Exit: code}
+		}{Command: cmd, Results: make([]resultJSON, 0, len(rows)), Stats: snap, Counts: map[string]int{}, Queue: o.queue, Exit: code}
 		for _, r := range rows {
 			doc.Counts[r.Outcome.Reason()]++
 			doc.Results = append(doc.Results, r.json())
@@ -156,10 +162,14 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, sile
 		ew := bufio.NewWriter(e.errw)
 		for _, r := range rows {
 			if r.Outcome == commit.OK {
-				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				if o.idOnly {
+					fmt.Fprintf(w, "%s\n", r.ID)
+				} else {
+					fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				}
 				continue
 			}
-			if silent != nil && silent(r.Result) {
+			if o.silent != nil && o.silent(r.Result) {
 				continue
 			}
 			if len(r.issues) == 0 {
@@ -177,6 +187,11 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, sile
 		ew.Flush()
 		if e.verbose {
 			e.printStats(cmd, snap)
+			e.printCounts(cmd, rows)
+			if q := o.queue; q != nil {
+				fmt.Fprintf(e.errw, "lease %s: queue answer=%s held=%d cleaned=%d foreign=%d entries_read=%d shards_read=%d tries=%d waited=%.3fs\n",
+					cmd, q.Answer, q.Held, q.Cleaned, q.Foreign, q.Read, q.Shards, q.Tries, q.WaitedS)
+			}
 		}
 	}
 	if code != 0 {
@@ -202,6 +217,25 @@ func shownToken(input, found int64) string {
 		return strconv.FormatInt(found, 10)
 	}
 	return "0"
+}
+
+// printCounts prints, with -v, how many results had each reason, in the
+// order of the reasons (`ok` first): what a filter passed over silently is
+// counted here.
+func (e *env) printCounts(cmd string, rows []row) {
+	counts := map[commit.Outcome]int{}
+	for _, r := range rows {
+		counts[r.Outcome]++
+	}
+	var b strings.Builder
+	for o := commit.OK; o <= commit.Queued; o++ {
+		if counts[o] > 0 {
+			fmt.Fprintf(&b, " %s=%d", o.Reason(), counts[o])
+		}
+	}
+	if b.Len() > 0 {
+		fmt.Fprintf(e.errw, "lease %s: results%s\n", cmd, b.String())
+	}
 }
 
 func (e *env) printStats(cmd string, s commit.Snapshot) {

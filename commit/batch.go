@@ -38,9 +38,11 @@ const (
 	Corrupt
 	LockTimeout
 	IOError
+	// Queued: lease add of an ID that is already queued (not added again).
+	Queued
 )
 
-var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error"}
+var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error", "queued"}
 
 // Reason is the stable reason word printed on stderr.
 func (o Outcome) Reason() string { return reasons[o] }
@@ -58,6 +60,7 @@ var (
 	ErrExists   = errors.New("already published")
 	ErrCorrupt  = leasefmt.ErrCorrupt
 	ErrIO       = errors.New("I/O error")
+	ErrQueued   = errors.New("already queued")
 )
 
 // The causes of items that a failed batch did not finish (G5, G6): they
@@ -72,7 +75,7 @@ var (
 	ErrBatchFailed = errors.New("batch failed")
 )
 
-var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO}
+var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO, ErrQueued}
 
 // Graver reports whether o is a more serious outcome than p (SPEC §7): an
 // I/O error over a corrupt record over a lock timeout over a negative

@@ -2,6 +2,7 @@ package commit
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"time"
 )
@@ -45,6 +46,55 @@ type FS interface {
 	// function that releases it; ErrLockTimeout when the wait ran out.
 	Lock(name string, off int64, timeout time.Duration) (unlock func(), err error)
 }
+
+// DirOpener is the optional FS extension that reads a directory a bounded
+// number of names at a time, so that a claim of the queue's next item
+// reads a few directory blocks of a shard of a million entries, not all of
+// it (SPEC §7, claim --next). An FS without it is read whole by ReadDir.
+type DirOpener interface {
+	OpenDir(name string) (DirReader, error)
+}
+
+// DirReader reads the names of an open directory.
+type DirReader interface {
+	// ReadNames returns at most n more names, without "." and "..";
+	// io.EOF once there are no more.
+	ReadNames(n int) ([]string, error)
+	Close() error
+}
+
+// OpenDir opens directory name of f for reading in bounded parts: through
+// f's DirOpener when it has one, else over one ReadDir of the whole
+// directory.
+func OpenDir(f FS, name string) (DirReader, error) {
+	if o, ok := f.(DirOpener); ok {
+		return o.OpenDir(name)
+	}
+	ents, err := f.ReadDir(name)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return &listedDir{names: names}, nil
+}
+
+// listedDir is a DirReader over names read at once.
+type listedDir struct{ names []string }
+
+func (d *listedDir) ReadNames(n int) ([]string, error) {
+	if len(d.names) == 0 {
+		return nil, io.EOF
+	}
+	n = min(max(n, 1), len(d.names))
+	out := d.names[:n:n]
+	d.names = d.names[n:]
+	return out, nil
+}
+
+func (d *listedDir) Close() error { return nil }
 
 // File is a file being written by CreateExcl.
 type File interface {
@@ -172,6 +222,15 @@ func (h *hooked) SyncFile(name string) error {
 		return err
 	}
 	return h.fs.SyncFile(name)
+}
+
+// OpenDir passes the bounded directory reader through, the hook seeing
+// the open as a readdir.
+func (h *hooked) OpenDir(name string) (DirReader, error) {
+	if err := h.hook(OpReadDir, name); err != nil {
+		return nil, err
+	}
+	return OpenDir(h.fs, name)
 }
 
 func (h *hooked) ReadDir(name string) ([]fs.DirEntry, error) {

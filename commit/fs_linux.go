@@ -441,3 +441,22 @@ func (o *OSFS) Syncfs() error {
 	}
 	return unix.Syncfs(fd)
 }
+
+// OpenDir implements DirOpener: the directory name, read a bounded number
+// of names at a time.
+func (o *OSFS) OpenDir(name string) (DirReader, error) {
+	fd, err := o.dir(name)
+	if err != nil {
+		return nil, err
+	}
+	nfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, o.perr("open", name, err)
+	}
+	return osDir{os.NewFile(uintptr(nfd), path.Join(o.root, name))}, nil
+}
+
+type osDir struct{ f *os.File }
+
+func (d osDir) ReadNames(n int) ([]string, error) { return d.f.Readdirnames(n) }
+func (d osDir) Close() error                      { return d.f.Close() }
