@@ -37,6 +37,7 @@ const (
 // launchPolicies gives every command of NewApp its policy (a test checks
 // that none is missing).
 var launchPolicies = map[string]launchPolicy{
+	"add":           distributed,
 	"claim":         distributed,
 	"renew-batch":   distributed,
 	"release":       distributed,
@@ -113,8 +114,8 @@ func aloneMessage(name string, l mpi.Launch) string {
 	if name == "run" || name == "complete" {
 		fix = fmt.Sprintf("to start %s independent workers, let the launcher start a script that calls lease (%s %s worker.sh)", n, l.Launcher, npFlag(l))
 	}
-	return fmt.Sprintf("runs as one process, not as %s %s of %s (started by %s): %s; %s=off makes every task run it on its own (%s run as one program across %s)",
-		n, l.Unit(), l.Launcher, l, fix, mpi.ModeEnv, commandsWith(distributed), l.Unit())
+	return fmt.Sprintf("runs as one process, not as one of %s %s (started by %s): %s; %s=off makes every task run it on its own (%s run as one program across %s)",
+		n, l.Unit(), l, fix, mpi.ModeEnv, commandsWith(distributed), l.Unit())
 }
 
 func npFlag(l mpi.Launch) string {
