@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,6 +137,13 @@ func slurmFinished(states []string) bool {
 	return len(states) > 0
 }
 
+// slurmListed reports whether squeue still lists the job: pending,
+// running, or completing (its processes not all ended yet).
+func slurmListed(id string) bool {
+	out, err := exec.Command("squeue", "-h", "-j", id, "-o", "%T").Output()
+	return err == nil && strings.TrimSpace(string(out)) != ""
+}
+
 // slurmWait waits for job id at most bound (then cancels it and fails t:
 // a hang) and returns what it did.
 func slurmWait(t *testing.T, dir, id, name string, bound time.Duration) slurmJobResult {
@@ -144,7 +152,7 @@ func slurmWait(t *testing.T, dir, id, name string, bound time.Duration) slurmJob
 	var states []string
 	var codes []int
 	for {
-		if states, codes = slurmState(id); slurmFinished(states) {
+		if states, codes = slurmState(id); slurmFinished(states) && !slurmListed(id) {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -159,6 +167,48 @@ func slurmWait(t *testing.T, dir, id, name string, bound time.Duration) slurmJob
 	}
 	r.out, r.err = slurmRead(dir, name+".out"), slurmRead(dir, name+".err")
 	return r
+}
+
+// slurmStragglers are the processes whose working directory is dir or
+// below: those a job started there, still running.
+func slurmStragglers(dir string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && (cwd == dir || strings.HasPrefix(cwd, dir+"/")) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// slurmNoStragglers fails t when processes a job started in dir outlive
+// the job by more than bound (a rank that went on without its launcher),
+// and ends them.
+func slurmNoStragglers(t *testing.T, dir string, bound time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(bound)
+	for {
+		pids := slurmStragglers(dir)
+		if len(pids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var cmds []string
+			for _, pid := range pids {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				cmds = append(cmds, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			t.Errorf("%d processes of the job still running %v after it ended (killed):\n%s", len(pids), bound, strings.Join(cmds, "\n"))
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // slurmRun submits script and waits for it (bound: 3 minutes).
