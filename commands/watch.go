@@ -333,6 +333,9 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 		kept = append(kept, o.Result.Item)
 	}
 	w.order = kept
+	if !w.finished {
+		w.writeRound(kept) // before the -v line, which says the round is over
+	}
 	if w.e.verbose {
 		line := fmt.Sprintf("lease renew-batch: round %d: renewed=%d lost=%d failures=%d held=%d time=%.3fs",
 			w.rounds, renewed, lost, failed, renewed, time.Since(started).Seconds())
@@ -340,9 +343,6 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 			line += fmt.Sprintf(" ranks=%d collective_time=%.3fs", sess.World().Size(), sess.RoundCollectives().Seconds())
 		}
 		fmt.Fprintln(w.e.errw, line)
-	}
-	if !w.finished {
-		w.writeRound(kept)
 	}
 }
 
@@ -366,14 +366,12 @@ type watchHeld struct {
 // last fencing check (lease verify) passes now: one completed, released
 // or taken over since the last round is reported lost instead.
 func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
-	var candidates []commit.Item
+	// Every lease of the last round that is not lost: also one whose last
+	// renewal failed in a way that may pass (a lock timeout), which is
+	// still held when the check below passes.
+	candidates := w.order
 	if w.rounds == 0 { // stopped before the first round ended
 		candidates = w.first
-	}
-	for _, it := range w.order {
-		if l := w.set.Lease(it); l != nil && l.Renewed {
-			candidates = append(candidates, it)
-		}
 	}
 	var held []watchHeld
 	for _, r := range w.st.Verify(candidates) {
@@ -384,10 +382,8 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 			exp := 0.0
 			if l := w.set.Lease(r.Item); l != nil {
 				exp = l.ExpiresAt
-				fmt.Fprintln(w.e.errw, failLine(r)+" (kept: the last round renewed it)")
-			} else {
-				fmt.Fprintln(w.e.errw, failLine(r)+" (kept: it was held when the watch started)")
 			}
+			fmt.Fprintln(w.e.errw, failLine(r)+" (kept: it was not lost)")
 			held = append(held, watchHeld{string(r.ID), r.Item.Token, exp})
 		default:
 			w.lost = append(w.lost, r)
