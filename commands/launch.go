@@ -136,3 +136,15 @@ func launchNote(name string) string {
 	}
 	return "Started by mpirun or srun as several tasks (built with MPI support; under srun with --mpi=pmix) the tasks run it as one program and only rank 0 writes stdout; a launch whose tasks cannot join one program (a build without MPI, srun --mpi=none, a PMI the MPI library lacks) refuses with exit 2 before anything is read or written. A `lease` that a job script calls is one process and runs on its own."
 }
+
+// launchParagraph is what lease(1) says of launchers.
+func launchParagraph() string {
+	return "Under a launcher (mpirun, srun) only the program the launcher started is one of its tasks: " +
+		"`mpirun -np 64 lease renew-batch held` and `srun --mpi=pmix -n 64 lease renew-batch held` (built with MPI support) " +
+		"run as one program whose rank 0 alone reads the input and writes stdout, while the lease commands of a worker script " +
+		"started by `mpirun -np 64 worker.sh` or `srun -n 64 worker.sh` (or by a job array) run as 64 separate processes. " +
+		commandsWith(distributed) + " run as one program across the tasks; " + commandsWith(once) +
+		" run on task 0 alone, which prints for the job; " + commandsWith(alone) + " refuse to run as several tasks. " +
+		"A launch whose tasks cannot become one program (a build without MPI, srun --mpi=none, a PMI the MPI library lacks) " +
+		"refuses with exit 2 before it reads or writes anything, naming the launcher and the fix. " + mpi.ModeEnv + " overrides the detection."
+}

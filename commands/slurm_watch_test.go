@@ -33,17 +33,17 @@ func watchScript(minutes, launch, output string) string {
 	return strings.NewReplacer("TIME", minutes, "LAUNCH ", launch, "OUTPUT", output).Replace(watchJob)
 }
 
-// watchRecipe is the recipe of lease-renew-batch(1), with the table and
-// file of the site.
+// watchRecipe is the recipe of lease-renew-batch(1), with the table of
+// the site, OUTPUT for where the lines go, and -v to see the rounds.
 const watchRecipe = `#!/bin/bash
 #SBATCH --ntasks=2
 #SBATCH --time=5
 #SBATCH --signal=B:USR1@60
 trap 'kill -USR1 "$keeper" 2>/dev/null' USR1
-mpirun --stdin none lease renew-batch --root table --watch --interval 1 -v held > held.final &
+mpirun --stdin none lease renew-batch --root table --watch --interval 1 -v OUTPUT held &
 keeper=$!
-wait "$keeper"      # returns when USR1 arrives
-wait "$keeper"      # the watch's own exit status
+wait "$keeper"   # returns when USR1 arrives
+wait "$keeper"   # the watch's own exit status
 `
 
 // watchRunning waits until the job's watch has written its held set once
@@ -81,6 +81,14 @@ func watchHeldTable(t *testing.T, dir string, n int) string {
 	return out
 }
 
+// stoppedByUSR1 checks that a watch stopped cleanly by SIGUSR1.
+func stoppedByUSR1(t *testing.T, r slurmJobResult) {
+	t.Helper()
+	if r.code != 0 || !strings.Contains(r.err, "stopped by SIGUSR1") {
+		t.Errorf("%s; want exit 0 and stopped by SIGUSR1", r)
+	}
+}
+
 // TestSlurmWatchStops: every way of stopping a watch job leaves held.final
 // holding every lease of held, whole lines only, and the leases still held
 // in the table.
@@ -105,12 +113,8 @@ func TestSlurmWatchStops(t *testing.T) {
 					t.Errorf("stderr does not say it stopped by SIGTERM: %s", mpiClip(r.err))
 				}
 			}},
-		{"USR1 recipe, mpirun to stdout", watchRecipe, "", []string{"--batch", "--signal=USR1"}, "COMPLETED",
-			func(t *testing.T, r slurmJobResult) {
-				if r.code != 0 || !strings.Contains(r.err, "stopped by SIGUSR1") {
-					t.Errorf("%s; want exit 0 and stopped by SIGUSR1", r)
-				}
-			}},
+		{"USR1 recipe, mpirun to stdout", strings.Replace(watchRecipe, "OUTPUT", "> held.final", 1), "", []string{"--batch", "--signal=USR1"}, "COMPLETED", stoppedByUSR1},
+		{"USR1 recipe, mpirun --output", strings.Replace(watchRecipe, "OUTPUT", "--output held.final", 1), "held.final", []string{"--batch", "--signal=USR1"}, "COMPLETED", stoppedByUSR1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // the time limit takes a minute and more

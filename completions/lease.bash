@@ -40,7 +40,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -51,18 +51,25 @@ _lease() {
         files=" --config "
         args=none
         ;;
+    add)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
+        dirs=" --root "
+        files=" --config "
+        args=files
+        ;;
     claim)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait "
         dirs=" --root "
         files=" --config "
         args=ids
         ;;
     renew-batch)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --interval --progress -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --interval --progress "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --interval -o --output --progress -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --interval -o --output --progress "
         dirs=" --root "
-        files=" --config "
+        files=" --config -o --output "
         args=files
         ;;
     release)

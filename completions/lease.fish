@@ -49,6 +49,25 @@ complete -c lease -n '__fish_seen_subcommand_from init' -l target-timeout -x -d 
 complete -c lease -n '__fish_seen_subcommand_from init' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from init' -s h -l help -d 'show help'
 
+# lease add
+complete -c lease -n __fish_use_subcommand -a add -d 'enqueue work IDs into the table\'s queue and print the IDs added'
+complete -c lease -n '__fish_seen_subcommand_from add' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
+complete -c lease -n '__fish_seen_subcommand_from add' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -s v -l verbose -d 'print statistics on stderr'
+complete -c lease -n '__fish_seen_subcommand_from add' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from add' -F
+
 # lease claim
 complete -c lease -n __fish_use_subcommand -a claim -d 'claim free or expired work IDs and print ID TOKEN for each one granted'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
@@ -66,6 +85,8 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l clock-skew -x -d 'bo
 complete -c lease -n '__fish_seen_subcommand_from claim' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l next -x -d 'claim up to N free items of the table\'s queue (lease add), without a candidate list'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff (--wait: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids work)'
 
@@ -85,8 +106,9 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l target-timeout
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held when signalled'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s o -l output -r -F -d 'write the lines renewed to FILE instead of stdout, replacing it atomically (temp file + rename); with --watch after every round that changed the held set, and at the end'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -F
