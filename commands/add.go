@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -71,30 +70,13 @@ func addCode(res []commit.Result) int {
 // is written. Repeated IDs are kept (Enqueue adds them once). It streams:
 // a million lines cost the IDs, not the lines.
 func queueInput(c *cli.Context) ([]commit.Item, error) {
-	args := c.Args().Slice()
-	if len(args) == 0 {
-		args = []string{"-"}
-	}
 	var items []commit.Item
-	for _, a := range args {
-		var r io.Reader
-		src := a
-		if a == "-" {
-			r, src = c.App.Reader, "stdin"
-		} else {
-			f, err := os.Open(a)
-			if err != nil {
-				return nil, usageErr("input %v", err)
-			}
-			defer f.Close()
-			r = f
-		}
+	err := eachInput(c, c.Args().Slice(), func(r io.Reader, src string) error {
 		var err error
-		if items, err = scanQueueLines(r, src, items); err != nil {
-			return nil, err
-		}
-	}
-	return items, nil
+		items, err = scanQueueLines(r, src, items)
+		return err
+	})
+	return items, err
 }
 
 func scanQueueLines(r io.Reader, src string, items []commit.Item) ([]commit.Item, error) {

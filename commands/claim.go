@@ -38,8 +38,8 @@ var claimCommand = &cli.Command{
 		"when the first held lease can expire), until an item is granted or the queue is empty;\n" +
 		"--wait=SECONDS (or --wait SECONDS) at most that long, then exits 1 busy.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
-		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order"},
-		&cli.IntFlag{Name: "next", Usage: "claim up to `N` free items of the table's queue (lease add), without a candidate list"},
+		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},
+		&cli.IntFlag{Name: "next", Usage: "claim up to `N` free items of the table's queue (lease add), without a candidate list", DefaultText: "claim the IDs given"},
 		waitFlag("the queue is busy (--next)"),
 	}),
 	Action: runClaim,
@@ -47,6 +47,7 @@ var claimCommand = &cli.Command{
 
 // claimManual is the hand-written part of lease-claim(1).
 var claimManual = Manual{
+	Exit: claimExit,
 	Examples: []Example{
 		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},
 		{"Use a file of candidate IDs as a work queue: take the first free one (exit 1 when none is free):", "lease claim --first 1 - < todo >> held"},
@@ -55,6 +56,7 @@ var claimManual = Manual{
 		{"A worker loop that stops when the queue is empty and waits while it is busy:", "while lease claim --next 1 --wait > item; do read ID TOKEN < item; ...; done"},
 	},
 	SeeAlso: []string{"lease-renew-batch(1)", "lease-run(1)", "lease-release(1)"},
+	Args:    "free-ids",
 }
 
 func runClaim(c *cli.Context) error {

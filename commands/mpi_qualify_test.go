@@ -46,14 +46,14 @@ func TestMPIQualify(t *testing.T) {
 	bin := mpiBinary(t)
 	const rounds = 3
 	root := filepath.Join(t.TempDir(), "table")
-	out, errOut, code := mpiExec(t, bin, "", "qualify", "--root", root, "--rounds", "5")
+	out, errOut, code := mpiExec(t, bin, "", "qualify", "--json", "--root", root, "--rounds", "5")
 	if code != 0 {
 		t.Errorf("one process: exit %d, stderr %q", code, errOut)
 	}
 	qualPasses(t, qualDecode(t, out), out)
 	for _, np := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("np %d", np), func(t *testing.T) {
-			p, job := mpiQualify(t, np, mpiNP(np, bin, "qualify", "--root", root, "--rounds", strconv.Itoa(rounds))...)
+			p, job := mpiQualify(t, np, mpiNP(np, bin, "qualify", "--json", "--root", root, "--rounds", strconv.Itoa(rounds))...)
 			if job.code != 0 || !p.Verified || !p.Clean || p.Error != "" {
 				t.Errorf("exit %d, proof %s", job.code, mpiClip(job.ranks[0].out))
 			}
@@ -88,8 +88,8 @@ func TestMPIQualify(t *testing.T) {
 		// identity record.
 		other := filepath.Join(t.TempDir(), "table")
 		p, job := mpiQualify(t, 2, slices.Concat(
-			mpiNP(1, bin, "qualify", "--root", root, "--rounds", strconv.Itoa(rounds)), []string{":"},
-			mpiNP(1, bin, "qualify", "--root", other, "--rounds", strconv.Itoa(rounds)))...)
+			mpiNP(1, bin, "qualify", "--json", "--root", root, "--rounds", strconv.Itoa(rounds)), []string{":"},
+			mpiNP(1, bin, "qualify", "--json", "--root", other, "--rounds", strconv.Itoa(rounds)))...)
 		if job.code != 1 || p.Verified || p.Clean {
 			t.Errorf("exit %d verified %v clean %v; want 1, false, false", job.code, p.Verified, p.Clean)
 		}
@@ -105,7 +105,7 @@ func TestMPIQualify(t *testing.T) {
 	})
 	t.Run("locks do not exclude", func(t *testing.T) {
 		m := faultfstest.Mount(t, faultfs.Options{Locks: faultfs.LocksBroken})
-		p, job := mpiQualify(t, 2, mpiNP(2, bin, "qualify", "--root", m.Dir, "--rounds", strconv.Itoa(rounds))...)
+		p, job := mpiQualify(t, 2, mpiNP(2, bin, "qualify", "--json", "--root", m.Dir, "--rounds", strconv.Itoa(rounds))...)
 		if job.code != 1 || p.Verified {
 			t.Errorf("exit %d verified %v; want 1, false", job.code, p.Verified)
 		}

@@ -141,6 +141,16 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 
 // write is the one report writer.
 func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o reportOpts) error {
+	res := make([]commit.Result, len(rows))
+	for i, r := range rows {
+		res[i] = r.Result
+	}
+	if ae := accessFailure(res); ae != nil {
+		if !e.json {
+			return e.accessError(cmd, ae.Path, ae.Err, true)
+		}
+		code = 2 // nothing was written: a configuration error
+	}
 	if e.json {
 		doc := struct {
 			Command string          `json:"command"`
@@ -219,6 +229,14 @@ func shownToken(input, found int64) string {
 	return "0"
 }
 
+// recordWord names what a command's statistics count as records: the
+// JSON's "renewals" (SPEC §9) is the count of records each command wrote
+// or checked, which -v calls by the command's own word.
+var recordWord = map[string]string{
+	"claim": "claims", "release": "releases", "complete": "completions", "verify": "verified",
+	"revoke": "revocations", "group-claim": "groups", "group-release": "releases", "add": "added",
+}
+
 // printCounts prints, with -v, how many results had each reason, in the
 // order of the reasons (`ok` first): what a filter passed over silently is
 // counted here.
@@ -239,8 +257,12 @@ func (e *env) printCounts(cmd string, rows []row) {
 }
 
 func (e *env) printStats(cmd string, s commit.Snapshot) {
-	fmt.Fprintf(e.errw, "lease %s: batches=%d renewals=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
-		cmd, s.Batches, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
+	word := recordWord[cmd]
+	if word == "" {
+		word = "renewals"
+	}
+	fmt.Fprintf(e.errw, "lease %s: batches=%d %s=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
+		cmd, s.Batches, word, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
 		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
 	if s.Ranks > 0 {
 		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.3fs\n", cmd, s.Ranks, s.CollectiveS)

@@ -26,7 +26,7 @@ func TestStatus(t *testing.T) {
 	listed := func(out string) []string {
 		var got []string
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-			if f := strings.Fields(l); len(f) > 0 {
+			if f := strings.Fields(l); len(f) > 0 && f[0] != "ID" { // the header
 				got = append(got, f[0])
 			}
 		}

@@ -59,7 +59,7 @@ func (w *waitValue) Set(s string) error {
 // waitFlag is --wait.
 func waitFlag(what string) cli.Flag {
 	return &cli.GenericFlag{Name: "wait", Value: &waitValue{},
-		Usage: "when " + what + ", wait with backoff (`--wait`: until it is not; --wait=SECONDS or --wait SECONDS: at most that long)"}
+		Usage: "when " + what + ", wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long"}
 }
 
 // waiting is --wait as given: whether to wait and the deadline (zero:
@@ -71,6 +71,11 @@ func waiting(c *cli.Context, args []string, takeNumber bool) (wait bool, deadlin
 	if w == nil || !w.set {
 		return false, time.Time{}, args, nil
 	}
+	// The value lives in the command's flag, which outlives one run when
+	// lease runs in-process (tests): take it and clear it.
+	given := *w
+	*w = waitValue{}
+	w = &given
 	if w.forever && takeNumber && len(args) > 0 {
 		if _, perr := strconv.ParseFloat(args[0], 64); perr == nil {
 			if err := w.Set(args[0]); err != nil {

@@ -2,6 +2,7 @@ package commit
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"time"
@@ -155,6 +156,25 @@ func (h *hooked) DropIdleLocks() {
 	if f, ok := h.fs.(interface{ DropIdleLocks() }); ok {
 		f.DropIdleLocks()
 	}
+}
+
+// SetSharing and PrepareLock pass the table's sharing and the batch's
+// lock preparation through to the wrapped FS; they are not calls a hook
+// sees (the hook sees the Lock that follows).
+func (h *hooked) SetSharing(s Sharing) { applySharing(h.fs, s) }
+
+func (h *hooked) PrepareLock(name string) error {
+	if p, ok := h.fs.(lockPreparer); ok {
+		return p.PrepareLock(name)
+	}
+	return nil
+}
+
+func (h *hooked) FixPerm(name string, mode uint32, gid int) error {
+	if p, ok := h.fs.(PermFixer); ok {
+		return p.FixPerm(name, mode, gid)
+	}
+	return fmt.Errorf("fix the mode of %s: %w", name, errors.ErrUnsupported)
 }
 
 func (h *hooked) Syncfs() error {

@@ -225,6 +225,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	}
 	s.Stats.Batches.Add(1)
 	if !resumed {
+		s.shareResult(staged)
 		// G1 for the result itself: its bytes are durable before its name
 		// moves into public/.
 		if err := s.FS.SyncFile(staged); err != nil {

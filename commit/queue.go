@@ -59,7 +59,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 	var (
 		mu      sync.Mutex
 		failed  error
-		created = map[int]bool{}
+		created = map[int]int{}
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -102,12 +102,31 @@ func (s *Store) Enqueue(items []Item) []Result {
 			return
 		}
 		mu.Lock()
-		created[it.ID.Shard(n)] = true
+		created[it.ID.Shard(n)]++
 		mu.Unlock()
 		if err := f.Close(); err != nil {
 			r.Outcome, r.Cause = IOError, &OpError{Op: "close the queue entry", Path: r.Path, Err: err}
 			fail(r.Cause)
 			return
+		}
+		r.Outcome, r.Latency = OK, time.Since(start)
+	})
+	// Then the records of the items queued: which are done. A shard with
+	// many new entries is listed once instead of looked up per ID (its
+	// names are read after its entries were made, so a complete that
+	// finishes later removes the entry itself).
+	listed := s.listWorkShards(created)
+	check := make([]int, 0, len(items))
+	for i := range res {
+		if res[i].Outcome == OK {
+			check = append(check, i)
+		}
+	}
+	s.parallel(check, func(i int) {
+		it, r := items[i], &res[i]
+		name := s.QueuePath(it.ID)
+		if names, ok := listed[it.ID.Shard(n)]; ok && !names[it.ID.FileName()] {
+			return // no record: not done
 		}
 		rec, err := s.Read(leasefmt.Work, it.ID)
 		switch {
@@ -125,11 +144,8 @@ func (s *Store) Enqueue(items []Item) []Result {
 				return
 			}
 			r.Outcome, r.Token, r.Record, r.Detail = Done, rec.Token, rec, fmt.Sprintf("work is done (token %d); not queued", rec.Token)
-		default:
-			r.Outcome, r.Latency = OK, time.Since(start)
-			if rec != nil {
-				r.Token = rec.Token
-			}
+		case rec != nil:
+			r.Token = rec.Token
 		}
 	})
 	// One fsync per queue shard directory an entry was created in, the
@@ -166,6 +182,41 @@ func (s *Store) Enqueue(items []Item) []Result {
 		}
 	}
 	return res
+}
+
+// listWorkShards lists the work shard directories in which many entries
+// were created, when listing costs less than a lookup per entry would (the
+// directory's size says about how many names it holds): the names of
+// records there, by shard. A shard that cannot be listed is left out (its
+// records are read one by one).
+func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
+	const minEntries = 256 // fewer: look each record up
+	var shards []int
+	out := map[int]map[string]bool{}
+	for sh, c := range created {
+		if c < minEntries {
+			continue
+		}
+		fi, err := s.FS.Lstat(s.ShardDir(leasefmt.Work, sh))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			out[sh] = map[string]bool{} // no records in it
+		case err != nil || !fi.IsDir() || fi.Size()/64 > int64(4*c):
+		default:
+			shards = append(shards, sh)
+		}
+	}
+	var mu sync.Mutex
+	s.parallel(shards, func(sh int) {
+		names := map[string]bool{}
+		if err := s.listNames(s.ShardDir(leasefmt.Work, sh), func(n string) { names[n] = true }); err != nil {
+			return
+		}
+		mu.Lock()
+		out[sh] = names
+		mu.Unlock()
+	})
+	return out
 }
 
 // dequeue removes the queue entry of an item whose record is durably done.

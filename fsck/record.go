@@ -167,7 +167,10 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 	}
 	defer unlock()
 	if _, err := c.fs.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil // moved by another repair since the scan
+	} else if err != nil {
+		failed(f, fmt.Errorf("re-check under the lock: %w", err)) // nothing moved unseen
+		return f
 	}
 	_, err = c.fs.Lstat(dest)
 	switch {

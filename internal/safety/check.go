@@ -237,7 +237,9 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 	v = append(v, groupInvariant(recs, c.sc.Now)...)
 	// 6. Published and staged results.
 	v = append(v, c.published(after, recs, acks)...)
-	// 7. A fresh claim after recovery gets a larger token than any handed out.
+	// 7. Queued items stay queued until done.
+	v = append(v, c.queuedInvariant(after, recs, acks)...)
+	// 8. A fresh claim after recovery gets a larger token than any handed out.
 	if claimAfter {
 		v = append(v, c.claimAfter(after, acks)...)
 	}
