@@ -47,6 +47,7 @@ var launchPolicies = map[string]launchPolicy{
 	"status":        once,
 	"config":        once,
 	"version":       once,
+	"id":            once,
 	"init":          alone,
 	"complete":      alone,
 	"group-claim":   alone,
