@@ -105,6 +105,8 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 	var mergeErr error
 	if w.Rank() == 0 {
 		merged, s.last, mergeErr = merge(plan, parts, b, w.Size())
+		s.round = s.last.round(s.prev)
+		s.prev = s.last.perRank
 	}
 	if err := Agree(w, mergeErr, nil); err != nil {
 		return nil, err
@@ -227,6 +229,23 @@ type rankStats struct {
 	// slower peers to finish their shards.
 	collS float64
 	ranks int
+	// perRank is every rank's collective time so far, in rank order.
+	perRank []float64
+}
+
+// round returns the least time any rank spent in collectives since the
+// batch whose perRank was prev (nil: since the session began).
+func (s *rankStats) round(prev []float64) time.Duration {
+	least := -1.0
+	for r, c := range s.perRank {
+		if r < len(prev) {
+			c -= prev[r]
+		}
+		if least < 0 || c < least {
+			least = c
+		}
+	}
+	return time.Duration(max(least, 0) * float64(time.Second))
 }
 
 func (s *rankStats) add(r int, wr wireRank) {
@@ -238,7 +257,14 @@ func (s *rankStats) add(r int, wr wireRank) {
 		s.collS = min(s.collS, wr.CollS)
 	}
 	s.ranks++
+	s.perRank = append(s.perRank, wr.CollS)
 }
+
+// RoundCollectives returns, on rank 0, the cost of the collectives of the
+// last batch: the least time any rank spent in collectives since the
+// batch before (a rank that waited for a slower peer spent more; the
+// least is what the collectives themselves took). Other ranks get 0.
+func (s *Session) RoundCollectives() time.Duration { return s.round }
 
 // Stats returns, on rank 0, the statistics of every rank summed as of the
 // last batch (each rank's store counts across batches), with the number of

@@ -132,6 +132,10 @@ type Session struct {
 	Store *commit.Store
 	coll  clock
 	last  rankStats // rank 0: every rank's statistics at the last batch
+	// rank 0: every rank's collective time at the last batch, and the
+	// cost of that batch's collectives (RoundCollectives).
+	prev  []float64
+	round time.Duration
 }
 
 // identity names the table st opened, so that ranks can check they all

@@ -12,7 +12,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/leasefmt"
-	"github.com/leasetool/lease/mpi"
 )
 
 // Version is the version of lease, set at build time with -ldflags.
@@ -52,13 +51,11 @@ func NewApp() *cli.App {
 	for _, cmd := range app.Commands {
 		code := usageCode(cmd.Name)
 		cmd.OnUsageError = usageHandler(code)
+		cmd.Before = launchGate(cmd.Name, code)
 		// FILE and ID arguments are files and IDs, always: without this,
 		// urfave gives every command a "help" (alias "h") subcommand, and
 		// `lease renew-batch h > h.new` printed the help text.
 		cmd.HideHelpCommand = true
-		if singleProcess[cmd.Name] {
-			cmd.Before = refuseRanks(code)
-		}
 	}
 	cli.FlagStringer = flagString
 	// --version prints what lease version prints, as git --version does.
@@ -83,21 +80,6 @@ func usageCode(name string) int {
 		return 125
 	}
 	return 2
-}
-
-// singleProcess names the writing commands that do not run as one program
-// across ranks: started by mpirun as several ranks, every copy would act
-// on its own (claim, renew-batch, release, verify and qualify do run
-// across ranks; the group commands refuse by themselves).
-var singleProcess = map[string]bool{"init": true, "complete": true, "fsck": true, "run": true}
-
-func refuseRanks(code int) cli.BeforeFunc {
-	return func(c *cli.Context) error {
-		if size, _, ok := mpi.Launched(); ok && size > 1 {
-			return cli.Exit(fmt.Sprintf("runs as one process, not as %d ranks under mpirun (claim, renew-batch, release, verify and qualify run across ranks)", size), code)
-		}
-		return nil
-	}
 }
 
 // commandName is how messages name the command of c: "lease claim", or

@@ -29,30 +29,10 @@ type batchSpec struct {
 	reportOpts
 }
 
-// refuseUnderLauncher is the error of a binary without MPI support that
-// finds itself started as several ranks.
-func refuseUnderLauncher() error {
-	if size, _, ok := mpi.Launched(); ok && size > 1 && !mpi.Compiled {
-		return usageErr("started by mpirun as %d ranks, but this lease was built without MPI support: build it with `make` (Open MPI installed: apt-get install openmpi-bin libopenmpi-dev) or `go build -tags mpi`", size)
-	}
-	return nil
-}
-
-// ranks is the number of ranks a launcher started, 1 without one.
-func ranks() int {
-	if size, _, ok := mpi.Launched(); ok && size > 1 {
-		return size
-	}
-	return 1
-}
-
 // runBatch runs a batch command: reads the input, opens the table, runs
 // and reports; under mpirun as one program across the ranks.
 func runBatch(c *cli.Context, spec batchSpec) error {
-	if err := refuseUnderLauncher(); err != nil {
-		return err
-	}
-	if ranks() > 1 {
+	if launch().Distributed() {
 		return runDistributed(c, spec)
 	}
 	e, err := newEnv(c)
@@ -67,8 +47,13 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 	if err != nil {
 		return err
 	}
+	flush := bufferedOutput(c, e)
 	res := spec.run(e, st, items)
-	return e.reportWith(spec.name, res, e.snapshot(st), spec.reportOpts)
+	reported := e.reportWith(spec.name, res, e.snapshot(st), spec.reportOpts)
+	if err := flush(); err != nil {
+		return err
+	}
+	return reported
 }
 
 // exitOf is the exit status err calls for: its own, 2 for ranks that see
@@ -164,7 +149,11 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 	}
 	var reported error
 	if w.Rank() == 0 {
+		flush := bufferedOutput(c, e)
 		reported = e.reportWith(spec.name, res, sess.Stats(time.Since(e.started)), spec.reportOpts)
+		if err := flush(); err != nil {
+			reported = err
+		}
 	}
 	code, err := sess.Exit(exitOf(reported))
 	if err != nil {

@@ -76,11 +76,8 @@ func runClaimNext(c *cli.Context, n int) error {
 	if c.IsSet("first") {
 		return usageErr("--next and --first exclude each other: --next claims from the queue, --first from a candidate list")
 	}
-	if err := refuseUnderLauncher(); err != nil {
-		return err
-	}
-	if size := ranks(); size > 1 {
-		return usageErr("claim --next runs as one process, not as %d ranks under mpirun: start one per worker", size)
+	if l := launch(); l.Distributed() {
+		return usageErr("claim --next %s", aloneMessage("run", l))
 	}
 	wait, deadline, rest, err := waiting(c, c.Args().Slice(), true)
 	if err != nil {

@@ -9,3 +9,10 @@ func SetWrapFS(w func(commit.FS) commit.FS) func() {
 	wrapFS = w
 	return func() { wrapFS = old }
 }
+
+// LaunchPolicy names the policy of command name under a launcher
+// ("distributed", "once", "alone"); ok is false when it has none.
+func LaunchPolicy(name string) (policy string, ok bool) {
+	p, ok := launchPolicies[name]
+	return [...]string{"distributed", "once", "alone"}[p], ok
+}

@@ -82,7 +82,7 @@ var placeholders = map[string]string{
 	"root": "DIR", "config": "FILE", "owner": "NAME", "ttl": "SECONDS", "now": "SECONDS",
 	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "renew-interval": "SECONDS", "grace": "SECONDS",
 	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N", "clock-skew": "SECONDS",
-	"rounds": "N", "max-skew": "SECONDS", "progress": "WHEN", "wait": "[SECONDS]",
+	"rounds": "N", "max-skew": "SECONDS", "progress": "WHEN", "wait": "[SECONDS]", "output": "FILE",
 }
 
 // FlagPlaceholder is the name of the value of the flag named name ("DIR"

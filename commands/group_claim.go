@@ -8,7 +8,6 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
-	"github.com/leasetool/lease/mpi"
 )
 
 var groupClaimCommand = &cli.Command{
@@ -51,9 +50,6 @@ var groupClaimManual = Manual{
 }
 
 func runGroupClaim(c *cli.Context) error {
-	if err := refuseGroupRanks(); err != nil {
-		return err
-	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err
@@ -88,15 +84,6 @@ func runGroupClaim(c *cli.Context) error {
 	return e.reportGroups("group-claim", []commit.GroupResult{res}, e.snapshot(st))
 }
 
-// refuseGroupRanks: group commands run as one process. Under mpirun with
-// several ranks each rank would claim or renew the same groups.
-func refuseGroupRanks() error {
-	if size, _, ok := mpi.Launched(); ok && size > 1 {
-		return usageErr("group commands run as one process, not as %d mpirun ranks", size)
-	}
-	return nil
-}
-
 func groupInputErr(err error) error {
 	if errors.Is(err, commit.ErrGroupInput) {
 		return usageErr("%s", strings.TrimPrefix(err.Error(), commit.ErrGroupInput.Error()+": "))
@@ -108,9 +95,6 @@ func groupInputErr(err error) error {
 // `GID TOKEN` lines, validated whole (no duplicate group) before the table
 // is opened.
 func runGroupFilter(c *cli.Context, run func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error)) error {
-	if err := refuseGroupRanks(); err != nil {
-		return err
-	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err

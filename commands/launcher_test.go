@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -59,6 +60,52 @@ func mpiNeedRoot(t *testing.T, what string) {
 	}
 }
 
+var (
+	mpiBuildOnce sync.Once
+	mpiBinPath   string
+	mpiBuildErr  string
+)
+
+// mpiBinary returns the lease binary built with -tags mpi (once per test
+// binary, in TestMain's directory, which TestMain removes); skipped when
+// Open MPI is missing. The MPI tests (-tags mpi) and the job-script tests
+// (slurm_test.go, jobscript_test.go, which run in the build without the
+// tag and use both binaries) share it.
+func mpiBinary(t *testing.T) string {
+	t.Helper()
+	mpiNeedLauncher(t)
+	if _, err := exec.LookPath("pkg-config"); err != nil {
+		mpiMissing(t, "pkg-config not found: install pkg-config libopenmpi-dev")
+	}
+	if err := exec.Command("pkg-config", "--exists", "ompi").Run(); err != nil {
+		mpiMissing(t, "pkg-config --exists ompi failed: install libopenmpi-dev")
+	}
+	mpiBuildOnce.Do(func() {
+		bin := filepath.Join(filepath.Dir(procBin), "lease-mpi")
+		out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "github.com/leasetool/lease").CombinedOutput()
+		if err != nil {
+			mpiBuildErr = fmt.Sprintf("go build -tags mpi: %v\n%s", err, out)
+			return
+		}
+		mpiBinPath = bin
+	})
+	if mpiBuildErr != "" {
+		t.Fatal(mpiBuildErr)
+	}
+	return mpiBinPath
+}
+
+// mpiCopyTable copies the table src to dst (cp -a), replacing dst.
+func mpiCopyTable(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a: %v: %s", err, out)
+	}
+}
+
 // mpiRankResult is what one rank printed and its exit status (-1: the rank
 // never finished, it was killed).
 type mpiRankResult struct {
@@ -76,11 +123,18 @@ type mpiJob struct {
 
 // mpiWrapper runs one rank's command with its stdout, stderr and exit
 // status in files named after the rank, so that a test sees every rank
-// apart (mpirun merges their output and returns only one status).
+// apart (mpirun merges their output and returns only one status). It is
+// meant to be transparent: it names the command it runs in OMPI_COMMAND,
+// as mpirun would had it started the command itself, so that lease takes
+// itself for the rank (SPEC §8: a lease that a script mpirun started runs
+// on its own). slurm_test.go and the job-script tests launch lease without
+// it.
 const mpiWrapper = `#!/bin/sh
 out=$1
 shift
 r=${OMPI_COMM_WORLD_RANK:-x}
+OMPI_COMMAND=$(basename "$1")
+export OMPI_COMMAND
 "$@" >"$out/rank-$r.out" 2>"$out/rank-$r.err"
 rc=$?
 echo $rc >"$out/rank-$r.exit"
@@ -202,7 +256,8 @@ func mpiClip(s string) string {
 func mpiEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "OMPI_") || strings.HasPrefix(kv, "PMIX_") || strings.HasPrefix(kv, "PMI_") {
+		if strings.HasPrefix(kv, "OMPI_") || strings.HasPrefix(kv, "PMIX_") || strings.HasPrefix(kv, "PMI_") ||
+			strings.HasPrefix(kv, "SLURM_") || strings.HasPrefix(kv, "LEASE_MPI=") {
 			continue
 		}
 		env = append(env, kv)

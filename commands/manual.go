@@ -2,7 +2,11 @@ package commands
 
 //go:generate go run ./gen -o ..
 
-import "github.com/urfave/cli/v2"
+import (
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/mpi"
+)
 
 // The hand-written text of lease's man pages. Each command file holds the
 // Manual of its command right after its cli.Command; this file holds the
@@ -75,10 +79,22 @@ func Manuals() map[string]Manual {
 		{versionCommand, versionManual},
 		{idCommand, idManual},
 	} {
-		out[m.cmd.Name] = m.man
+		man := m.man
+		if man.More != "" {
+			man.More += "\n\n"
+		}
+		man.More += launchNote(m.cmd.Name)
+		man.Env = append(append([]Item(nil), man.Env...), launchEnv)
+		out[m.cmd.Name] = man
 	}
 	return out
 }
+
+// launchEnv is the ENVIRONMENT entry of LEASE_MPI, on every page.
+var launchEnv = Item{mpi.ModeEnv, "Whether this process is one of the tasks of a launcher: auto (default) " +
+	"takes it for one only when it is the program mpirun or srun started (OMPI_COMMAND names it; SLURM_TASK_PID is its pid), " +
+	"so that the lease a job script calls runs on its own; on takes any process with a launcher's variables for a task; " +
+	"off takes none, and every copy runs on its own."}
 
 // commonExit are the exit statuses of every command but fsck and run
 // (SPEC §7).
@@ -162,7 +178,7 @@ type MainManual struct {
 // MainPage returns the hand-written part of lease(1).
 func MainPage() MainManual {
 	return MainManual{
-		Description: mainDescription,
+		Description: mainDescription + "\n\n" + launchParagraph(),
 		Flags:       commonFlags(),
 		Exit:        commonExit,
 		ExitNote: "`lease fsck` follows fsck(8) (0 clean, 1 corrected, 4 left uncorrected, 8 operational error, 16 usage) " +
@@ -171,6 +187,7 @@ func MainPage() MainManual {
 			{"LEASE_CONFIG", "The TOML configuration file, when --config is not given."},
 			{"XDG_CONFIG_HOME", "Where the user configuration file lease/config.toml is looked for (default ~/.config)."},
 			{"USER", "The default owner is USER@HOST."},
+			launchEnv,
 			{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 times the CPU count) while it runs, so that writers coming back from fsync and rename find one free; a value set in the environment is left alone."},
 		},
 		CommonFiles: commonFiles,

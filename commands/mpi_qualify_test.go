@@ -3,7 +3,7 @@
 package commands_test
 
 // lease qualify under mpirun: the cluster proven on a shared filesystem,
-// one negative proof on every rank where it is not. Run with
+// one negative proof where it is not. Run with
 // `go test -tags mpi ./commands/`.
 
 import (
@@ -19,28 +19,29 @@ import (
 	"github.com/leasetool/lease/faultfs/faultfstest"
 )
 
-// mpiQualify runs qualify under mpirun with np ranks and returns every
-// rank's proof, checking that all ranks printed the identical line and
-// exited with the same status as mpirun.
+// mpiQualify runs qualify under mpirun with np ranks and returns rank 0's
+// proof, checking that rank 0 alone printed it (one document per job:
+// `mpirun lease qualify --json > proof.json`) and that every rank exited
+// with the same status.
 func mpiQualify(t *testing.T, np int, apps ...string) (qualProof, mpiJob) {
 	t.Helper()
 	job := mpiLaunch(t, 2*time.Minute, np, "", apps...)
 	mpiSameExit(t, job)
 	job.code = job.ranks[0].exit
-	for r, rr := range job.ranks {
-		if rr.out != job.ranks[0].out {
-			t.Errorf("np %d: rank %d printed another proof than rank 0:\n%s\nrank 0:\n%s", np, r, mpiClip(rr.out), mpiClip(job.ranks[0].out))
+	for r, rr := range job.ranks[1:] {
+		if rr.out != "" {
+			t.Errorf("np %d: rank %d printed on stdout (only rank 0 prints the proof):\n%s", np, r+1, mpiClip(rr.out))
 		}
 	}
 	return qualDecode(t, job.ranks[0].out), job
 }
 
 // TestMPIQualify: on the root filesystem qualify is verified as one
-// process and under mpirun -np 2, 3, 4: every rank prints the identical
-// proof, with every rank a member, contention = identity =
+// process and under mpirun -np 2, 3, 4: rank 0 prints the one proof,
+// with every rank a member, contention = identity =
 // rounds*(size-1) and release = rounds. Ranks that do not share the
-// filesystem, or share one whose locks do not exclude, get one identical
-// negative proof and exit 1 on every rank.
+// filesystem, or share one whose locks do not exclude, get one negative
+// proof and exit 1 on every rank.
 func TestMPIQualify(t *testing.T) {
 	bin := mpiBinary(t)
 	const rounds = 3

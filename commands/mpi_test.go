@@ -14,65 +14,18 @@ package commands_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
-
-var (
-	mpiBuildOnce sync.Once
-	mpiBinPath   string
-	mpiBuildErr  string
-)
-
-// mpiBinary returns the lease binary built with -tags mpi (once per test
-// binary, in TestMain's directory, which TestMain removes); skipped when
-// Open MPI is missing.
-func mpiBinary(t *testing.T) string {
-	t.Helper()
-	mpiNeedLauncher(t)
-	if _, err := exec.LookPath("pkg-config"); err != nil {
-		mpiMissing(t, "pkg-config not found: install pkg-config libopenmpi-dev")
-	}
-	if err := exec.Command("pkg-config", "--exists", "ompi").Run(); err != nil {
-		mpiMissing(t, "pkg-config --exists ompi failed: install libopenmpi-dev")
-	}
-	mpiBuildOnce.Do(func() {
-		bin := filepath.Join(filepath.Dir(procBin), "lease-mpi")
-		out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "github.com/leasetool/lease").CombinedOutput()
-		if err != nil {
-			mpiBuildErr = fmt.Sprintf("go build -tags mpi: %v\n%s", err, out)
-			return
-		}
-		mpiBinPath = bin
-	})
-	if mpiBuildErr != "" {
-		t.Fatal(mpiBuildErr)
-	}
-	return mpiBinPath
-}
 
 // mpiNP is the mpirun arguments of np copies of BIN ARGS, each under the
 // rank wrapper.
 func mpiNP(np int, bin string, args ...string) []string {
 	return append([]string{"-np", strconv.Itoa(np), "@RANK", bin}, args...)
-}
-
-// mpiCopyTable copies the table src to dst (cp -a), replacing dst.
-func mpiCopyTable(t *testing.T, src, dst string) {
-	t.Helper()
-	if err := os.RemoveAll(dst); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
-		t.Fatalf("cp -a: %v: %s", err, out)
-	}
 }
 
 // mpiBatchDoc is the --json document of a batch command.

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/leasetool/lease/cluster"
 	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/qualify"
 )
 
@@ -27,8 +29,9 @@ var qualifyCommand = &cli.Command{
 		"holder releases and the next rank must acquire it (release), and measures the clock skew\n" +
 		"between ranks. It prints a verdict line per check (ok or FAIL, the check, what it measured)\n" +
 		"and a summary line: `qualified: N of N checks passed` or `NOT qualified: ...`. With --json it\n" +
-		"prints instead the JSON proof, identical on every rank:\n" +
+		"prints instead the JSON proof (rank 0 prints it; every rank agrees on it):\n" +
 		"{members, clean, verified, rounds, contention, release, identity, max_clock_skew_s, checks, error}.\n" +
+		"A proof with fewer members than the tasks the launcher started is not verified.\n" +
 		"Exit 0 only when verified; 1 when a check failed.",
 	Flags: flags(withJSON(commonFlags(), "print the JSON proof (identical on every rank) instead of the report"), []cli.Flag{
 		&cli.IntFlag{Name: "rounds", Value: 4, Usage: "lock rounds across ranks under mpirun"},
@@ -56,9 +59,6 @@ func runQualify(c *cli.Context) error {
 		}
 		return nil
 	}
-	if err := refuseUnderLauncher(); err != nil {
-		return err
-	}
 	rounds := c.Int("rounds")
 	if rounds < 1 || rounds > 10000 {
 		return usageErr("--rounds %d: want 1 to 10000", rounds)
@@ -72,16 +72,16 @@ func runQualify(c *cli.Context) error {
 		return err
 	}
 	defer w.Finalize()
-	if e != nil {
-		e.out = c.App.Writer // every rank prints the proof (identical bytes)
-	}
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
 		return ranked(w, err)
 	}
 	p := qualify.Run(w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
+	shortOfMembers(&p, launch())
 	doc, _ := json.Marshal(p)
-	// Rank 0's proof is the proof: broadcast it so every rank prints the
-	// same bytes.
+	// Rank 0's proof is the proof: broadcast it so every rank agrees on
+	// the verdict; rank 0 alone prints it (the others' stdout is
+	// discarded), so that `mpirun lease qualify --json > proof.json`
+	// writes one document.
 	if out, err := w.Bcast(0, doc); err == nil {
 		doc = out
 	}
@@ -120,4 +120,21 @@ func withoutLauncher(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// shortOfMembers fails a proof that has fewer members than the tasks the
+// launcher started: a proof of some of them is not a proof of the job.
+func shortOfMembers(p *qualify.Proof, l mpi.Launch) {
+	if !l.Started || l.Size <= len(p.Members) {
+		return
+	}
+	p.Verified = false
+	msg := fmt.Sprintf("%d members, but %s started %d %s", len(p.Members), l.Launcher, l.Size, l.Unit())
+	if l.Mode == "off" {
+		msg += " (" + mpi.ModeEnv + "=off: every task qualified on its own)"
+	}
+	if p.Error != "" {
+		msg = p.Error + "; " + msg
+	}
+	p.Error = leasefmt.Bound(msg)
 }

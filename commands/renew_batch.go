@@ -8,7 +8,6 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
-	"github.com/leasetool/lease/mpi"
 )
 
 var renewBatchCommand = &cli.Command{
@@ -36,11 +35,16 @@ var renewBatchCommand = &cli.Command{
 		"that is lost (stale token, expired, released, done, missing) is reported on stderr as it\n" +
 		"happens and dropped from later rounds; a failure that may pass (lock timeout, I/O error,\n" +
 		"corrupt record) is reported and retried until the lease's own expiry. Nothing is printed on\n" +
-		"stdout while it runs; when it stops (also on a signal that arrived during the first round,\n" +
-		"which always runs to its end) it prints the lines it still holds, in input order, each\n" +
-		"checked once more as lease verify does (one completed or released since is reported lost), so\n" +
-		"`lease renew-batch --watch held > held.new` works, and statistics on stderr (with -v also\n" +
-		"after every round). Lines that are malformed or duplicate in the first round are a usage\n" +
+		"stdout while it runs. A signal makes it report at once, without waiting for the round in\n" +
+		"progress (a batch system kills a job soon after its SIGTERM): it prints the lines it still\n" +
+		"holds, in input order (those of the last round; before the first round ended, those of the\n" +
+		"input), each checked once more as lease verify does (one completed or released since is\n" +
+		"reported lost), so `lease renew-batch --watch held > held.new` works, and statistics on\n" +
+		"stderr (with -v also after every round); the round in progress then ends and it exits. With\n" +
+		"--output FILE the lines go to FILE instead of stdout, and FILE is replaced whole (temp file,\n" +
+		"fsync, rename, directory fsync) after every round that changed the held set and at the end:\n" +
+		"a job killed at any moment leaves in FILE the held set of its last round, never half a line.\n" +
+		"Lines that are malformed or duplicate in the first round are a usage\n" +
 		"error (exit 2, nothing written); in later rounds they are reported once and skipped, and of\n" +
 		"two lines with the same ID the larger token is kept. Record locks are waited for at most\n" +
 		"ttl - interval, so that a renewal cannot land after the expiry it was meant to prevent; --now\n" +
@@ -51,12 +55,18 @@ var renewBatchCommand = &cli.Command{
 		"input and broadcasts it, each rank renews the shards s with s % size == rank, and rank 0\n" +
 		"prints the results exactly as one process would; every rank exits with the same status.\n" +
 		"With --watch the ranks agree at the start of every round whether to stop, so a signal to any\n" +
-		"rank stops them all after the round in progress; stop a watch under mpirun with\n" +
-		"`kill -USR1 MPIRUN_PID` (mpirun forwards SIGUSR1 to every rank; SIGTERM makes mpirun abort\n" +
-		"the job and exit non-zero). The renewal interval must be less than mpi_timeout.",
+		"rank stops them all after the round in progress, and rank 0 reports as soon as one reaches\n" +
+		"it. mpirun passes SIGUSR1 on to every rank and lets the job end cleanly: stop a watch under\n" +
+		"mpirun with `kill -USR1 MPIRUN_PID`. SIGTERM to mpirun (kill, scancel, a Slurm time limit)\n" +
+		"makes it pass SIGTERM on, kill the ranks a second later and exit 1, and what rank 0 wrote to\n" +
+		"stdout through mpirun may then be lost or cut: in batch jobs give --output FILE (a path rank\n" +
+		"0's node can write, on the shared filesystem) or stop the watch with SIGUSR1 before the time\n" +
+		"limit, as the sbatch recipe in EXAMPLES does. The renewal interval must be less than\n" +
+		"mpi_timeout.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
-		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end"},
+		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held when signalled"},
 		settingFlag("renew-interval"),
+		outputFlag,
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun"},
 		&cli.BoolFlag{Name: "in-place", Aliases: []string{"i"}, Usage: "renew the lines of the one FILE and replace it by the lines still held, as sed -i does (left as it was when nothing could be renewed: exit 2 or 4)"},
 	}),
@@ -75,6 +85,11 @@ var renewBatchManual = Manual{
 		{"Renew from many nodes at once (built with MPI support; rank 0 reads the file; pass it as an argument with --stdin none, since Open MPI 4.x mpirun can crash forwarding stdin, open-mpi/ompi#7483):", "mpirun --stdin none -np 64 lease renew-batch held > held.new"},
 		{"Keep a campaign alive from 4 nodes until the job ends, then stop cleanly:",
 			"mpirun -np 4 --map-by node lease renew-batch --watch held > held.final &\nkeeper=$!\n# ... workers append to held ...\nkill -USR1 $keeper; wait $keeper"},
+		{"A Slurm job that keeps a campaign's leases alive until its time limit. Slurm sends the batch shell SIGUSR1 120 s before the limit (or up to 60 s earlier: its timer's resolution), the trap passes it on to mpirun, which forwards it to every rank, and the watch writes the lines still held to held.final and exits 0; bash's first wait returns when the trap runs, the second gives the watch's status. Should the job be killed anyway (scancel, the limit itself), --output leaves the held set of the last round in held.final. `scancel --batch --signal=USR1 JOBID` stops it the same way by hand:",
+			"#!/bin/bash\n#SBATCH --nodes=4 --ntasks-per-node=1 --time=12:00:00\n#SBATCH --signal=B:USR1@120\n" +
+				"trap 'kill -USR1 \"$keeper\" 2>/dev/null' USR1\n" +
+				"mpirun --stdin none lease renew-batch --watch --output held.final held &\nkeeper=$!\n" +
+				"wait \"$keeper\"   # returns when USR1 arrives\nwait \"$keeper\"   # the watch's own exit status"},
 		{"Show the group-commit statistics:", "lease renew-batch -v < held > /dev/null"},
 	},
 	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "etcdctl(1)"},
@@ -99,7 +114,13 @@ func runRenewBatch(c *cli.Context) error {
 
 // renewSpec is the batch of lease renew-batch.
 func renewSpec(c *cli.Context, mode string) batchSpec {
-	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: tokenLines,
+	input := func(c *cli.Context) ([]commit.Item, error) {
+		if err := checkOutput(c); err != nil {
+			return nil, err
+		}
+		return tokenLines(c)
+	}
+	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
 			return st.Renew(items, e.renewTTL())
@@ -111,7 +132,7 @@ func renewSpec(c *cli.Context, mode string) batchSpec {
 // the bar is then cleared. Only for one process: under mpirun each rank
 // renews a share, and their bars would interleave on one terminal.
 func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func() {
-	if size, _, ok := mpi.Launched(); (ok && size > 1) || total == 0 || !showProgress(mode, w) {
+	if launch().Distributed() || total == 0 || !showProgress(mode, w) {
 		return func() {}
 	}
 	base := st.Stats.Attempted.Load()

@@ -26,8 +26,10 @@ func renewInPlace(c *cli.Context, mode string) error {
 		return usageErr("--in-place and --watch exclude each other: --watch prints the lines still held when it stops (lease renew-batch --watch held > held.final)")
 	case c.Bool("json"):
 		return usageErr("--in-place and --json exclude each other: the file takes ID TOKEN lines")
-	case ranks() > 1:
-		return usageErr("--in-place under mpirun: write the lines renewed with > held.new instead (rank 0 prints them)")
+	case c.IsSet("output"):
+		return usageErr("--in-place and --output exclude each other: --in-place replaces its FILE, --output another")
+	case launch().Distributed():
+		return usageErr("--in-place under mpirun: give --output held.new instead (rank 0 writes it)")
 	case c.NArg() != 1 || c.Args().First() == "-":
 		return usageErr("--in-place takes exactly one FILE (not stdin), got %d arguments", c.NArg())
 	}

@@ -1,13 +1,13 @@
 package commands
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -40,18 +40,32 @@ type watchSource struct {
 	gone    bool        // the file could not be read; its last lines are kept
 }
 
-// watcher is rank 0's state of renew-batch --watch.
+// watcher is rank 0's state of renew-batch --watch. mu guards it: the
+// rounds update it in the main goroutine while a signal may make
+// stopNow (watch_stop.go) report from it in another.
 type watcher struct {
+	mu        sync.Mutex
 	e         *env
 	st        *commit.Store
 	sources   []*watchSource
 	stdinOnly bool
 	set       *keepalive.Set
 	warned    map[string]bool
+	first     []commit.Item // the items of the first round
 	order     []commit.Item // the items of the last round, in input order
 	rounds    int
 	lost      []commit.Result
 	code      int // worst status of the last round's failures that may pass
+	// output is --output's FILE ("": stdout); written is the held set it
+	// holds now.
+	output  string
+	written []commit.Item
+	// stats are the statistics as of the last round (rank 0's sum).
+	stats commit.Snapshot
+	// finished: the final report was made (by a signal, before the loop
+	// ended); reported is its outcome.
+	finished bool
+	reported error
 }
 
 func runWatch(c *cli.Context) error {
@@ -61,9 +75,6 @@ func runWatch(c *cli.Context) error {
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, watchSignals...)
 	defer signal.Stop(sigc)
-	if err := refuseUnderLauncher(); err != nil {
-		return err
-	}
 	e, w, setErr, err := joinWorld(c)
 	if err != nil {
 		return err
@@ -89,16 +100,20 @@ func runWatch(c *cli.Context) error {
 		return ranked(w, err)
 	}
 	sess.Store.LockTimeout = renewLockTimeout(e.set)
+	ticks := (<-chan os.Signal)(sigc)
 	if wt != nil {
 		wt.st = sess.Store
+		var done func()
+		ticks, done = wt.stopOnSignal(sigc)
+		defer done()
 	}
-	stopped, err := watchLoop(e, sess, wt, items, sigc)
+	stopped, err := watchLoop(e, sess, wt, items, ticks)
 	if err != nil {
 		return ranked(w, err)
 	}
 	var reported error
 	if wt != nil {
-		reported = wt.finish(stopped, sess.Stats(time.Since(e.started)))
+		reported = wt.finishOnce(stopped, sess.Stats(time.Since(e.started)))
 	}
 	code, err := sess.Exit(exitOf(reported))
 	if err != nil {
@@ -119,12 +134,12 @@ func runWatch(c *cli.Context) error {
 // printed at the end was checked. Every rank takes part in every round's
 // batch, also one in which rank 0 has nothing to renew. It returns the
 // signal that stopped this rank, nil when none did.
-func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, sigc chan os.Signal) (os.Signal, error) {
+func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, sigc <-chan os.Signal) (os.Signal, error) {
 	t := keepalive.NewTicker(e.set.RenewInterval, sigc)
 	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
 		Run: func(mine []commit.Item) []commit.Result { return sess.Store.Renew(mine, e.renewTTL()) }}
 	for rounds := 0; ; rounds++ {
-		done := wt != nil && wt.stdinOnly && wt.rounds > 0 && len(wt.order) == 0
+		done := wt != nil && wt.nothingLeft()
 		stop, err := sess.Any(rounds > 0 && (t.Signalled() || done))
 		if err != nil {
 			return t.Stopped, err
@@ -166,7 +181,10 @@ func watchSettings(c *cli.Context, e *env, ranks int) error {
 
 // newWatcher reads the inputs and validates the first round whole.
 func newWatcher(c *cli.Context, e *env) (*watcher, []commit.Item, error) {
-	w := &watcher{e: e, stdinOnly: true, set: keepalive.NewSet(e.set.TTL, e.set.ClockSkew), warned: map[string]bool{}}
+	if err := checkOutput(c); err != nil {
+		return nil, nil, err
+	}
+	w := &watcher{e: e, stdinOnly: true, set: keepalive.NewSet(e.set.TTL, e.set.ClockSkew), warned: map[string]bool{}, output: c.String("output")}
 	args := c.Args().Slice()
 	if len(args) == 0 {
 		args = []string{"-"}
@@ -194,6 +212,7 @@ func newWatcher(c *cli.Context, e *env) (*watcher, []commit.Item, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	w.first = items
 	return w, items, nil
 }
 
@@ -290,6 +309,9 @@ func (w *watcher) warnOnce(key, msg string) {
 // round reports what one round did: losses as they happen, failures that
 // may pass with "(will retry)".
 func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Session) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.stats = sess.Stats(time.Since(w.e.started))
 	w.rounds++
 	w.code = 0
 	renewed, lost, failed := 0, 0, 0
@@ -311,11 +333,14 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 		kept = append(kept, o.Result.Item)
 	}
 	w.order = kept
+	if !w.finished {
+		w.writeRound(kept) // before the -v line, which says the round is over
+	}
 	if w.e.verbose {
 		line := fmt.Sprintf("lease renew-batch: round %d: renewed=%d lost=%d failures=%d held=%d time=%.3fs",
 			w.rounds, renewed, lost, failed, renewed, time.Since(started).Seconds())
 		if sess.World().Size() > 1 {
-			line += fmt.Sprintf(" ranks=%d collective_time=%.3fs", sess.World().Size(), sess.Collectives().Seconds())
+			line += fmt.Sprintf(" ranks=%d collective_time=%.3fs", sess.World().Size(), sess.RoundCollectives().Seconds())
 		}
 		fmt.Fprintln(w.e.errw, line)
 	}
@@ -341,11 +366,12 @@ type watchHeld struct {
 // last fencing check (lease verify) passes now: one completed, released
 // or taken over since the last round is reported lost instead.
 func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
-	var candidates []commit.Item
-	for _, it := range w.order {
-		if l := w.set.Lease(it); l != nil && l.Renewed {
-			candidates = append(candidates, it)
-		}
+	// Every lease of the last round that is not lost: also one whose last
+	// renewal failed in a way that may pass (a lock timeout), which is
+	// still held when the check below passes.
+	candidates := w.order
+	if w.rounds == 0 { // stopped before the first round ended
+		candidates = w.first
 	}
 	var held []watchHeld
 	for _, r := range w.st.Verify(candidates) {
@@ -353,8 +379,12 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 		case keepalive.Renewed:
 			held = append(held, watchHeld{string(r.ID), r.Item.Token, r.Record.ExpiresAt})
 		case keepalive.Retry: // cannot tell now: kept, so that the held set loses no lease
-			fmt.Fprintln(w.e.errw, failLine(r)+" (kept: the last round renewed it)")
-			held = append(held, watchHeld{string(r.ID), r.Item.Token, w.set.Lease(r.Item).ExpiresAt})
+			exp := 0.0
+			if l := w.set.Lease(r.Item); l != nil {
+				exp = l.ExpiresAt
+			}
+			fmt.Fprintln(w.e.errw, failLine(r)+" (kept: it was not lost)")
+			held = append(held, watchHeld{string(r.ID), r.Item.Token, exp})
 		default:
 			w.lost = append(w.lost, r)
 			fmt.Fprintln(w.e.errw, failLine(r))
@@ -389,11 +419,15 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
 		}
 	} else {
-		out := bufio.NewWriter(w.e.out)
+		var out bytes.Buffer
 		for _, h := range held {
-			fmt.Fprintf(out, "%s %d\n", h.ID, h.Token)
+			fmt.Fprintf(&out, "%s %d\n", h.ID, h.Token)
 		}
-		if err := out.Flush(); err != nil {
+		if w.output != "" {
+			if err := replaceFile(w.output, out.Bytes()); err != nil {
+				return outputErr(w.output, err)
+			}
+		} else if _, err := w.e.out.Write(out.Bytes()); err != nil { // one write: one chunk for mpirun to forward
 			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
 		}
 		why := "every lease lost"

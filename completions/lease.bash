@@ -69,10 +69,10 @@ _lease() {
         args=free-ids
         ;;
     renew-batch)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --renew-interval --interval --progress -i --in-place -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --renew-interval --interval --progress "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --renew-interval --interval -o --output --progress -i --in-place -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --renew-interval --interval -o --output --progress "
         dirs=" --root "
-        files=" --config "
+        files=" --config -o --output "
         args=files
         ;;
     release)
@@ -199,6 +199,14 @@ _lease() {
         case $cmd:$prev in
         init:--shared)
             COMPREPLY=($(compgen -W "group all 0660 0664" -- "$cur"))
+            return
+            ;;
+        renew-batch:-o)
+            COMPREPLY=($(compgen -W "table wide id id-token json" -- "$cur"))
+            return
+            ;;
+        renew-batch:--output)
+            COMPREPLY=($(compgen -W "table wide id id-token json" -- "$cur"))
             return
             ;;
         renew-batch:--progress)

@@ -29,7 +29,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -119,47 +118,17 @@ type World struct {
 	finalized bool
 }
 
-// Launched reports whether an MPI launcher (mpirun, mpiexec, srun, ...)
-// started this process, from the environment it sets:
-// OMPI_COMM_WORLD_SIZE / OMPI_COMM_WORLD_RANK (Open MPI), PMIX_RANK (PMIx,
-// with the size from PMI_SIZE or OMPI_COMM_WORLD_SIZE), PMI_SIZE / PMI_RANK
-// (MPICH Hydra, Slurm PMI). ok is true when any of these is set and
-// non-empty. A size the launcher does not give (or gives malformed) is
-// reported as 0, a missing rank as 0.
-//
-// It works in both builds: a binary built without MPI uses it to refuse to
-// run as several copies of rank 0.
-func Launched() (size int, rank int, ok bool) {
-	for _, name := range []string{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"} {
-		if os.Getenv(name) != "" {
-			ok = true
-		}
-	}
-	if !ok {
-		return 0, 0, false
-	}
-	return envInt("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"), envInt("OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"), true
-}
-
-// envInt returns the first of names that holds a non-negative integer, or 0.
-func envInt(names ...string) int {
-	for _, name := range names {
-		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n >= 0 {
-			return n
-		}
-	}
-	return 0
-}
-
 // Init joins the job and returns this process's World.
 //
-// Under a launcher (see [Launched]) a binary built with -tags mpi calls
-// MPI_Init (asking for MPI_THREAD_MULTIPLE, which the watchdog's abort
-// needs) and checks that MPI's world has the size the launcher announced;
-// call it once per process. Without a launcher, and always in a binary
-// built without MPI, the World is rank 0 of 1 and MPI is never touched;
-// such a binary returns an error instead when the launcher announces more
-// than one rank.
+// When this process is one of several tasks of a launcher (see [Detect]
+// and [Launch.Distributed]) a binary built with -tags mpi calls MPI_Init
+// (asking for MPI_THREAD_MULTIPLE, which the watchdog's abort needs) and
+// checks that MPI's world has the size the launcher announced; call it
+// once per process. Otherwise (no launcher, one task, a process that a
+// task started, LEASE_MPI=off) the World is rank 0 of 1 and MPI is never
+// touched. A launch whose tasks cannot join one program ([Launch.Check]:
+// a build without MPI, srun --mpi=none, a PMI the library lacks) is an
+// error before MPI is touched.
 //
 // timeout bounds every later collective, and MPI_Init itself (which gets
 // at least 30s); 0 means no bound. See the package doc for what happens
@@ -168,13 +137,20 @@ func Init(timeout time.Duration) (*World, error) {
 	if timeout < 0 {
 		return nil, fmt.Errorf("mpi: negative timeout %s", timeout)
 	}
+	l, err := Detect()
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Check(); err != nil {
+		return nil, err
+	}
 	host, err := os.Hostname()
 	if err != nil {
 		return nil, fmt.Errorf("mpi: host name: %w", err)
 	}
 	w := &World{size: 1, host: host, timeout: timeout, t: single{}}
-	if size, rank, ok := Launched(); ok {
-		if err := join(w, size, rank); err != nil {
+	if l.Distributed() {
+		if err := join(w, l.Size, l.Rank); err != nil {
 			return nil, err
 		}
 	}

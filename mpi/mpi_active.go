@@ -11,13 +11,19 @@ package mpi
 #include <mpi.h>
 
 static int leaseAbort(int code) { return MPI_Abort(MPI_COMM_WORLD, code); }
+static int leaseMajor(void) { return OMPI_MAJOR_VERSION; }
+static int leaseMinor(void) { return OMPI_MINOR_VERSION; }
+static int leaseRelease(void) { return OMPI_RELEASE_VERSION; }
 */
 import "C"
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -126,4 +132,67 @@ func (t *ompi) abort(code int) {
 		C.leaseAbort(C.int(code))
 	}
 	os.Exit(code)
+}
+
+// library names the MPI library this binary was compiled against.
+func library() string {
+	return fmt.Sprintf("Open MPI %d.%d.%d", C.leaseMajor(), C.leaseMinor(), C.leaseRelease())
+}
+
+// speaks reports whether Open MPI can join a job through pmi. It always
+// speaks PMIx (its own mpirun's, and srun --mpi=pmix's). It speaks Slurm's
+// PMI-2 and PMI-1 only in 4.x and older, and only when it was configured
+// with Slurm's PMI libraries, which installs the components
+// mca_pmix_s2.so and mca_pmix_s1.so; 5.x has no such support at all.
+// Debian 12's Open MPI 4.1.4 has neither component (its pmix components
+// are ext3x, flux and isolated): under srun --mpi=pmi2 its MPI_Init fails.
+func speaks(pmi string) bool {
+	switch pmi {
+	case "pmix":
+		return true
+	case "pmi2", "pmi":
+		if C.leaseMajor() >= 5 {
+			return false
+		}
+		name := "mca_pmix_s2.so"
+		if pmi == "pmi" {
+			name = "mca_pmix_s1.so"
+		}
+		for _, dir := range componentDirs() {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// componentDirs are the directories where Open MPI's components may be:
+// beside the libopen-pal this process mapped, in openmpi/ (upstream's
+// pkglibdir), openmpi*/ or openmpi/lib/openmpi*/ (Debian's).
+func componentDirs() []string {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var dirs []string
+	seen := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || !strings.Contains(filepath.Base(fields[5]), "libopen-pal.so") {
+			continue
+		}
+		lib := filepath.Dir(fields[5])
+		if seen[lib] {
+			continue
+		}
+		seen[lib] = true
+		for _, pat := range []string{"openmpi*", "openmpi/lib/openmpi*"} {
+			m, _ := filepath.Glob(filepath.Join(lib, pat))
+			dirs = append(dirs, m...)
+		}
+	}
+	return dirs
 }

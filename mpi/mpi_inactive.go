@@ -4,16 +4,20 @@ package mpi
 
 import "fmt"
 
+// library names the MPI library this binary was compiled against: none.
+func library() string { return "none" }
+
+// speaks reports whether the MPI library joins jobs through pmi: there is
+// none.
+func speaks(pmi string) bool { return false }
+
 // Compiled reports whether this binary was built with -tags mpi, and so can
 // join an mpirun job as one of several ranks. Here it was not.
 const Compiled = false
 
-// join is called by Init under a launcher. Without MPI every process would
-// believe it is rank 0 of 1, so several of them would each do the whole
-// job: refuse unless the launcher started exactly one rank.
+// join is called by Init for one of several tasks, which Launch.Check
+// refuses in this build first: without MPI every copy would believe it is
+// rank 0 of 1 and do the whole job.
 func join(w *World, size, rank int) error {
-	if size > 1 || rank > 0 {
-		return fmt.Errorf("mpi: started as rank %d of %d by an MPI launcher, but built without MPI support (rebuild with -tags mpi)", rank, size)
-	}
-	return nil
+	return fmt.Errorf("mpi: started as rank %d of %d by an MPI launcher, but built without MPI support (rebuild with -tags mpi)", rank, size)
 }

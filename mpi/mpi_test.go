@@ -12,42 +12,15 @@ import (
 	"time"
 )
 
-// launcherVars are the variables Launched reads.
-var launcherVars = []string{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_SIZE", "PMI_RANK"}
+// launcherVars are the variables Detect reads.
+var launcherVars = []string{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMMAND", "PMIX_RANK", "PMI_SIZE", "PMI_RANK", "PMI_FD",
+	"SLURM_STEP_NUM_TASKS", "SLURM_TASK_PID", "SLURM_PROCID", "SLURM_MPI_TYPE", ModeEnv}
 
 // noLauncher hides the launcher's variables, should the tests run under one.
 func noLauncher(t *testing.T) {
 	t.Helper()
 	for _, v := range launcherVars {
 		t.Setenv(v, "")
-	}
-}
-
-func TestLaunched(t *testing.T) {
-	for _, tc := range []struct {
-		env        map[string]string
-		size, rank int
-		ok         bool
-		name       string
-	}{
-		{name: "none", env: nil},
-		{name: "open mpi", env: map[string]string{"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_RANK": "2"}, size: 4, rank: 2, ok: true},
-		{name: "pmix with pmi size", env: map[string]string{"PMIX_RANK": "3", "PMI_SIZE": "5"}, size: 5, rank: 3, ok: true},
-		{name: "pmix with open mpi size", env: map[string]string{"PMIX_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}, size: 2, rank: 1, ok: true},
-		{name: "pmix alone", env: map[string]string{"PMIX_RANK": "1"}, size: 0, rank: 1, ok: true},
-		{name: "hydra", env: map[string]string{"PMI_SIZE": "8", "PMI_RANK": "7"}, size: 8, rank: 7, ok: true},
-		{name: "malformed", env: map[string]string{"PMI_SIZE": "many", "PMI_RANK": "-1"}, size: 0, rank: 0, ok: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			noLauncher(t)
-			for k, v := range tc.env {
-				t.Setenv(k, v)
-			}
-			size, rank, ok := Launched()
-			if size != tc.size || rank != tc.rank || ok != tc.ok {
-				t.Errorf("Launched() = %d, %d, %v; want %d, %d, %v", size, rank, ok, tc.size, tc.rank, tc.ok)
-			}
-		})
 	}
 }
 

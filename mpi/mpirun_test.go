@@ -67,7 +67,7 @@ func mpirun(t *testing.T, bin string, np int, bound time.Duration, args ...strin
 	cmd := exec.CommandContext(ctx, "mpirun", argv...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // mpirun then kills its ranks
 	cmd.WaitDelay = 5 * time.Second
-	if _, _, ok := Launched(); ok {
+	if l, _ := Detect(); l.Launcher != "" {
 		// A test run itself under a launcher must not hand its job on.
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "OMPI_") && !strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMI_") {
@@ -130,8 +130,8 @@ func checkReport(t *testing.T, seed uint64, np, rank int, rep plan.Report) {
 	if rep.Rank != rank || rep.Size != np || !rep.Compiled || rep.Host == "" {
 		t.Errorf("rank %d: report says rank %d of %d, compiled %v, host %q", rank, rep.Rank, rep.Size, rep.Compiled, rep.Host)
 	}
-	if !rep.Launched || rep.LaunchedSize != np || rep.LaunchedRank != rank {
-		t.Errorf("rank %d: Launched() = %d, %d, %v under mpirun -np %d", rank, rep.LaunchedSize, rep.LaunchedRank, rep.Launched, np)
+	if rep.Launcher != "mpirun" || rep.LaunchSize != np || rep.LaunchRank != rank || !rep.LaunchTask {
+		t.Errorf("rank %d: Detect() said %s, rank %d of %d, task %v under mpirun -np %d", rank, rep.Launcher, rep.LaunchRank, rep.LaunchSize, rep.LaunchTask, np)
 	}
 
 	bcasts := plan.Bcasts(seed, np)

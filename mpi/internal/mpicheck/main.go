@@ -80,7 +80,8 @@ func stallCase(w *mpi.World, stall int, op string, die bool) error {
 func runPlan(w *mpi.World, seed uint64, out string) error {
 	size, rank := w.Size(), w.Rank()
 	rep := plan.Report{Rank: rank, Size: size, Compiled: mpi.Compiled, Host: w.Host()}
-	rep.LaunchedSize, rep.LaunchedRank, rep.Launched = mpi.Launched()
+	l, _ := mpi.Detect()
+	rep.Launcher, rep.LaunchSize, rep.LaunchRank, rep.LaunchTask = l.Launcher, l.Size, l.Rank, l.Task
 
 	for round, b := range plan.Bcasts(seed, size) {
 		data := plan.Payload(seed, "junk", round, rank, 17*rank+round)

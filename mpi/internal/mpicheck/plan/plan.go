@@ -103,13 +103,16 @@ func Sum(b []byte) Digest {
 
 // Report is what one rank of mpicheck writes after the plan.
 type Report struct {
-	Rank         int    `json:"rank"`
-	Size         int    `json:"size"`
-	Compiled     bool   `json:"compiled"`
-	Launched     bool   `json:"launched"`
-	LaunchedSize int    `json:"launched_size"`
-	LaunchedRank int    `json:"launched_rank"`
-	Host         string `json:"host"`
+	Rank     int  `json:"rank"`
+	Size     int  `json:"size"`
+	Compiled bool `json:"compiled"`
+	// Launcher, LaunchSize, LaunchRank and LaunchTask are what mpi.Detect
+	// said.
+	Launcher   string `json:"launcher"`
+	LaunchSize int    `json:"launch_size"`
+	LaunchRank int    `json:"launch_rank"`
+	LaunchTask bool   `json:"launch_task"`
+	Host       string `json:"host"`
 	// Bcast holds one digest per round.
 	Bcast []Digest `json:"bcast"`
 	// Gather holds per round the digests in rank order on the round's

@@ -1,0 +1,149 @@
+package commands_test
+
+// renew-batch --watch reports as soon as a signal reaches it, without
+// waiting for the round in progress (a batch system kills the job soon
+// after its SIGTERM), and --output FILE holds the held set whole after
+// every round.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// holdRecordLock takes the lock of id's record in this process, as
+// another lease process would, and returns its release.
+func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
+	t.Helper()
+	osfs, err := commit.OS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := commit.Open(root, osfs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unlock, err := st.Lock(leasefmt.Work, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := false
+	release := func() {
+		if !done {
+			done = true
+			unlock()
+			osfs.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// TestWatchReportsDuringRound: a SIGTERM that arrives while a round waits
+// for a record lock makes the watch print the lines it holds and its
+// summary at once, while the round still waits; the lines are those of the
+// last round, each checked again. With --output the file holds them, and
+// held them whole since the first round.
+func TestWatchReportsDuringRound(t *testing.T) {
+	for _, output := range []bool{false, true} {
+		name := "stdout"
+		if output {
+			name = "--output"
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newHoldTable(t)
+			ids := []leasefmt.ID{coreID("round-a"), coreID("round-b"), coreID("round-c")}
+			held := h.claim("w", "60", ids...)
+			if err := os.WriteFile(filepath.Join(h.dir, "held"), []byte(held), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			final := filepath.Join(h.dir, "held.final")
+			args := []string{"--interval", "0.3", "held"}
+			if output {
+				args = append([]string{"--output", final}, args...)
+			}
+			p := h.startWatch("", args...)
+			p.expectErr("round 1:")
+			if output {
+				if got, _ := os.ReadFile(final); string(got) != held {
+					t.Errorf("--output after round 1: %q, want %q", got, held)
+				}
+			}
+			release := holdRecordLock(t, h.root, ids[1])
+			// The next round, due 0.3 s after the first, waits for the lock
+			// (lock_timeout, 10 s): the signal comes while it does (or,
+			// on a machine too slow to start it within a second, before
+			// it). The report must not wait for that round to end.
+			time.Sleep(time.Second)
+			p.cmd.Process.Signal(os.Interrupt)
+			summary := p.expectErr("stopped by SIGINT")
+			if strings.Contains(p.errOut.String(), "round 2:") {
+				t.Errorf("the report waited for the round in progress:\n%s", p.errOut)
+			}
+			release()
+			code := p.stop()
+			if code != 0 || !strings.Contains(summary, "held=3 lost=0") {
+				t.Errorf("exit %d, summary %q; want 0 and held=3 lost=0\n%s", code, summary, p.errOut)
+			}
+			got := p.out.String()
+			if output {
+				if got != "" {
+					t.Errorf("stdout %q with --output; want nothing", got)
+				}
+				b, _ := os.ReadFile(final)
+				got = string(b)
+			}
+			if got != held {
+				t.Errorf("held set %q, want %q", got, held)
+			}
+			if ents, _ := filepath.Glob(filepath.Join(h.dir, ".held.final.tmp.*")); len(ents) > 0 {
+				t.Errorf("temporary files left: %v", ents)
+			}
+		})
+	}
+}
+
+// TestRenewBatchOutput: renew-batch --output FILE writes to FILE, whole,
+// what stdout would carry, and nothing to stdout; --output with --json,
+// into a missing directory or onto a directory is a usage error that
+// writes nothing.
+func TestRenewBatchOutput(t *testing.T) {
+	root := coreRoot(t)
+	ids := []leasefmt.ID{coreID("out-a"), coreID("out-b")}
+	held := coreMust(t, 0, "", "claim", "--root", root, "--now", "1000", "--ttl", "100", string(ids[0]), string(ids[1])).out
+	dir := t.TempDir()
+	file := filepath.Join(dir, "held")
+	os.WriteFile(file, []byte("old content, to be replaced\n"), 0o644)
+	r := coreMust(t, 0, held, "renew-batch", "--root", root, "--now", "1010", "--output", file)
+	if got, _ := os.ReadFile(file); r.out != "" || string(got) != held {
+		t.Errorf("stdout %q, file %q; want nothing and %q", r.out, got, held)
+	}
+	before := mpiTree(t, root)
+	for _, tc := range []struct{ name, path, extra string }{
+		{"with --json", filepath.Join(dir, "new"), "--json"},
+		{"missing directory", filepath.Join(dir, "no", "such", "held"), ""},
+		{"a directory", dir, ""},
+		{"empty name", "", ""},
+	} {
+		args := []string{"renew-batch", "--root", root, "--now", "1020", "--output", tc.path}
+		if tc.extra != "" {
+			args = append(args, tc.extra)
+		}
+		r := coreMust(t, 2, held, args...)
+		if r.out != "" || !strings.Contains(r.errOut, "--output") {
+			t.Errorf("%s: %s; want exit 2 naming --output", tc.name, r)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "new")); err == nil {
+			t.Errorf("%s: created a file", tc.name)
+		}
+	}
+	mpiSameTree(t, "after the refused --output", before, mpiTree(t, root))
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries in the output directory, want 1 (no temporary file left)", len(ents))
+	}
+}
