@@ -162,7 +162,7 @@ func glusterCheck(m Mount) Check {
 	types, err := GlusterTranslators(m.Point)
 	if err != nil {
 		return Check{Name: "client-caches", Detail: fmt.Sprintf("GlusterFS volume %s at %s: cannot read the client's translator graph (%v), so cannot tell whether "+
-			"its caches are safe; make sure these are off: %s", vol, m.Point, err, setCommands(vol, sortedOptions()))}
+			"its caches are safe; make sure %s are off (gluster volume set %s OPTION off)", vol, m.Point, err, strings.Join(sortedOptions(), ", "), vol)}
 	}
 	var found, opts []string
 	for _, t := range types {
