@@ -24,7 +24,9 @@ type transientFault struct {
 }
 
 var transientFaults = []transientFault{
-	{"ESTALE", func(op commit.Op, name string) error { return &fs.PathError{Op: string(op), Path: name, Err: syscall.ESTALE} },
+	{"ESTALE", func(op commit.Op, name string) error {
+		return &fs.PathError{Op: string(op), Path: name, Err: syscall.ESTALE}
+	},
 		func(commit.Op, string) bool { return true }},
 	{"read vanished after open", func(op commit.Op, name string) error {
 		return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", commit.ErrVanished)}
