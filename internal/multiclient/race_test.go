@@ -41,11 +41,37 @@ func TestRaceThroughTwoMounts(t *testing.T) {
 	c := need(t)
 	rounds, n := envInt("LEASE_GLUSTER_ROUNDS", 30), envInt("LEASE_GLUSTER_IDS", 32)
 	a, b := table(t, c.Safe)
+	doubles, regressions := race(t, a, b, rounds, n, true)
+	t.Logf("%d rounds of 8 processes (4 per mount) over %d IDs: %d double grants, %d token regressions", rounds, n, doubles, regressions)
+}
+
+// TestRaceOnDefaultsDoesNotHang, on the volume with GlusterFS's default
+// options: the same race for 5 rounds. Its client caches may grant an ID
+// twice (lease qualify fails there; the count is logged), but every lock
+// wait must end: no process may hang or time out on a lock. Before lock
+// calls on FUSE were made with signals blocked, the first contended round
+// deadlocked the GlusterFS client (issue 4371) and every process on that
+// mount hung for good.
+func TestRaceOnDefaultsDoesNotHang(t *testing.T) {
+	c := need(t)
+	a, b := table(t, c.Default)
+	doubles, regressions := race(t, a, b, 5, envInt("LEASE_GLUSTER_IDS", 32), false)
+	t.Logf("default options, 5 rounds: %d double grants, %d token regressions (the client caches; lease qualify fails on this volume)", doubles, regressions)
+}
+
+// race runs the rounds of TestRaceThroughTwoMounts on the table a (mount
+// A) and b (mount B) and returns the double grants and token regressions
+// it saw; strict fails t on each, and checks verify through both mounts.
+func race(t *testing.T, a, b string, rounds, n int, strict bool) (doubles, regressions int) {
+	t.Helper()
+	fail := t.Errorf
+	if !strict {
+		fail = t.Logf
+	}
 	all := ids(t.Name(), n)
 	input := strings.Join(all, "\n") + "\n"
 	last := map[string]int64{}
 	var prev []string // the previous round's "ID TOKEN" lines
-	doubles, regressions := 0, 0
 	for round := 1; round <= rounds; round++ {
 		now := strconv.Itoa(1000 * round)
 		var waits []func() result
@@ -81,26 +107,29 @@ func TestRaceThroughTwoMounts(t *testing.T) {
 			toks := granted[id]
 			if len(toks) != 1 {
 				doubles += max(len(toks)-1, 0)
-				t.Errorf("round %d: %s granted %d times (tokens %v), want once", round, id[:12], len(toks), toks)
-				continue
+				fail("round %d: %s granted %d times (tokens %v), want once", round, id[:12], len(toks), toks)
 			}
-			if toks[0] != last[id]+1 {
-				regressions++
-				t.Errorf("round %d: %s granted token %d after token %d, want %d", round, id[:12], toks[0], last[id], last[id]+1)
-			}
-			last[id] = toks[0]
-		}
-		later := strconv.Itoa(1000*round + 1)
-		for _, root := range []string{a, b} {
-			if len(prev) > 0 {
-				r := lease(t, strings.Join(prev, "\n")+"\n", "verify", "--root", root, "--now", later)
-				if r.code != 1 || r.out != "" || strings.Count(r.errs, "stale-token ") != len(prev) {
-					t.Errorf("round %d: verify of the previous holders through %s: %s", round, root, r)
+			for _, tok := range toks {
+				if tok != last[id]+1 {
+					regressions++
+					fail("round %d: %s granted token %d after token %d, want %d", round, id[:12], tok, last[id], last[id]+1)
 				}
+				last[id] = max(last[id], tok)
 			}
-			r := lease(t, strings.Join(cur, "\n")+"\n", "verify", "--root", root, "--now", later)
-			if r.code != 0 || len(r.lines()) != len(cur) {
-				t.Errorf("round %d: verify of the new holders through %s: %s", round, root, r)
+		}
+		if strict {
+			later := strconv.Itoa(1000*round + 1)
+			for _, root := range []string{a, b} {
+				if len(prev) > 0 {
+					r := lease(t, strings.Join(prev, "\n")+"\n", "verify", "--root", root, "--now", later)
+					if r.code != 1 || r.out != "" || strings.Count(r.errs, "stale-token ") != len(prev) {
+						t.Errorf("round %d: verify of the previous holders through %s: %s", round, root, r)
+					}
+				}
+				r := lease(t, strings.Join(cur, "\n")+"\n", "verify", "--root", root, "--now", later)
+				if r.code != 0 || len(r.lines()) != len(cur) {
+					t.Errorf("round %d: verify of the new holders through %s: %s", round, root, r)
+				}
 			}
 		}
 		prev = cur
@@ -108,5 +137,5 @@ func TestRaceThroughTwoMounts(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("%d rounds of 8 processes (4 per mount) over %d IDs: %d double grants, %d token regressions", rounds, n, doubles, regressions)
+	return doubles, regressions
 }
