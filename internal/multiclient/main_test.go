@@ -140,9 +140,21 @@ func start(t *testing.T, stdin string, args ...string) func() result {
 		cancel()
 		t.Fatal(err)
 	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
 	return func() result {
 		defer cancel()
-		err := cmd.Wait()
+		var err error
+		select {
+		case err = <-done:
+		case <-time.After(bound + 15*time.Second):
+			// Killed at bound, and still not gone: stuck in the kernel in
+			// a FUSE request of a deadlocked client. Down kills the
+			// client, which ends it.
+			r := result{args: args, code: -1}
+			t.Errorf("hung: still in the kernel %v after SIGKILL (a deadlocked FUSE client): lease %s", 15*time.Second, strings.Join(args, " "))
+			return r
+		}
 		r := result{args: args, out: out.String(), errs: errs.String()}
 		if ctx.Err() != nil {
 			t.Errorf("hung, killed after %v: %s", bound, r)
