@@ -30,6 +30,7 @@ func NewApp() *cli.App {
 			"alive with batched renewals, and publish results only while their token is current.",
 		Commands: []*cli.Command{
 			initCommand,
+			addCommand,
 			claimCommand,
 			renewBatchCommand,
 			releaseCommand,
@@ -45,30 +46,43 @@ func NewApp() *cli.App {
 			configCommand,
 			qualifyCommand,
 			versionCommand,
+			idCommand,
 		},
 	}
 	for _, cmd := range app.Commands {
-		code := 2
-		switch cmd.Name {
-		case "fsck":
-			code = 16 // fsck(8)
-		case "run":
-			code = 125 // the child's statuses own the rest
-		}
+		code := usageCode(cmd.Name)
 		cmd.OnUsageError = usageHandler(code)
+		// FILE and ID arguments are files and IDs, always: without this,
+		// urfave gives every command a "help" (alias "h") subcommand, and
+		// `lease renew-batch h > h.new` printed the help text.
+		cmd.HideHelpCommand = true
 		if singleProcess[cmd.Name] {
 			cmd.Before = refuseRanks(code)
 		}
 	}
+	cli.FlagStringer = flagString
 	// --version prints what lease version prints, as git --version does.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
 	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
 	app.OnUsageError = usageHandler(2)
-	app.CommandNotFound = func(c *cli.Context, name string) {
-		fmt.Fprintf(c.App.ErrWriter, "lease: %s is not a lease command; see lease --help\n", leasefmt.Quote(name))
-		cli.HandleExitCoder(cli.Exit("", 2))
-	}
+	app.CommandNotFound = commandNotFound
+	// The common flags are global options too: given before the command's
+	// name they are moved after it (hoistGlobalFlags); here they show in
+	// lease --help.
+	app.Flags = commonFlags()
 	return app
+}
+
+// usageCode is the exit status of a usage error of command name: 16 for
+// fsck (fsck(8)), 125 for run (CMD's statuses own the rest), else 2.
+func usageCode(name string) int {
+	switch name {
+	case "fsck":
+		return 16
+	case "run":
+		return 125
+	}
+	return 2
 }
 
 // singleProcess names the writing commands that do not run as one program
@@ -83,12 +97,6 @@ func refuseRanks(code int) cli.BeforeFunc {
 			return cli.Exit(fmt.Sprintf("runs as one process, not as %d ranks under mpirun (claim, renew-batch, release, verify and qualify run across ranks)", size), code)
 		}
 		return nil
-	}
-}
-
-func usageHandler(code int) cli.OnUsageErrorFunc {
-	return func(c *cli.Context, err error, isSubcommand bool) error {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("usage: %v (see %s --help)", err, commandName(c))), code)
 	}
 }
 
@@ -125,6 +133,11 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	saved := cli.OsExiter
 	cli.OsExiter = func(c int) { code, exited = c, true }
 	defer func() { cli.OsExiter = saved }()
+	args, ucode, err := prepareArgs(app, args)
+	if err != nil {
+		fmt.Fprintln(stderr, leasefmt.Bound("lease: usage: "+err.Error()))
+		return ucode
+	}
 	if err := app.Run(args); err != nil && !exited {
 		fmt.Fprintln(stderr, leasefmt.Bound("lease: "+err.Error()))
 		return 2

@@ -10,7 +10,7 @@ import (
 var claimCommand = &cli.Command{
 	Name:      "claim",
 	Usage:     "claim free or expired work IDs and print ID TOKEN for each one granted",
-	ArgsUsage: "ID...|-",
+	ArgsUsage: "ID...|- | --next N [--wait [SECONDS]]",
 	Description: "Claims each ID (given as arguments, or one per line on stdin with - or no argument) that\n" +
 		"is missing, released or expired, with a token one larger than any earlier claim of it,\n" +
 		"for --owner until now + --ttl, the clock read while the record's lock is held. A lease\n" +
@@ -22,24 +22,50 @@ var claimCommand = &cli.Command{
 		"is settled first, never simply taken over: done when the result reached public/ (the claim\n" +
 		"then reports `done`), else released and claimed. With --first N at most N of the candidates\n" +
 		"are taken, in input order, and the command exits 0 when it got at least one; candidates it\n" +
-		"passes over (held or done) are not failures and print nothing (counted with -v and in --json).",
+		"passes over (held or done) are not failures and print nothing (counted with -v and in --json).\n" +
+		"--first is for a candidate list you keep yourself; for a campaign, enqueue the work with\n" +
+		"lease add and claim with --next instead: a --first claim reads the record of every\n" +
+		"candidate it passes over, so its cost grows with the work already done.\n\n" +
+		"With --next N the claim takes up to N free items of the table's own queue (queue/SS/ID,\n" +
+		"filled by lease add) with no candidate list. Its cost does not grow with the number of\n" +
+		"items done or queued: it visits the queue shards in random order, reads a few directory\n" +
+		"blocks (128 names) at a time and tries them in random order, so workers that start\n" +
+		"together do not collide; held items are passed over and the entries of done items are\n" +
+		"removed as they are met, silently (counted with -v and in --json). When it gets nothing it\n" +
+		"exits 1 with a stderr line that starts with the answer: `empty:` (nothing left to do: every\n" +
+		"queued item is done; stop) or `busy:` (items remain but all are held; try again later).\n" +
+		"--wait waits for a busy queue, with backoff (50 ms doubling to 2 s, with jitter, and woken\n" +
+		"when the first held lease can expire), until an item is granted or the queue is empty;\n" +
+		"--wait=SECONDS (or --wait SECONDS) at most that long, then exits 1 busy.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
-		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order"},
+		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},
+		&cli.IntFlag{Name: "next", Usage: "claim up to `N` free items of the table's queue (lease add), without a candidate list", DefaultText: "claim the IDs given"},
+		waitFlag("the queue is busy (--next)"),
 	}),
 	Action: runClaim,
 }
 
 // claimManual is the hand-written part of lease-claim(1).
 var claimManual = Manual{
+	Exit: claimExit,
 	Examples: []Example{
 		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},
 		{"Use a file of candidate IDs as a work queue: take the first free one (exit 1 when none is free):", "lease claim --first 1 - < todo >> held"},
 		{"Claim for a named owner with a 10 minute lease:", "lease claim --owner \"$(hostname)/fuzz-3\" --ttl 600 $ID"},
+		{"Claim the next free item of the queue, waiting while all are held:", "lease claim --next 1 --wait >> held"},
+		{"A worker loop that stops when the queue is empty and waits while it is busy:", "while lease claim --next 1 --wait > item; do read ID TOKEN < item; ...; done"},
 	},
 	SeeAlso: []string{"lease-renew-batch(1)", "lease-run(1)", "lease-release(1)"},
+	Args:    "free-ids",
 }
 
 func runClaim(c *cli.Context) error {
+	if c.IsSet("next") {
+		return runClaimNext(c, c.Int("next"))
+	}
+	if c.IsSet("wait") {
+		return usageErr("--wait waits for a busy queue: it goes with --next")
+	}
 	first := c.Int("first")
 	if c.IsSet("first") && first < 1 {
 		return usageErr("--first %d: want at least 1", first)

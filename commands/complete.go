@@ -43,7 +43,8 @@ var completeManual = Manual{
 		{"ROOT/public/NAME", "The published result; never replaced."},
 	},
 	Examples: []Example{
-		{"Finish the leases that are still ours:", "lease verify < held | lease complete"},
+		{"Complete the item a worker finished, if its lease is still the worker's (exit 1 and nothing written otherwise):", "grep \"^$id \" held | lease complete"},
+		{"Complete every item listed in finished (ID TOKEN lines the workers wrote when done):", "lease complete finished"},
 		{"Publish a result exactly once, only if the lease is still current (exit 1 and nothing moved otherwise):",
 			"mkdir -p \"$LEASE_ROOT/stage/$ID.$TOKEN\"\ncp crash.bin \"$LEASE_ROOT/stage/$ID.$TOKEN/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
 		{"Inside lease run, the staging directory is given:", "cp crash.bin \"$LEASE_STAGE/$LEASE_ID.crash\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.crash\""},

@@ -19,12 +19,13 @@ var configCommand = &cli.Command{
 		"formula of a derived default). Precedence: flags > environment > file > defaults.\n" +
 		"The configuration file is --config FILE, else $LEASE_CONFIG, else ./lease.toml, else\n" +
 		"$XDG_CONFIG_HOME/lease/config.toml; its keys are the keys printed here.",
-	Flags:  flags(commonFlags(), []cli.Flag{settingFlag("writers"), settingFlag("interval"), settingFlag("mpi-timeout"), settingFlag("grace")}),
+	Flags:  flags(withJSON(commonFlags(), "print the settings as one JSON object of {value, origin} by key"), []cli.Flag{settingFlag("writers"), settingFlag("renew-interval"), settingFlag("mpi-timeout"), settingFlag("grace")}),
 	Action: runConfig,
 }
 
 // configManual is the hand-written part of lease-config(1).
 var configManual = Manual{
+	Exit: simpleExit,
 	Examples: []Example{
 		{"Show the effective settings and where each came from:", "lease config"},
 		{"Check a configuration file:", "lease config --config campaign.toml"},

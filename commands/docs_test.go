@@ -160,7 +160,7 @@ func TestManPagesRenderWithoutWarnings(t *testing.T) {
 	cmd := exec.Command("man", "-l", filepath.Join(dir, "man", "lease-run.1"))
 	cmd.Env = append(os.Environ(), "MANWIDTH=80")
 	out, err := cmd.Output()
-	if err != nil || !strings.Contains(string(out), "lease run [OPTIONS] ID -- CMD [ARG...]") || !strings.Contains(string(out), "LEASE_TOKEN") {
+	if err != nil || !strings.Contains(string(out), "lease run [OPTIONS] ID|--next [--wait [SECONDS]] -- CMD [ARG...]") || !strings.Contains(string(out), "LEASE_TOKEN") {
 		t.Errorf("man -l lease-run.1: %v\n%s", err, out)
 	}
 }
@@ -170,7 +170,8 @@ func TestManPagesRenderWithoutWarnings(t *testing.T) {
 func docShell(t *testing.T) (*holdTable, string) {
 	h := newHoldTable(t)
 	id := holdID("complete-me")
-	h.must(0, "", "claim", string(id))
+	held := h.must(0, "", "claim", string(id)).out
+	h.must(0, held, "release") // free again: claim and run offer it
 	return h, string(id)
 }
 

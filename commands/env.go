@@ -29,6 +29,8 @@ func usageErr(format string, args ...any) error {
 
 // env is what an action works with: its settings, its clock and its output.
 type env struct {
+	// share is lease init --shared: how the table it creates is shared.
+	share   *commit.Sharing
 	c       *cli.Context
 	set     *config.Settings
 	now     float64
@@ -98,6 +100,9 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	root := e.root()
 	if create {
 		if err := commit.MkdirRoot(root); err != nil {
+			if isAccess(err) {
+				return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, true)
+			}
 			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 		}
 	}
@@ -106,11 +111,25 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, noTable(root)
 		}
+		if isAccess(err) {
+			return nil, e.accessError(e.c.Command.Name, root, err, false)
+		}
 		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 	}
 	var tmpl *leasefmt.Table
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now}
+		if e.share != nil {
+			tmpl = commit.WithSharing(tmpl, *e.share)
+			if _, err := f.Lstat(commit.TableFile); isNotExist(err) {
+				// A new table: its root is shared too, so that what is
+				// made in it gets its group.
+				if err := commit.ShareRoot(root, *e.share); err != nil {
+					f.Close()
+					return nil, shareRootError(root, err)
+				}
+			}
+		}
 	}
 	var fsys commit.FS = f
 	if wrapFS != nil {
@@ -124,6 +143,8 @@ func (e *env) open(create bool) (*commit.Store, error) {
 			return nil, noTable(root)
 		case errors.Is(err, leasefmt.ErrCorrupt):
 			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
+		case isAccess(err):
+			return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
 		}
 		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
 	}
@@ -134,7 +155,15 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	if e.set.Explicit("target_shards") {
 		target = e.set.TargetShards
 	}
-	if err := st.CheckShards(work, target); err != nil {
+	if e.share != nil && (st.Sharing == nil || st.Sharing.Name != e.share.Name) {
+		f.Close()
+		has := "is not shared"
+		if st.Sharing != nil {
+			has = "is shared as " + leasefmt.Quote(st.Sharing.Name)
+		}
+		return nil, usageErr("--shared %s: the table at %s %s (the sharing is fixed when the table is created; lease fsck --repair puts the modes of a shared table right)", e.share.Name, root, has)
+	}
+	if err := st.CheckShardsFrom(work, e.set.Origin("shards"), target, e.set.Origin("target_shards")); err != nil {
 		f.Close()
 		return nil, usageErr("%v", err)
 	}
@@ -175,3 +204,12 @@ func remainingS(r *leasefmt.Record, now float64) float64 {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// shareRootError is the error of a root whose mode lease init --shared
+// cannot set (a root another account owns).
+func shareRootError(root string, err error) error {
+	if isAccess(err) {
+		return usageErr("--shared: cannot make %s group-writable and setgid (%v): only its owner can; make the table in a directory of your own", root, err)
+	}
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--shared: %s: %v", root, err)), 4)
+}

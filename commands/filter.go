@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -31,30 +32,44 @@ type inputLine struct {
 // readInput reads the lines of the FILE arguments, or of stdin when there
 // are none or the argument is "-". Blank lines and # comments are skipped.
 func readInput(c *cli.Context, args []string) ([]inputLine, error) {
+	var out []inputLine
+	err := eachInput(c, args, func(r io.Reader, src string) error {
+		lines, err := scanLines(r, src)
+		out = append(out, lines...)
+		return err
+	})
+	return out, err
+}
+
+// eachInput calls read with each input in turn: the FILE arguments, or
+// stdin when there are none or the argument is "-", and the name messages
+// give it.
+func eachInput(c *cli.Context, args []string, read func(r io.Reader, src string) error) error {
 	if len(args) == 0 {
 		args = []string{"-"}
 	}
-	var out []inputLine
 	for _, a := range args {
-		var r io.Reader
-		src := a
 		if a == "-" {
-			r, src = c.App.Reader, "stdin"
-		} else {
-			f, err := os.Open(a)
-			if err != nil {
-				return nil, usageErr("input %v", err)
+			if err := read(c.App.Reader, "stdin"); err != nil {
+				return err
 			}
-			defer f.Close()
-			r = f
+			continue
 		}
-		lines, err := scanLines(r, src)
+		f, err := os.Open(a)
 		if err != nil {
-			return nil, err
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return usageErr("input file %s: %v", leasefmt.Quote(a), err)
 		}
-		out = append(out, lines...)
+		err = read(f, a)
+		f.Close()
+		if err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 func scanLines(r io.Reader, src string) ([]inputLine, error) {

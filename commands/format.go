@@ -50,6 +50,10 @@ var formatSections = []Section{
 		"hex, zero-padded to max(2, len(hex(shards - 1))) digits: with 16 shards, 00 to 0f.\n\n" +
 		"TABLE holds one JSON object:\n\n" +
 		"\t{\"schema\":\"lease.table/v1\",\"work_shards\":N,\"target_shards\":M,\"created_at\":T}\n\n" +
+		"A table shared by a group (lease init --shared) also has `\"shared\":\"group\"` (or \"all\", or an octal mode such as " +
+		"\"0660\"): every program that creates directories or files in the table must then make directories setgid and " +
+		"readable, writable and searchable by the group, lock files writable by the group, and other files readable by " +
+		"it (see lease-init(1)). Other unknown keys are preserved by lease and may be ignored by readers.\n\n" +
 		"It is authoritative: shard counts from the configuration apply only when the table is created, and an explicit " +
 		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
 		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +
@@ -121,7 +125,7 @@ var formatSections = []Section{
 }
 
 var formatExamples = []Example{
-	{"Find the record of an ID in a table with 16 work shards:",
-		"id=$(printf item-42 | sha256sum | cut -c1-64)\nprintf '%02x\\n' $(( 0x${id:0:8} % 16 ))   # shard directory\ncat \"$LEASE_ROOT/work/$(printf '%02x' $(( 0x${id:0:8} % 16 )))/$id.json\""},
+	{"Find the record of an ID in a table with 16 work shards (lease id item-42 makes the same ID as sha256sum):",
+		"id=$(printf %s item-42 | sha256sum | cut -c1-64)   # or: id=$(lease id item-42)\nprintf '%02x\\n' $(( 0x${id:0:8} % 16 ))   # shard directory\ncat \"$LEASE_ROOT/work/$(printf '%02x' $(( 0x${id:0:8} % 16 )))/$id.json\""},
 	{"Read every live lease with jq:", "lease status --json --live | jq -r '[.id, .owner, .token] | @tsv'"},
 }

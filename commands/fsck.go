@@ -25,8 +25,8 @@ var fsckCommand = &cli.Command{
 	ArgsUsage: "[SHARD...]",
 	Description: "Checks the table at --root: the TABLE header, the layout, every record of every shard\n" +
 		"directory (or only the SHARDs given, as SS or KIND/SS), stray temp files, misplaced records,\n" +
-		"symbolic links, group manifests against their targets, and committing records against\n" +
-		"stage/ and public/. It prints a line per finding (path, ID, what was found and what was\n" +
+		"symbolic links, group manifests against their targets, committing records against\n" +
+		"stage/ and public/, and the queue (queue/SS/ID entries). It prints a line per finding (path, ID, what was found and what was\n" +
 		"expected), a summary with counts by kind, and the exact command that repairs what is left.\n" +
 		"Without --repair nothing is written. With --repair each error is fixed under the record's\n" +
 		"lock with the same durable writes as the other commands, so workers may keep running:\n" +
@@ -34,12 +34,14 @@ var fsckCommand = &cli.Command{
 		"in the way of the layout are moved to lost+found/ beside a NAME.why note (never deleted);\n" +
 		"misplaced records are moved to their shard; committing records whose result is published\n" +
 		"are rolled forward to done; leftover staged results are removed; groups whose targets\n" +
-		"disagree are released. Unknown files are reported and left alone; expired leases are\n" +
+		"disagree are released; queue entries of done items are removed, entries in the wrong shard\n" +
+		"moved to their shard, and anything in queue/ that is not an empty file named by an ID moved\n" +
+		"to lost+found/. Unknown files are reported and left alone; expired leases are\n" +
 		"counted and not touched. --json prints one JSON object per finding and a summary object.\n" +
 		"A progress bar goes to stderr when it is a terminal (--progress always|never overrides).\n\n" +
 		"EXIT STATUS (fsck(8), a sum of): 0 no errors; 1 errors corrected; 4 errors left\n" +
 		"uncorrected; 8 operational error; 16 usage error.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print one JSON object per finding and then a summary object, one per line, instead of text"), []cli.Flag{
 		&cli.BoolFlag{Name: "repair", Usage: "repair what can be repaired (default: check only, write nothing)"},
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never"},
 	}),
@@ -48,11 +50,17 @@ var fsckCommand = &cli.Command{
 
 // fsckManual is the hand-written part of lease-fsck(1).
 var fsckManual = Manual{
+	More: "In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
+		"setgid and readable, writable and searchable by the group, every shard lock file writable by the group, " +
+		"and all of them in the root's group; each one that is not is a `permission` error, which --repair fixes " +
+		"(chmod and chgrp) when it runs as the owner of the file or as root, and otherwise reports as left. A table " +
+		"that is not shared is not checked for modes: who may use it is its owner's choice.",
 	Exit: fsckExit,
 	Files: []Item{
 		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},
 		{"ROOT/stage/ID.TOKEN/", "Staging directories; those of tokens that are not current are moved to lost+found/ (empty ones removed)."},
 		{"ROOT/public/", "Published results; one that no done or committing record names is moved to lost+found/."},
+		{"ROOT/queue/SS/ID", "The queue: empty files of queued items that are not done; entries of done items are removed (the kind of finding is queue)."},
 	},
 	Examples: []Example{
 		{"Check a table after a crash (read-only):", "lease fsck --root /scratch/campaign/table"},

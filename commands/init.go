@@ -3,8 +3,14 @@ package commands
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
 )
 
 var initCommand = &cli.Command{
@@ -23,15 +29,32 @@ var initCommand = &cli.Command{
 		"thousands of leases: renewing 16384 leases with 2 ms round trips took 85-90 s in 1 shard, 6.9-7.0 s\n" +
 		"in 16 and 6.8 s in 64 (two runs: bench/results/matrix.md, matrix-dff086d.md). The shard count is\n" +
 		"fixed when the table is created.",
-	Flags:  commonFlags(),
+	Flags: flags(withJSON(commonFlags(), "print the table's root, shard counts and creation time as one JSON object"), []cli.Flag{
+		&cli.StringFlag{Name: "shared", Usage: "share the table with the accounts of a group: `MODE` group, all or an octal file mode such as 0660 (see SHARED TABLES)"},
+	}),
 	Action: runInit,
 }
 
 // initManual is the hand-written part of lease-init(1).
 var initManual = Manual{
+	More: "SHARED TABLES: a campaign whose workers run under several accounts needs a table they can all write: " +
+		"fcntl locks need the shard lock files open for writing, and every record change creates a file in its " +
+		"shard directory. `lease init --shared group` makes such a table, as `git init --shared=group` makes a " +
+		"repository: the root and every directory are setgid (what is made in them gets the root's group) and " +
+		"readable, writable and searchable by the group, lock files are writable by the group, and records and " +
+		"published results readable by it. TABLE records it (\"shared\":\"group\"), so every later command, " +
+		"of any account and under any umask, creates what it creates with those modes. --shared all also lets " +
+		"everyone read; --shared 0660 (an octal mode) gives every file exactly that mode and every directory that " +
+		"mode with x where it has r. The group is the root's: make the root in a directory of the campaign's group, " +
+		"or chgrp it, before lease init. The commands of CMD under lease run keep their own umask; use umask 007 " +
+		"there for staged files that others must read before they are published. The sharing is fixed when the table " +
+		"is created; lease fsck checks the modes of a shared table and --repair restores them.\n\n" +
+		"Without --shared a table is its owner's: another account's command that must write it stops with exit 2 " +
+		"before writing anything, naming the file it cannot open and the fix.",
 	Examples: []Example{
 		{"Create a table with 64 work shards on a shared filesystem:", "lease init --root /scratch/campaign/table --shards 64"},
 		{"Check that an existing table has the shard count a script expects (exit 2 if not):", "lease init --shards 64"},
+		{"A table for the accounts of the group fuzzers:", "mkdir /scratch/campaign/table && chgrp fuzzers /scratch/campaign/table\nlease init --root /scratch/campaign/table --shared group"},
 	},
 	SeeAlso: []string{"lease-config(1)", "lease-fsck(1)"},
 }
@@ -44,14 +67,50 @@ func runInit(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if c.IsSet("shared") {
+		sh, err := commit.ParseSharing(c.String("shared"))
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		e.share = &sh
+	}
 	st, err := e.open(true)
 	if err != nil {
 		return err
 	}
-	if e.json {
-		return json.NewEncoder(e.out).Encode(map[string]any{"root": st.Root, "work_shards": st.Table.WorkShards,
-			"target_shards": st.Table.TargetShards, "created_at": st.Table.CreatedAt})
+	shared := ""
+	if st.Sharing != nil {
+		shared = st.Sharing.Name
 	}
-	fmt.Fprintf(e.out, "lease table at %s: %d work shards, %d target shards\n", st.Root, st.Table.WorkShards, st.Table.TargetShards)
+	if e.json {
+		doc := map[string]any{"root": st.Root, "work_shards": st.Table.WorkShards,
+			"target_shards": st.Table.TargetShards, "created_at": st.Table.CreatedAt}
+		if shared != "" {
+			doc["shared"] = shared
+		}
+		return json.NewEncoder(e.out).Encode(doc)
+	}
+	how := ""
+	if shared != "" {
+		how = fmt.Sprintf(", shared (%s) by group %s", shared, groupOf(st.Root))
+	}
+	fmt.Fprintf(e.out, "lease table at %s: %d work shards, %d target shards%s\n", st.Root, st.Table.WorkShards, st.Table.TargetShards, how)
 	return nil
+}
+
+// groupOf is the name of the group of path (its gid when it has no name).
+func groupOf(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "?"
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "?"
+	}
+	gid := strconv.Itoa(int(st.Gid))
+	if g, err := user.LookupGroupId(gid); err == nil {
+		return g.Name
+	}
+	return gid
 }

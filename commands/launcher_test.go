@@ -2,7 +2,8 @@ package commands_test
 
 // lease under a real mpirun (SPEC §8), the part that needs no MPI build: a
 // binary built without -tags mpi refuses to run as several ranks. The
-// helpers here also serve mpi_test.go (built with -tags mpi).
+// helpers here also serve mpi_test.go and the mpi_*_test.go files beside
+// it (built with -tags mpi).
 
 import (
 	"bytes"

@@ -34,8 +34,10 @@ type Manual struct {
 	// SeeAlso are the references after lease(1) and lease-format(5).
 	SeeAlso []string
 	// Args says how shells complete the positional arguments: "ids" (work
-	// IDs of the table), "targets" (target IDs), "files", "id-cmd" (an ID,
-	// then -- and a command line) or "none"; "" derives it from ArgsUsage.
+	// IDs of the table), "free-ids" (the work IDs a claim can take:
+	// released or expired), "targets" (target IDs), "files", "id-cmd" (a
+	// free ID, then -- and a command line) or "none"; "" derives it from
+	// ArgsUsage.
 	Args string
 }
 
@@ -55,6 +57,7 @@ func Manuals() map[string]Manual {
 		man Manual
 	}{
 		{initCommand, initManual},
+		{addCommand, addManual},
 		{claimCommand, claimManual},
 		{renewBatchCommand, renewBatchManual},
 		{releaseCommand, releaseManual},
@@ -70,6 +73,7 @@ func Manuals() map[string]Manual {
 		{configCommand, configManual},
 		{qualifyCommand, qualifyManual},
 		{versionCommand, versionManual},
+		{idCommand, idManual},
 	} {
 		out[m.cmd.Name] = m.man
 	}
@@ -79,13 +83,27 @@ func Manuals() map[string]Manual {
 // commonExit are the exit statuses of every command but fsck and run
 // (SPEC §7).
 var commonExit = []Item{
-	{"0", "Success: every line succeeded (claim --first: at least one claim was granted)."},
+	{"0", "Success: every line (or ID) succeeded."},
 	{"1", "A negative answer: a lease was not granted, was lost, or a token was stale."},
 	{"2", "Usage, configuration or input error; nothing was written."},
 	{"3", "A corrupt record was met and left alone (see lease-fsck(1))."},
 	{"4", "I/O or durability error; nothing in flight was reported as a success."},
 	{"5", "A record lock could not be taken within --lock-timeout."},
 	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: 4 over 3 over 5 over 1 over 0."},
+}
+
+// claimExit are the exit statuses of lease claim: the common ones, with
+// what success means for --first.
+var claimExit = append([]Item{
+	{"0", "Success: every claim was granted; with --first, at least one was."},
+	{"1", "A claim was not granted (held, done, released by a later token, ...); with --first, none was."},
+}, commonExit[2:]...)
+
+// simpleExit are the exit statuses of the commands that read no records
+// (config, version, id).
+var simpleExit = []Item{
+	{"0", "Success."},
+	{"2", "Usage, configuration or input error."},
 }
 
 // fsckExit are the exit statuses of lease fsck, those of fsck(8).
@@ -101,8 +119,9 @@ var fsckExit = []Item{
 // for its own outcomes, as timeout(1) uses them.
 var runExit = []Item{
 	{"", "The exit status of CMD, when it ran and the lease was held until it exited and then finished (released or completed)."},
+	{"123", "With --next: nothing left to do, every queued item is done (`empty`); CMD did not run. A loop `while lease run --next ...; do :; done` ends here; a busy queue without --wait is 125."},
 	{"124", "The lease was lost while CMD ran (or before it could be finished); CMD was sent SIGTERM and, after --grace seconds, SIGKILL."},
-	{"125", "The lease was not granted (held, done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
+	{"125", "The lease was not granted (held, also after --wait ran out; done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
 	{"126", "CMD was found but could not be run."},
 	{"127", "CMD was not found; nothing was claimed."},
 	{"128+n", "CMD was killed by signal n (137 for SIGKILL)."},
@@ -113,6 +132,7 @@ var commonFiles = []Item{
 	{"ROOT/TABLE", "The table header: schema, shard counts, creation time (see lease-format(5))."},
 	{"ROOT/work/SS/ID.json", "One work lease record per ID, in shard directory SS."},
 	{"ROOT/work/SS/.lock", "The lock file of shard SS: a byte-range lock per record."},
+	{"ROOT/queue/SS/ID", "The queue: one empty file per queued work item that is not done (lease add, claim --next, run --next)."},
 	{"./lease.toml, $XDG_CONFIG_HOME/lease/config.toml", "Configuration files, when --config and LEASE_CONFIG name none."},
 }
 
@@ -168,8 +188,10 @@ const mainDescription = "Every batch command is a filter over lines of `ID TOKEN
 	"# comments skipped), read from FILE arguments or stdin. stdout carries exactly the lines that succeeded, in " +
 	"input order, in the same format; each failure goes to stderr as `REASON ID TOKEN detail` with a stable reason " +
 	"word: stale-token, expired, held, done, released, missing, exists, corrupt, lock-timeout, io-error. So " +
-	"`lease renew-batch < held > held.new` keeps the held set current, and `lease verify < held | lease complete` " +
-	"composes. --json prints one JSON document with full detail and statistics instead. Input is validated whole " +
+	"`lease renew-batch --in-place held` keeps the held set current (the longhand `lease renew-batch < held > held.new` " +
+	"prints the lines still held even when some were lost, exit 1), and `grep \"^$id \" held | lease complete` " +
+	"completes the item a worker finished, only while it is still its own. --json prints one JSON document with full detail and statistics instead (lease status and lease fsck " +
+	"stream one JSON object per line). Input is validated whole " +
 	"before any write: a malformed line or a duplicate ID is exit 2, nothing written.\n\n" +
 	"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Every claim of an ID gets a token larger than " +
 	"any earlier claim of it; a holder proves the lease is still its own with that token (fencing). " +
@@ -181,10 +203,13 @@ const mainDescription = "Every batch command is a filter over lines of `ID TOKEN
 	"default TTL is max(120, 4 * target_timeout) seconds and the renewal interval max(0.1, min(30, ttl / 3))."
 
 var mainExamples = []Example{
-	{"A worker in four lines:", "export LEASE_ROOT=/scratch/campaign/table\n" +
-		"lease claim --first 1 - < todo >> held\n" +
-		"lease renew-batch < held > held.new && mv held.new held\n" +
-		"lease verify < held | lease complete"},
+	{"A worker in four lines: take a free item of todo, keep what it holds alive (lost leases drop out of held), and complete item $id once it is finished:",
+		"export LEASE_ROOT=/scratch/campaign/table\n" +
+			"lease claim --first 1 - < todo >> held\n" +
+			"lease renew-batch --in-place held\n" +
+			"grep \"^$id \" held | lease complete"},
+	{"Make the candidate IDs of a campaign from the names of its inputs:", "ls corpus/ | lease id - > todo"},
+	{"The common options may also come before the command:", "lease --root /scratch/campaign/table status --live"},
 	{"Hold a lease exactly as long as a fuzzer runs:", "lease run --complete $ID -- ./fuzz.sh"},
 	{"After a crash:", "lease fsck --repair"},
 }

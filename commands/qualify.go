@@ -2,7 +2,6 @@ package commands
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -28,10 +27,12 @@ var qualifyCommand = &cli.Command{
 		"--rounds rounds in which one rank holds the qualification lock while every other rank must\n" +
 		"fail to take it (contention) and must read the holder's identity record (identity), then the\n" +
 		"holder releases and the next rank must acquire it (release), and measures the clock skew\n" +
-		"between ranks. It prints one JSON proof, identical on every rank:\n" +
+		"between ranks. It prints a verdict line per check (ok or FAIL, the check, what it measured)\n" +
+		"and a summary line: `qualified: N of N checks passed` or `NOT qualified: ...`. With --json it\n" +
+		"prints instead the JSON proof, identical on every rank:\n" +
 		"{members, clean, verified, rounds, contention, release, identity, max_clock_skew_s, checks, error}.\n" +
 		"Exit 0 only when verified; 1 when a check failed.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print the JSON proof (identical on every rank) instead of the report"), []cli.Flag{
 		&cli.IntFlag{Name: "rounds", Value: 4, Usage: "lock rounds across ranks under mpirun"},
 		&cli.Float64Flag{Name: "max-skew", Value: 2, Usage: "largest clock skew in seconds that still qualifies"},
 		settingFlag("mpi-timeout"),
@@ -72,6 +73,7 @@ the mount but has no client-cache rule for them, so run it under mpirun with ran
 clients.`,
 	Examples: []Example{
 		{"Check that the filesystem holding the table is fit (exit 1 when it is not):", "lease qualify --root /scratch/campaign/table"},
+		{"Keep the proof for the campaign's records:", "lease qualify --json > proof.json"},
 		{"Check a whole cluster before a campaign (built with MPI support):", "mpirun -np 16 --map-by node lease qualify --rounds 8 --json > proof.json"},
 		{"Make a GlusterFS volume fit, then remount its clients and qualify again:", "gluster volume set VOL performance.open-behind off\ngluster volume set VOL performance.stat-prefetch off\ngluster volume set VOL performance.quick-read off"},
 	},
@@ -114,9 +116,13 @@ func runQualify(c *cli.Context) error {
 	if out, err := w.Bcast(0, doc); err == nil {
 		doc = out
 	}
-	fmt.Fprintln(e.out, string(doc))
 	var agreed qualify.Proof
-	if json.Unmarshal(doc, &agreed) != nil || !agreed.Verified {
+	decoded := json.Unmarshal(doc, &agreed) == nil
+	if !decoded {
+		agreed = p
+	}
+	printProof(e.out, agreed, doc, e.json, e.root())
+	if !decoded || !agreed.Verified {
 		return cli.Exit("", 1)
 	}
 	return nil

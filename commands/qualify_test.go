@@ -105,7 +105,7 @@ func qualNoScratchLeft(t *testing.T, root string) {
 // passes, the proof is verified and qualify exits 0.
 func TestQualifyRootFilesystem(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "table")
-	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--root", root)
+	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--json", "--root", root)
 	if code != 0 {
 		t.Errorf("exit %d, want 0; stderr %q", code, errOut)
 	}
@@ -127,7 +127,7 @@ func TestQualifyLoopFilesystems(t *testing.T) {
 		t.Run(fstype, func(t *testing.T) {
 			mnt := qualLoopMount(t, fstype)
 			root := filepath.Join(mnt, "table")
-			out, errOut, code := mpiExec(t, procBin, "", "qualify", "--root", root)
+			out, errOut, code := mpiExec(t, procBin, "", "qualify", "--json", "--root", root)
 			if code != 0 {
 				t.Errorf("exit %d, want 0; stderr %q", code, errOut)
 			}
@@ -141,7 +141,7 @@ func TestQualifyLoopFilesystems(t *testing.T) {
 // because of the check bad (on rank 0) while the checks in good pass.
 func qualFails(t *testing.T, root, bad string, good []string) {
 	t.Helper()
-	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--root", root)
+	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--json", "--root", root)
 	if code != 1 {
 		t.Errorf("exit %d, want 1; stderr %q", code, errOut)
 	}
@@ -174,7 +174,7 @@ func TestQualifyRefusesNoDirectoryFsync(t *testing.T) {
 	}
 	// A root still to be made on such a filesystem: making it durably
 	// fails (its parent cannot be fsynced), and every check is still run.
-	out, _, code := mpiExec(t, procBin, "", "qualify", "--root", filepath.Join(m.Dir, "new"))
+	out, _, code := mpiExec(t, procBin, "", "qualify", "--json", "--root", filepath.Join(m.Dir, "new"))
 	p := qualDecode(t, out)
 	if code != 1 || p.Verified {
 		t.Errorf("new root: exit %d, verified %v; want 1, false", code, p.Verified)
@@ -200,7 +200,7 @@ func TestQualifyRefusesLocksThatDoNotExclude(t *testing.T) {
 	if err := m.SetLockMode(faultfs.LocksForward); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--root", m.Dir)
+	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--json", "--root", m.Dir)
 	if code != 0 {
 		t.Errorf("locks that exclude: exit %d, want 0; stderr %q", code, errOut)
 	}

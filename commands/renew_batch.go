@@ -23,7 +23,9 @@ var renewBatchCommand = &cli.Command{
 		"order by a pool of concurrent writers: each record is written to a temp file, fsynced and\n" +
 		"renamed over the old one, and each touched shard directory is fsynced once. stdout carries\n" +
 		"exactly the lines renewed, in input order, so `lease renew-batch < held > held.new` keeps the\n" +
-		"held set current; each other line goes to stderr as `REASON ID TOKEN detail`. While it runs,\n" +
+		"held set current (exit 1 when some lease was lost: its line is simply left out), and --in-place\n" +
+		"FILE does it in one step, replacing FILE durably unless nothing could be renewed (exit 2 or 4);\n" +
+		"each other line goes to stderr as `REASON ID TOKEN detail`. While it runs,\n" +
 		"a progress bar goes to stderr when stderr is a terminal, and is cleared at the end (--progress\n" +
 		"always|never overrides; no bar with --watch or under mpirun).\n" +
 		"\n" +
@@ -54,8 +56,9 @@ var renewBatchCommand = &cli.Command{
 		"the job and exit non-zero). The renewal interval must be less than mpi_timeout.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end"},
-		settingFlag("interval"),
+		settingFlag("renew-interval"),
 		&cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun"},
+		&cli.BoolFlag{Name: "in-place", Aliases: []string{"i"}, Usage: "renew the lines of the one FILE and replace it by the lines still held, as sed -i does (left as it was when nothing could be renewed: exit 2 or 4)"},
 	}),
 	Action: runRenewBatch,
 }
@@ -65,7 +68,8 @@ var renewBatchManual = Manual{
 	Exit: append(append([]Item(nil), commonExit...),
 		Item{"", "With --watch: 0 when stopped by SIGINT, SIGTERM, SIGHUP or SIGUSR1 after a round without failures, whatever was lost along the way (losses are reported on stderr and counted in the statistics); otherwise the most serious status of the last round's failures. With stdin as the only input, 1 when it stopped because every lease was lost."}),
 	Examples: []Example{
-		{"Keep the held set current (the lines renewed replace the file):", "lease renew-batch < held > held.new && mv held.new held"},
+		{"Keep the held set current: the lines still held replace the file, also when some lease was lost (exit 1); it stays as it was on exit 2 or 4:", "lease renew-batch --in-place held"},
+		{"The same in longhand (with && instead of ;, one lost lease would keep held from ever being pruned):", "lease renew-batch < held > held.new; [ $? -le 1 ] && mv held.new held"},
 		{"Keep every lease of a file alive until the job ends, picking up lines a wrapper appends; what is still held is printed at the end:",
 			"lease renew-batch --watch --interval 20 held > held.final &\nwatcher=$!\n# ... claim more: lease claim --first 1 - < todo >> held\nkill -TERM $watcher; wait $watcher"},
 		{"Renew from many nodes at once (built with MPI support; rank 0 reads the file; pass it as an argument with --stdin none, since Open MPI 4.x mpirun can crash forwarding stdin, open-mpi/ompi#7483):", "mpirun --stdin none -np 64 lease renew-batch held > held.new"},
@@ -81,17 +85,25 @@ func runRenewBatch(c *cli.Context) error {
 	if err := checkProgress(mode); err != nil {
 		return usageErr("%v", err)
 	}
+	if c.Bool("in-place") {
+		return renewInPlace(c, mode)
+	}
 	if c.Bool("watch") {
 		return runWatch(c)
 	}
-	if c.IsSet("interval") {
-		return usageErr("--interval applies only with --watch")
+	if c.IsSet("renew-interval") {
+		return usageErr("--renew-interval applies only with --watch")
 	}
-	return runBatch(c, batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: tokenLines,
+	return runBatch(c, renewSpec(c, mode))
+}
+
+// renewSpec is the batch of lease renew-batch.
+func renewSpec(c *cli.Context, mode string) batchSpec {
+	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
 			return st.Renew(items, e.renewTTL())
-		}})
+		}}
 }
 
 // renewProgress draws a progress bar of a renew batch on w, from the

@@ -27,6 +27,11 @@ type reportOpts struct {
 	// silent, when set, names results that are not failures and print
 	// nothing on stderr (claim --first's passed-over candidates).
 	silent func(r commit.Result) bool
+	// idOnly prints a success as `ID`, not `ID TOKEN` (lease add).
+	idOnly bool
+	// queue, when set, is what claim --next found in the queue: in --json
+	// as "queue", and with -v on stderr.
+	queue *queueJSON
 }
 
 // row is one line of a report: a work result, or a group result with the
@@ -119,7 +124,7 @@ func (e *env) reportWith(cmd string, res []commit.Result, snap commit.Snapshot, 
 	if o.code != nil {
 		code = o.code(res)
 	}
-	return e.write(cmd, workRows(res), snap, code, o.silent)
+	return e.write(cmd, workRows(res), snap, code, o)
 }
 
 // reportGroups prints group results: `GID TOKEN` for each group that
@@ -131,19 +136,30 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 	for _, r := range rows {
 		code = Worse(code, ExitStatus(r.Outcome))
 	}
-	return e.write(cmd, rows, snap, code, nil)
+	return e.write(cmd, rows, snap, code, reportOpts{})
 }
 
 // write is the one report writer.
-func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, silent func(commit.Result) bool) error {
+func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o reportOpts) error {
+	res := make([]commit.Result, len(rows))
+	for i, r := range rows {
+		res[i] = r.Result
+	}
+	if ae := accessFailure(res); ae != nil {
+		if !e.json {
+			return e.accessError(cmd, ae.Path, ae.Err, true)
+		}
+		code = 2 // nothing was written: a configuration error
+	}
 	if e.json {
 		doc := struct {
 			Command string          `json:"command"`
 			Results []resultJSON    `json:"results"`
 			Stats   commit.Snapshot `json:"stats"`
 			Counts  map[string]int  `json:"counts"`
+			Queue   *queueJSON      `json:"queue,omitempty"`
 			Exit    int             `json:"exit"`
-		}{Command: cmd, Results: make([]resultJSON, 0, len(rows)), Stats: snap, Counts: map[string]int{}, Exit: code}
+		}{Command: cmd, Results: make([]resultJSON, 0, len(rows)), Stats: snap, Counts: map[string]int{}, Queue: o.queue, Exit: code}
 		for _, r := range rows {
 			doc.Counts[r.Outcome.Reason()]++
 			doc.Results = append(doc.Results, r.json())
@@ -156,10 +172,14 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, sile
 		ew := bufio.NewWriter(e.errw)
 		for _, r := range rows {
 			if r.Outcome == commit.OK {
-				fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				if o.idOnly {
+					fmt.Fprintf(w, "%s\n", r.ID)
+				} else {
+					fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
+				}
 				continue
 			}
-			if silent != nil && silent(r.Result) {
+			if o.silent != nil && o.silent(r.Result) {
 				continue
 			}
 			if len(r.issues) == 0 {
@@ -177,6 +197,11 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, sile
 		ew.Flush()
 		if e.verbose {
 			e.printStats(cmd, snap)
+			e.printCounts(cmd, rows)
+			if q := o.queue; q != nil {
+				fmt.Fprintf(e.errw, "lease %s: queue answer=%s held=%d cleaned=%d foreign=%d entries_read=%d shards_read=%d tries=%d waited=%.3fs\n",
+					cmd, q.Answer, q.Held, q.Cleaned, q.Foreign, q.Read, q.Shards, q.Tries, q.WaitedS)
+			}
 		}
 	}
 	if code != 0 {
@@ -204,9 +229,40 @@ func shownToken(input, found int64) string {
 	return "0"
 }
 
+// recordWord names what a command's statistics count as records: the
+// JSON's "renewals" (SPEC §9) is the count of records each command wrote
+// or checked, which -v calls by the command's own word.
+var recordWord = map[string]string{
+	"claim": "claims", "release": "releases", "complete": "completions", "verify": "verified",
+	"revoke": "revocations", "group-claim": "groups", "group-release": "releases", "add": "added",
+}
+
+// printCounts prints, with -v, how many results had each reason, in the
+// order of the reasons (`ok` first): what a filter passed over silently is
+// counted here.
+func (e *env) printCounts(cmd string, rows []row) {
+	counts := map[commit.Outcome]int{}
+	for _, r := range rows {
+		counts[r.Outcome]++
+	}
+	var b strings.Builder
+	for o := commit.OK; o <= commit.Queued; o++ {
+		if counts[o] > 0 {
+			fmt.Fprintf(&b, " %s=%d", o.Reason(), counts[o])
+		}
+	}
+	if b.Len() > 0 {
+		fmt.Fprintf(e.errw, "lease %s: results%s\n", cmd, b.String())
+	}
+}
+
 func (e *env) printStats(cmd string, s commit.Snapshot) {
-	fmt.Fprintf(e.errw, "lease %s: batches=%d renewals=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
-		cmd, s.Batches, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
+	word := recordWord[cmd]
+	if word == "" {
+		word = "renewals"
+	}
+	fmt.Fprintf(e.errw, "lease %s: batches=%d %s=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
+		cmd, s.Batches, word, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
 		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
 	if s.Retries > 0 {
 		fmt.Fprintf(e.errw, "lease %s: retries=%d (transient errors of a network filesystem, each record retried on its own)\n", cmd, s.Retries)

@@ -23,8 +23,9 @@ import (
 var runCommand = &cli.Command{
 	Name:      "run",
 	Usage:     "hold a work lease exactly as long as a command runs",
-	ArgsUsage: "ID -- CMD [ARG...]",
-	Description: "Claims ID (or, with --token, adopts the lease ID already held with that token), then runs\n" +
+	ArgsUsage: "ID|--next [--wait [SECONDS]] -- CMD [ARG...]",
+	Description: "Claims ID (with --next: the next free item of the table's queue, see lease-claim(1) --next;\n" +
+		"or, with --token, adopts the lease ID already held with that token), then runs\n" +
 		"CMD with LEASE_ID, LEASE_TOKEN, LEASE_ROOT and LEASE_STAGE in its environment and renews the lease every\n" +
 		"renewal interval while CMD runs. CMD runs in its own process group; SIGINT, SIGTERM, SIGHUP,\n" +
 		"SIGQUIT, SIGUSR1 and SIGUSR2 sent to lease run are forwarded to that group. When the lease\n" +
@@ -35,20 +36,33 @@ var runCommand = &cli.Command{
 		"counts as finished. Renewals take at most ttl - interval - clock_skew for a record lock, so a\n" +
 		"renewal that waits cannot arrive after the lease counts as lost. CMD's standard streams are\n" +
 		"lease run's own; lease run writes only to stderr.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Flags: flags(withJSON(commonFlags(), "print a JSON summary on stderr when lease run ends (stdout is CMD's)"), []cli.Flag{
 		&cli.BoolFlag{Name: "complete", Usage: "when CMD exits 0, complete the lease (done) instead of releasing it"},
 		settingFlag("grace"),
-		settingFlag("interval"),
+		settingFlag("renew-interval"),
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
+		&cli.BoolFlag{Name: "next", Usage: "claim the next free item of the table's queue (lease add) instead of a named ID; exit 123 when the queue is empty"},
+		waitFlag("ID is held by another lease, or the queue is busy (--next)"),
 	}),
 	Action: runRun,
 }
 
 // runManual is the hand-written part of lease-run(1).
 var runManual = Manual{
-	More: "Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
+	More: "With --next, lease run takes its item from the queue (lease add) as lease claim --next 1 does, without " +
+		"a candidate list, and CMD finds it in LEASE_ID. When the queue is empty (every queued item is done) it exits " +
+		"123 without running CMD; when every remaining item is held it exits 125, or with --wait waits for one (with " +
+		"backoff; --wait=SECONDS at most that long). With --complete, CMD's status 0 marks the item done and removes " +
+		"its queue entry; any other status releases it, so that another worker takes it again.\n\n" +
+		"Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
 		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
 		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
+		"With --wait [SECONDS], an ID held by another lease is waited for, as flock -w and consul lock wait: the " +
+		"claim is tried again with exponential backoff (50 ms doubling to at most 2 s, with jitter, and woken when " +
+		"the lease can be taken over) until it is granted, or until SECONDS have passed (--wait=SECONDS or --wait " +
+		"SECONDS ID; tried once more then), which is exit 125 with CMD not run. Without SECONDS it waits for as long " +
+		"as it takes; SIGINT or SIGTERM end the wait (exit 125, nothing claimed). What waiting cannot change (done, " +
+		"a corrupt record, an I/O error) ends it at once. --wait is refused with --token.\n\n" +
 		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
 		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
 		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
@@ -77,7 +91,11 @@ var runManual = Manual{
 	Examples: []Example{
 		{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
 			"lease run --complete --ttl 30 --interval 10 $ID -- ./fuzz.sh"},
-		{"Take the first free item of a queue and run under that lease:",
+		{"The one-line worker: take the next free item of the queue, fuzz it, mark it done; wait while every item is held, stop when all are done (exit 123):",
+			"while lease run --next --wait --complete -- ./fuzz-one.sh; do :; done"},
+		{"Wait up to 10 minutes for an item another worker holds, then fuzz it:",
+			"lease run --wait=600 --complete $ID -- ./fuzz.sh"},
+		{"Adopt a lease claimed earlier from a candidate list:",
 			"held=$(lease claim --first 1 - < todo) || exit 1   # \"ID TOKEN\"\nset -- $held\nlease run --token \"$2\" \"$1\" -- ./fuzz.sh"},
 		{"Publish from inside the command, fenced by its token, exactly once:",
 			"lease run $ID -- sh -c 'make-result > \"$LEASE_STAGE/$LEASE_ID.out\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.out\"'"},
@@ -88,6 +106,11 @@ var runManual = Manual{
 
 // Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
 const (
+	// exitEmpty: --next found nothing left to do (every queued item is
+	// done), so that `while lease run --next ...; do :; done` ends and the
+	// script can tell "finished" (123) from a busy queue or a tool failure
+	// (125) and from CMD's own statuses.
+	exitEmpty      = 123
 	exitLost       = 124
 	exitToolFailed = 125
 	exitCannotRun  = 126
@@ -127,6 +150,28 @@ func splitRunArgs(args []string) (leasefmt.ID, []string, error) {
 		return "", nil, fmt.Errorf("no command to run after %s (want ID -- CMD [ARG...])", id)
 	}
 	return id, cmd, nil
+}
+
+// args0 is the first of args, "" when there is none.
+func args0(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+// splitNextArgs takes `-- CMD ARG...` (the "--" optional) of run --next.
+func splitNextArgs(args []string) ([]string, error) {
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("no command to run (want --next -- CMD [ARG...])")
+	}
+	if _, err := leasefmt.ParseID(args[0]); err == nil && len(args) > 1 && args[1] == "--" {
+		return nil, fmt.Errorf("--next claims from the queue: give no ID (got %s)", args[0])
+	}
+	return args, nil
 }
 
 // lookCommand resolves CMD before anything is claimed, so that a typo
@@ -193,7 +238,31 @@ func runRun(c *cli.Context) error {
 	if err := e.set.CheckRenewInterval(); err != nil {
 		return toolFailed(err)
 	}
-	id, argv, err := splitRunArgs(c.Args().Slice())
+	args := c.Args().Slice()
+	next := c.Bool("next")
+	// A number right after a bare --wait is its value: before the "--" of
+	// --next, or before the ID (which is never a number: IDs are 64 hex
+	// digits, and may all be digits).
+	takeNumber := len(args) > 1 && args[1] == "--"
+	if !next {
+		_, first := leasefmt.ParseID(args0(args))
+		takeNumber = len(args) > 2 && first != nil && args[2] == "--"
+	}
+	wait, deadline, args, err := waiting(c, args, takeNumber)
+	if err != nil {
+		return toolFailed(err)
+	}
+	waitSpan := time.Until(deadline) // for the message of a wait that ran out
+	var id leasefmt.ID
+	var argv []string
+	if next {
+		if c.IsSet("token") {
+			return cli.Exit("usage: --next claims a new lease; --token adopts a held one: give one of them (see lease run --help)", exitToolFailed)
+		}
+		argv, err = splitNextArgs(args)
+	} else {
+		id, argv, err = splitRunArgs(args)
+	}
 	if err != nil {
 		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitToolFailed)
 	}
@@ -202,6 +271,9 @@ func runRun(c *cli.Context) error {
 		if adopt, err = leasefmt.ParseToken(c.String("token")); err != nil {
 			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitToolFailed)
 		}
+	}
+	if wait && adopt != 0 {
+		return cli.Exit("usage: --wait and --token exclude each other: a lease adopted is held already (see lease run --help)", exitToolFailed)
 	}
 	path, err := lookCommand(argv[0])
 	if err != nil {
@@ -216,9 +288,39 @@ func runRun(c *cli.Context) error {
 	item := commit.Item{ID: id, Token: adopt}
 	start := time.Now()
 	var res []commit.Result
-	if adopt != 0 {
+	switch {
+	case next:
+		nx := claimNext(e, st, 1, wait, deadline)
+		switch {
+		case nx.Answer == commit.Empty:
+			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitEmpty)
+		case nx.Answer != commit.Granted:
+			for _, r := range nx.Results {
+				fmt.Fprintln(e.errw, failLine(r))
+			}
+			msg := answerLine(st, nx)
+			if msg == "" {
+				msg = "blocked: no queued item could be claimed"
+			}
+			return cli.Exit(leasefmt.Bound(msg+"; "+leasefmt.Quote(argv[0])+" not run"), exitToolFailed)
+		}
+		for _, r := range nx.Results {
+			if r.Outcome == commit.OK {
+				res = []commit.Result{r}
+			} else { // errors met on the way (a corrupt record)
+				fmt.Fprintln(e.errw, failLine(r))
+			}
+		}
+		id, item.ID = res[0].ID, res[0].ID
+	case adopt != 0:
 		res = st.Renew([]commit.Item{item}, e.renewTTL())
-	} else {
+	case wait:
+		// start is that of the last try: the local deadline counts from
+		// before the write that granted the lease.
+		if res, start, err = claimWaiting(e, st, item, deadline); err != nil {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+		}
+	default:
 		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
 	}
 	if r := res[0]; r.Outcome != commit.OK {
@@ -227,7 +329,11 @@ func runRun(c *cli.Context) error {
 		if adopt != 0 {
 			verb = "adopted"
 		}
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s: %s; %s not run", id, verb, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
+		how := ""
+		if wait && !deadline.IsZero() && r.Outcome == commit.Held {
+			how = fmt.Sprintf(" within --wait %s", formatSeconds(max(0, waitSpan.Seconds())))
+		}
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
 	}
 	item.Token = res[0].Token
 	st.LockTimeout = renewLockTimeout(e.set)

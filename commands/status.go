@@ -1,13 +1,12 @@
 package commands
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -18,122 +17,219 @@ import (
 
 var statusCommand = &cli.Command{
 	Name:      "status",
-	Usage:     "list lease records: holder, token, remaining time",
-	ArgsUsage: " ",
-	Description: "Lists the work records of the table (with --groups also group manifests and targets):\n" +
-		"ID, status, token, owner and remaining time. --live and --expired select leases that are\n" +
-		"or are no longer held; --owner selects one holder. --json streams one JSON object per\n" +
-		"record per line. A record that does not validate is reported on stderr (exit 3) and left\n" +
-		"for lease fsck.",
-	Flags: flags(commonFlags(), []cli.Flag{
+	Usage:     "show lease records: holder, token, remaining time",
+	ArgsUsage: "[ID...|-]",
+	Description: "Shows the work records of the table (with --groups also group manifests and targets), or\n" +
+		"only those of the IDs given (as arguments, or `ID` or `ID TOKEN` lines on stdin with -), as a\n" +
+		"table for people: a header, then one row per record sorted by ID (--sort expires, owner or\n" +
+		"status), with the remaining time (2m3s, expired 41s ago) and the age since the claim.\n" +
+		"--live and --expired select leases that are or are no longer held; --owner selects one\n" +
+		"holder. A record that does not validate is reported on stderr (exit 3) and left for lease\n" +
+		"fsck; an ID given that has no record is reported as `missing ID 0 no record (PATH)` (exit 1).",
+	Flags: flags(withJSON(commonFlags(), "print one JSON object per record per line instead of the table (the stable fields are listed below)"), []cli.Flag{
 		&cli.BoolFlag{Name: "live", Usage: "only leases held now"},
 		&cli.BoolFlag{Name: "expired", Usage: "only leased or committing records whose time ran out"},
-		&cli.BoolFlag{Name: "groups", Usage: "also list group manifests and target records"},
+		&cli.BoolFlag{Name: "groups", Usage: "also show group manifests and target records"},
+		&cli.StringFlag{Name: "sort", Value: "id", Usage: "order of the rows by `KEY`: id, expires (soonest first; released and done last), owner or status"},
+		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json)"},
+		&cli.BoolFlag{Name: "no-headers", Usage: "leave out the header line of table and wide"},
+		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner"},
 	}),
 	Action: runStatus,
 }
 
 // statusManual is the hand-written part of lease-status(1).
 var statusManual = Manual{
-	Examples: []Example{
-		{"Show what is held now:", "lease status --live"},
-		{"Count done items with jq:", "lease status --json | jq -s 'map(select(.status == \"done\")) | length'"},
-		{"List the leases that ran out (their holders are gone):", "lease status --expired"},
+	More: "OUTPUT: the table's columns are ID, STATUS (the record's), TOKEN, AGE (since the lease was " +
+		"claimed), REMAINING (until expires_at; `expired 41s ago` once it ran out; - for released and done) " +
+		"and OWNER, last, since an owner may contain spaces. -o wide adds CLAIMED, RENEWED and EXPIRES (UTC, " +
+		"RFC 3339) and PATH. The table is for people and may gain columns; scripts read -o id, -o id-token or " +
+		"--json.\n\n" +
+		"--json streams one JSON object per record per line, in the order of --sort when it is given and " +
+		"else in shard order (without holding the table in memory), with the fields kind (work, targets, " +
+		"groups), id, status, owner, token, claimed_at, renewed_at, expires_at (seconds since the epoch), " +
+		"remaining_s (never negative), live, group and targets (targets and groups), publish (when set) and " +
+		"path. These fields are stable: new ones may be added, none is renamed or removed. With -v a line of " +
+		"counts goes to stderr: records read, shown, live, expired, corrupt, and the duration.",
+	Exit: []Item{
+		{"0", "Every record read was shown or filtered out, and every ID given has a record."},
+		{"1", "An ID given has no record (reported on stderr as `missing ID 0 no record (PATH)`)."},
+		{"2", "Usage, configuration or input error (a bad ID, no table at ROOT)."},
+		{"3", "A record that does not validate was met; it is reported on stderr and left for lease fsck."},
+		{"4", "The table could not be read."},
 	},
-	SeeAlso: []string{"lease-fsck(1)"},
+	Examples: []Example{
+		{"Show what is held now, soonest expiry first:", "lease status --live --sort expires"},
+		{"Ask about one item, as etcdctl lease timetolive does:", "lease status \"$ID\""},
+		{"The leases that ran out (their holders are gone), as IDs for lease revoke or a new claim:", "lease status --expired -o id"},
+		{"Recover the held set of one worker as `ID TOKEN` lines:", "lease status --live --owner \"$LEASE_OWNER\" -o id-token > held"},
+		{"Count done items with jq:", "lease status --json | jq -s 'map(select(.status == \"done\")) | length'"},
+	},
+	SeeAlso: []string{"lease-fsck(1)", "lease-revoke(1)"},
 }
 
-// statusJSON is one line of status --json.
-type statusJSON struct {
-	Kind       string   `json:"kind"`
-	ID         string   `json:"id"`
-	Status     string   `json:"status"`
-	Owner      string   `json:"owner"`
-	Token      int64    `json:"token"`
-	ClaimedAt  float64  `json:"claimed_at"`
-	RenewedAt  float64  `json:"renewed_at"`
-	ExpiresAt  float64  `json:"expires_at"`
-	RemainingS float64  `json:"remaining_s"`
-	Live       bool     `json:"live"`
-	Group      string   `json:"group,omitempty"`
-	Targets    []string `json:"targets,omitempty"`
-	Publish    string   `json:"publish,omitempty"`
-	Path       string   `json:"path"`
+// statusOptions are the parsed flags and arguments of lease status.
+type statusOptions struct {
+	ids      []leasefmt.ID // only these, when given
+	kinds    []leasefmt.Kind
+	live     bool
+	expired  bool
+	owner    string // "" for every holder
+	sortKey  string
+	output   string
+	sorted   bool // --sort given: --json follows it too
+	noHeader bool
+}
+
+// statusRow is one record selected for the view.
+type statusRow struct {
+	kind leasefmt.Kind
+	rec  *leasefmt.Record
+	path string // absolute
 }
 
 func runStatus(c *cli.Context) error {
-	if c.NArg() > 0 {
-		return usageErr("status takes no arguments")
+	if c.Bool("summary") {
+		return runStatusSummary(c)
 	}
-	if c.Bool("live") && c.Bool("expired") {
-		return usageErr("--live and --expired exclude each other")
+	opts, err := parseStatus(c)
+	if err != nil {
+		return err
 	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err
 	}
+	if c.IsSet("owner") { // LEASE_OWNER or a file's owner names this worker, not a filter
+		opts.owner = e.set.Owner
+	}
 	st, err := e.open(false)
 	if err != nil {
 		return err
 	}
-	owner := ""
-	if c.IsSet("owner") { // LEASE_OWNER or a file's owner names this worker, not a filter
-		owner = e.set.Owner
+	v := newStatusView(e, opts)
+	var counts statusCounts
+	code, err := selectStatus(e, st, opts, &counts, func(r statusRow) error { return v.add(r) })
+	if err == nil {
+		err = v.flush()
 	}
-	kinds := []leasefmt.Kind{leasefmt.Work}
-	if c.Bool("groups") {
-		kinds = append(kinds, leasefmt.Group, leasefmt.Target)
+	if err != nil {
+		return cli.Exit(leasefmt.Bound(err.Error()), 4)
 	}
-	w := bufio.NewWriter(e.out)
-	defer w.Flush()
-	enc := json.NewEncoder(w)
-	code := 0
-	for _, k := range kinds {
-		err := scanRecords(st, k, func(rel string, rec *leasefmt.Record, rerr error) {
-			if rerr != nil {
-				code = Worse(code, 3)
-				w.Flush()
-				fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("corrupt %s (lease fsck checks it)", rerr)))
-				return
-			}
-			live := rec.Live(e.now)
-			expired := (rec.Status == leasefmt.Leased || rec.Status == leasefmt.Committing) && !live
-			if c.Bool("live") && !live || c.Bool("expired") && !expired || owner != "" && rec.Owner != owner {
-				return
-			}
-			if e.json {
-				j := statusJSON{Kind: k.Dir(), ID: string(rec.ID), Status: string(rec.Status), Owner: rec.Owner, Token: rec.Token,
-					ClaimedAt: rec.ClaimedAt, RenewedAt: rec.RenewedAt, ExpiresAt: rec.ExpiresAt, RemainingS: remainingS(rec, e.now),
-					Live: live, Group: string(rec.Group), Publish: rec.Publish, Path: st.Abs(rel)}
-				for _, t := range rec.Targets {
-					j.Targets = append(j.Targets, string(t))
-				}
-				enc.Encode(j)
-				return
-			}
-			left := "-"
-			switch {
-			case live:
-				left = fmt.Sprintf("%.1fs", rec.ExpiresAt-e.now)
-			case expired:
-				left = fmt.Sprintf("expired %.1fs ago", e.now-rec.ExpiresAt)
-			}
-			kind := ""
-			if len(kinds) > 1 {
-				kind = strings.TrimSuffix(k.Dir(), "s") + " "
-			}
-			fmt.Fprintf(w, "%s%s %-10s %6d %-24s %s\n", kind, rec.ID, rec.Status, rec.Token, rec.Owner, left)
-		})
-		if err != nil {
-			w.Flush()
-			return cli.Exit(leasefmt.Bound(err.Error()), 4)
-		}
+	if e.verbose {
+		fmt.Fprintf(e.errw, "lease status: records=%d shown=%d live=%d expired=%d corrupt=%d missing=%d duration=%.3fs\n",
+			counts.read, counts.shown, counts.live, counts.expired, counts.corrupt, counts.missing, time.Since(e.started).Seconds())
 	}
 	if code != 0 {
-		w.Flush()
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// parseStatus reads the flags and arguments of lease status.
+func parseStatus(c *cli.Context) (*statusOptions, error) {
+	o := &statusOptions{kinds: []leasefmt.Kind{leasefmt.Work}, live: c.Bool("live"), expired: c.Bool("expired"),
+		sortKey: c.String("sort"), output: c.String("output"), sorted: c.IsSet("sort"), noHeader: c.Bool("no-headers")}
+	if o.live && o.expired {
+		return nil, usageErr("--live and --expired exclude each other")
+	}
+	switch o.sortKey {
+	case "id", "expires", "owner", "status":
+	default:
+		return nil, usageErr("--sort %s: want id, expires, owner or status", leasefmt.Quote(o.sortKey))
+	}
+	switch o.output {
+	case "table", "wide", "id", "id-token", "json":
+	default:
+		return nil, usageErr("--output %s: want table, wide, id, id-token or json", leasefmt.Quote(o.output))
+	}
+	if c.Bool("json") {
+		if c.IsSet("output") && o.output != "json" {
+			return nil, usageErr("--json and --output %s exclude each other", o.output)
+		}
+		o.output = "json"
+	}
+	if c.Bool("groups") {
+		o.kinds = append(o.kinds, leasefmt.Group, leasefmt.Target)
+	}
+	if c.NArg() > 0 {
+		items, err := idOrTokenArgs(c)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			o.ids = append(o.ids, it.ID)
+		}
+	}
+	return o, nil
+}
+
+// statusCounts are what -v reports.
+type statusCounts struct{ read, shown, live, expired, corrupt, missing int }
+
+// selectStatus calls fn with every record the options select, and returns
+// the exit status of what it met (1 missing, 3 corrupt); an error is a
+// table that could not be read, or fn's.
+func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, fn func(statusRow) error) (int, error) {
+	code := 0
+	var fnErr error
+	visit := func(k leasefmt.Kind, rel string, rec *leasefmt.Record, rerr error) {
+		if fnErr != nil {
+			return
+		}
+		if rerr != nil {
+			n.corrupt++
+			code = Worse(code, 3)
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("corrupt %s (lease fsck checks it)", rerr)))
+			return
+		}
+		n.read++
+		live := rec.Live(e.now)
+		expired := (rec.Status == leasefmt.Leased || rec.Status == leasefmt.Committing) && !live
+		if live {
+			n.live++
+		}
+		if expired {
+			n.expired++
+		}
+		if o.live && !live || o.expired && !expired || o.owner != "" && rec.Owner != o.owner {
+			return
+		}
+		n.shown++
+		fnErr = fn(statusRow{kind: k, rec: rec, path: st.Abs(rel)})
+	}
+	if len(o.ids) > 0 {
+		for _, id := range o.ids {
+			found := false
+			for _, k := range o.kinds {
+				rec, err := st.Read(k, id)
+				if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
+					return code, err
+				}
+				if rec == nil && err == nil {
+					continue
+				}
+				found = true
+				visit(k, st.RecordPath(k, id), rec, err)
+			}
+			if !found {
+				n.missing++
+				code = Worse(code, 1)
+				fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("missing %s 0 no record (%s)", id, st.Abs(st.RecordPath(leasefmt.Work, id)))))
+			}
+		}
+		return code, fnErr
+	}
+	for _, k := range o.kinds {
+		err := scanRecords(st, k, func(rel string, rec *leasefmt.Record, rerr error) { visit(k, rel, rec, rerr) })
+		if err != nil {
+			return code, err
+		}
+		if fnErr != nil {
+			return code, fnErr
+		}
+	}
+	return code, nil
 }
 
 // scanRecords calls fn for every record file of kind k, in shard and ID

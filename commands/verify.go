@@ -12,8 +12,10 @@ var verifyCommand = &cli.Command{
 	Usage:     "fencing check, read-only: pass through ID TOKEN lines whose token is current and live",
 	ArgsUsage: "[FILE...]",
 	Description: "Reads `ID TOKEN` lines and prints those whose token is the record's current token of a\n" +
-		"live lease (leased or committing, not expired). It takes no lock and writes nothing; use\n" +
-		"it right before publishing: `lease verify < held | lease complete`. With --groups it reads\n" +
+		"live lease (leased or committing, not expired). It takes no lock and writes nothing: a fence\n" +
+		"for a side effect outside the table (an upload). lease complete and lease release check the\n" +
+		"token themselves; piping all of held through verify into complete would complete items still\n" +
+		"being worked on. With --groups it reads\n" +
 		"`GID TOKEN` lines and checks the group manifest and every target of the group.",
 	Flags: flags(commonFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "groups", Usage: "check GID TOKEN lines against group manifests and all their targets"},

@@ -22,6 +22,7 @@ var versionCommand = &cli.Command{
 
 // versionManual is the hand-written part of lease-version(1).
 var versionManual = Manual{
+	Exit:     simpleExit,
 	Examples: []Example{{"Print the version:", "lease version"}},
 }
 

@@ -38,9 +38,11 @@ const (
 	Corrupt
 	LockTimeout
 	IOError
+	// Queued: lease add of an ID that is already queued (not added again).
+	Queued
 )
 
-var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error"}
+var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error", "queued"}
 
 // Reason is the stable reason word printed on stderr.
 func (o Outcome) Reason() string { return reasons[o] }
@@ -58,6 +60,7 @@ var (
 	ErrExists   = errors.New("already published")
 	ErrCorrupt  = leasefmt.ErrCorrupt
 	ErrIO       = errors.New("I/O error")
+	ErrQueued   = errors.New("already queued")
 )
 
 // The causes of items that a failed batch did not finish (G5, G6): they
@@ -72,7 +75,7 @@ var (
 	ErrBatchFailed = errors.New("batch failed")
 )
 
-var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO}
+var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO, ErrQueued}
 
 // Graver reports whether o is a more serious outcome than p (SPEC §7): an
 // I/O error over a corrupt record over a lock timeout over a negative
@@ -232,6 +235,14 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 			seen[sh]++
 		}
 		sort.SliceStable(order, func(a, b int) bool { return turn[order[a]] < turn[order[b]] })
+	}
+	if err := s.prepare(k, items); err != nil {
+		for i, it := range items {
+			res[i] = Result{Item: it, Path: s.Abs(s.RecordPath(k, it.ID)), Outcome: IOError,
+				Detail: "not attempted: " + describe(err), Cause: fmt.Errorf("%w: %w", ErrNotAttempted, err)}
+			s.count(IOError)
+		}
+		return res
 	}
 	remaining := map[int]*atomic.Int32{}
 	for _, it := range items {
@@ -454,4 +465,81 @@ func (s *Store) readFailed(err error, r *Result) error {
 	oe := &OpError{Op: "cannot read the record", Err: err}
 	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
+}
+
+// lockPreparer is the optional FS extension that opens a lock file ahead
+// of the batch (OSFS.PrepareLock).
+type lockPreparer interface{ PrepareLock(name string) error }
+
+// prepare makes sure, before anything of a batch is written, that this
+// process may use every shard the batch touches: the shard directory
+// exists (made if missing) and its lock file opens for writing. The lock
+// files are opened once per batch anyway; opening them first costs
+// nothing more, and a table this process may not write (another
+// account's, or on a read-only filesystem) fails the whole batch with an
+// *AccessError before the first write, not halfway through it.
+func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
+	p, ok := s.FS.(lockPreparer)
+	if !ok {
+		return nil
+	}
+	n := s.Table.Shards(k)
+	seen := map[int]bool{}
+	var shards []int
+	for _, it := range items {
+		if sh := it.ID.Shard(n); !seen[sh] {
+			seen[sh] = true
+			shards = append(shards, sh)
+		}
+	}
+	// The shards at once, as the writers would open them: on NFS and FUSE
+	// each open is a round trip.
+	errs := make([]error, len(shards))
+	idx := make([]int, len(shards))
+	for i := range idx {
+		idx[i] = i
+	}
+	s.parallel(idx, func(i int) {
+		dir := s.ShardDir(k, shards[i])
+		// Something planted where the directory or its lock file must be
+		// (a link, a file) is left for the records of the shard to report
+		// as corrupt.
+		planted := func(err error) bool {
+			return errors.Is(err, ErrNotRegular) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+		}
+		if err := s.ensureShard(dir); err != nil {
+			if !planted(err) {
+				errs[i] = prepareError(s.Abs(dir), "cannot make the shard directory", err)
+			}
+			return
+		}
+		lock := path.Join(dir, LockFile)
+		if err := p.PrepareLock(lock); err != nil && !planted(err) {
+			errs[i] = prepareError(s.Abs(lock), "cannot open the shard's lock file", err)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepareError is the error of a batch that could not start at path: an
+// *AccessError when this process may not use it, else an *OpError.
+func prepareError(path, op string, err error) error {
+	if accessDenied(err) {
+		return &AccessError{Path: path, Err: bareErrno(err)}
+	}
+	return &OpError{Op: op, Path: path, Err: bare(err)}
+}
+
+// bareErrno is the errno under err, or err.
+func bareErrno(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
 }

@@ -2,6 +2,8 @@ package commit
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"time"
 )
@@ -49,6 +51,55 @@ type FS interface {
 	// function that releases it; ErrLockTimeout when the wait ran out.
 	Lock(name string, off int64, timeout time.Duration) (unlock func(), err error)
 }
+
+// DirOpener is the optional FS extension that reads a directory a bounded
+// number of names at a time, so that a claim of the queue's next item
+// reads a few directory blocks of a shard of a million entries, not all of
+// it (SPEC §7, claim --next). An FS without it is read whole by ReadDir.
+type DirOpener interface {
+	OpenDir(name string) (DirReader, error)
+}
+
+// DirReader reads the names of an open directory.
+type DirReader interface {
+	// ReadNames returns at most n more names, without "." and "..";
+	// io.EOF once there are no more.
+	ReadNames(n int) ([]string, error)
+	Close() error
+}
+
+// OpenDir opens directory name of f for reading in bounded parts: through
+// f's DirOpener when it has one, else over one ReadDir of the whole
+// directory.
+func OpenDir(f FS, name string) (DirReader, error) {
+	if o, ok := f.(DirOpener); ok {
+		return o.OpenDir(name)
+	}
+	ents, err := f.ReadDir(name)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return &listedDir{names: names}, nil
+}
+
+// listedDir is a DirReader over names read at once.
+type listedDir struct{ names []string }
+
+func (d *listedDir) ReadNames(n int) ([]string, error) {
+	if len(d.names) == 0 {
+		return nil, io.EOF
+	}
+	n = min(max(n, 1), len(d.names))
+	out := d.names[:n:n]
+	d.names = d.names[n:]
+	return out, nil
+}
+
+func (d *listedDir) Close() error { return nil }
 
 // File is a file being written by CreateExcl.
 type File interface {
@@ -121,6 +172,25 @@ func (h *hooked) Refresh(dir string) {
 	}
 }
 
+// SetSharing and PrepareLock pass the table's sharing and the batch's
+// lock preparation through to the wrapped FS; they are not calls a hook
+// sees (the hook sees the Lock that follows).
+func (h *hooked) SetSharing(s Sharing) { applySharing(h.fs, s) }
+
+func (h *hooked) PrepareLock(name string) error {
+	if p, ok := h.fs.(lockPreparer); ok {
+		return p.PrepareLock(name)
+	}
+	return nil
+}
+
+func (h *hooked) FixPerm(name string, mode uint32, gid int) error {
+	if p, ok := h.fs.(PermFixer); ok {
+		return p.FixPerm(name, mode, gid)
+	}
+	return fmt.Errorf("fix the mode of %s: %w", name, errors.ErrUnsupported)
+}
+
 func (h *hooked) Syncfs() error {
 	if f, ok := h.fs.(interface{ Syncfs() error }); ok {
 		return f.Syncfs()
@@ -186,6 +256,15 @@ func (h *hooked) SyncFile(name string) error {
 		return err
 	}
 	return h.fs.SyncFile(name)
+}
+
+// OpenDir passes the bounded directory reader through, the hook seeing
+// the open as a readdir.
+func (h *hooked) OpenDir(name string) (DirReader, error) {
+	if err := h.hook(OpReadDir, name); err != nil {
+		return nil, err
+	}
+	return OpenDir(h.fs, name)
 }
 
 func (h *hooked) ReadDir(name string) ([]fs.DirEntry, error) {

@@ -36,6 +36,62 @@ type OSFS struct {
 	locks map[string]*lockFile // open shard lock files by table-relative name
 	quiet bool                 // the root is on FUSE: lock calls block signals (setlk)
 	stale []int                // directory handles dropped by Refresh, closed by Close
+	share *Sharing             // the table's sharing (SetSharing), nil when not shared
+	umask uint32               // the process's umask, read by SetSharing
+}
+
+// SetSharing makes every directory and file created from now on get the
+// modes of sharing s (see Sharing), whatever the process's umask.
+func (o *OSFS) SetSharing(s Sharing) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.share, o.umask = &s, processUmask()
+}
+
+// FixPerm implements PermFixer: it sets the mode and then the group (gid
+// -1 leaves it) of name, never following a link.
+func (o *OSFS) FixPerm(name string, mode uint32, gid int) error {
+	if strings.Trim(name, "/") == "" {
+		if gid >= 0 {
+			if err := unix.Lchown(o.root, -1, gid); err != nil {
+				return &fs.PathError{Op: "chgrp", Path: o.root, Err: err}
+			}
+		}
+		if err := unix.Chmod(o.root, mode); err != nil {
+			return &fs.PathError{Op: "chmod", Path: o.root, Err: err}
+		}
+		return nil
+	}
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return err
+	}
+	// The group first: chown(2) clears the setgid bit that chmod sets.
+	if gid >= 0 {
+		if err := unix.Fchownat(dfd, base, -1, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return o.perr("chgrp", name, err)
+		}
+	}
+	if err := unix.Fchmodat(dfd, base, mode, 0); err != nil {
+		return o.perr("chmod", name, err)
+	}
+	return nil
+}
+
+// sharedFile gives the new file fd the mode the table's sharing calls for,
+// when the umask left it another one: one fchmod, for the files lease
+// creates (0666 less the umask), only when they need it.
+func (o *OSFS) sharedFile(fd int, name string, writable bool) error {
+	if o.share == nil {
+		return nil
+	}
+	actual := 0o666 &^ o.umask
+	if want := o.share.fileMode(actual, writable); want != actual {
+		if err := unix.Fchmod(fd, want); err != nil {
+			return o.perr("chmod", name, err)
+		}
+	}
+	return nil
 }
 
 // regular returns ErrNotRegular unless fd is a regular file, and the size
@@ -223,6 +279,11 @@ func (o *OSFS) CreateExcl(name string) (File, error) {
 	if err != nil {
 		return nil, o.perr("create", name, err)
 	}
+	if err := o.sharedFile(fd, name, false); err != nil {
+		unix.Close(fd)
+		unix.Unlinkat(dfd, base, 0)
+		return nil, err
+	}
 	return &osFile{fd: fd, name: path.Join(o.root, name)}, nil
 }
 
@@ -358,6 +419,12 @@ func (o *OSFS) Mkdir(name string) error {
 	if err := unix.Mkdirat(dfd, base, 0o777); err != nil {
 		return o.perr("mkdir", name, err)
 	}
+	if o.share != nil {
+		// Always: mkdir(2) ignores the setgid bit of its mode.
+		if err := unix.Fchmodat(dfd, base, o.share.dirMode(0o777&^o.umask), 0); err != nil {
+			return o.perr("chmod", name, err)
+		}
+	}
 	return nil
 }
 
@@ -381,6 +448,18 @@ func (o *OSFS) SyncDir(name string) error {
 
 // ReadDir implements FS.
 func (o *OSFS) ReadDir(name string) ([]fs.DirEntry, error) {
+	f, err := o.openDir(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// openDir opens directory name for reading its entries: a descriptor of
+// its own, so that reading does not move the offset of the cached one the
+// *at calls use.
+func (o *OSFS) openDir(name string) (*os.File, error) {
 	fd, err := o.dir(name)
 	if err != nil {
 		return nil, err
@@ -389,9 +468,7 @@ func (o *OSFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if err != nil {
 		return nil, o.perr("open", name, err)
 	}
-	f := os.NewFile(uintptr(nfd), path.Join(o.root, name))
-	defer f.Close()
-	return f.ReadDir(-1)
+	return os.NewFile(uintptr(nfd), path.Join(o.root, name)), nil
 }
 
 // Lstat implements FS.
@@ -489,3 +566,18 @@ func (o *OSFS) Syncfs() error {
 	}
 	return unix.Syncfs(fd)
 }
+
+// OpenDir implements DirOpener: the directory name, read a bounded number
+// of names at a time.
+func (o *OSFS) OpenDir(name string) (DirReader, error) {
+	f, err := o.openDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return osDir{f}, nil
+}
+
+type osDir struct{ f *os.File }
+
+func (d osDir) ReadNames(n int) ([]string, error) { return d.f.Readdirnames(n) }
+func (d osDir) Close() error                      { return d.f.Close() }

@@ -3,6 +3,7 @@
 package commit
 
 import (
+	"errors"
 	"io/fs"
 	"path"
 	"sync"
@@ -49,9 +50,9 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_RDWR|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+	fd, err := o.openLock(dfd, base, name)
 	if err != nil {
-		return nil, o.perr("open", name, err)
+		return nil, err
 	}
 	if _, err := regular(fd); err != nil {
 		unix.Close(fd)
@@ -73,6 +74,56 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	lf.users++
 	lf.mu.Unlock()
 	return lf, nil
+}
+
+// openLock opens the lock file base of directory dfd for reading and
+// writing, creating it if needed. In a shared table a lock file this
+// process creates gets the group's write permission; one that exists is
+// left as it is (it may be another account's).
+func (o *OSFS) openLock(dfd int, base, name string) (int, error) {
+	const flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	if o.share == nil {
+		fd, err := unix.Openat(dfd, base, flags|unix.O_CREAT, 0o666)
+		if err != nil {
+			return -1, o.perr("open", name, err)
+		}
+		return fd, nil
+	}
+	for {
+		fd, err := unix.Openat(dfd, base, flags, 0)
+		if err == nil {
+			return fd, nil
+		}
+		if !errors.Is(err, unix.ENOENT) {
+			return -1, o.perr("open", name, err)
+		}
+		fd, err = unix.Openat(dfd, base, flags|unix.O_CREAT|unix.O_EXCL, 0o666)
+		if errors.Is(err, unix.EEXIST) {
+			continue // another process created it meanwhile
+		}
+		if err != nil {
+			return -1, o.perr("open", name, err)
+		}
+		if err := o.sharedFile(fd, name, true); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
+		return fd, nil
+	}
+}
+
+// PrepareLock opens the lock file name (creating it if needed) and keeps
+// it for the batch, so that a batch finds out that it may not lock a
+// shard before it writes anything (see Store.apply).
+func (o *OSFS) PrepareLock(name string) error {
+	lf, err := o.lockFile(name)
+	if err != nil {
+		return err
+	}
+	lf.mu.Lock()
+	doneLocked(lf)
+	lf.mu.Unlock()
+	return nil
 }
 
 // doneLocked drops one user; a retired lock file is closed by its last

@@ -262,8 +262,19 @@ func (s *Store) Revoke(items []Item) []Result {
 
 // Complete moves items leased → committing → done, each step a group
 // commit; an item reaches done only when its committing write was durable.
-// An item already done under its token succeeds again (a retry).
+// An item already done under its token succeeds again (a retry). The
+// queue entry of each item done is removed afterwards (SPEC §3.1).
 func (s *Store) Complete(items []Item) []Result {
+	res := s.complete(items)
+	for _, r := range res {
+		if r.Outcome == OK {
+			s.dequeue(r.ID)
+		}
+	}
+	return res
+}
+
+func (s *Store) complete(items []Item) []Result {
 	res := s.Apply(leasefmt.Work, items, CommittingDecision("", s.ClockSkew))
 	var next []Item
 	var idx []int

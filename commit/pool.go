@@ -23,7 +23,12 @@ func (s *Store) writers(jobs int) int {
 // parallel runs do(j) for every j of jobs, taken in order by the writer
 // pool, and returns when all are done.
 func (s *Store) parallel(jobs []int, do func(j int)) {
-	n := s.writers(len(jobs))
+	s.parallelN(s.writers(len(jobs)), jobs, do)
+}
+
+// parallelN is parallel with n goroutines.
+func (s *Store) parallelN(n int, jobs []int, do func(j int)) {
+	n = max(1, min(n, len(jobs)))
 	if s.MoreProcs != nil {
 		defer s.MoreProcs(n)()
 	}

@@ -192,6 +192,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		return r, nil
 	}
 	if next == nil { // already done with this token and name: a retry
+		s.dequeue(it.ID) // a complete killed after done
 		s.count(OK)
 		return r, nil
 	}
@@ -224,6 +225,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	}
 	s.Stats.Batches.Add(1)
 	if !resumed {
+		s.shareResult(staged)
 		// G1 for the result itself: its bytes are durable before its name
 		// moves into public/.
 		if err := s.FS.SyncFile(staged); err != nil {
@@ -260,6 +262,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		return r, err
 	}
 	s.dropStage(it.ID, it.Token)
+	s.dequeue(it.ID)
 	r.Outcome, r.Record, r.Token = OK, done, done.Token
 	s.count(OK)
 	return r, nil

@@ -24,6 +24,9 @@ type Stats struct {
 	// Attempted counts the items a batch has finished with, whatever the
 	// outcome, as it runs: for a progress display (not in Snapshot).
 	Attempted atomic.Int64
+	// Dequeued counts the queue entries of done items removed (not in
+	// Snapshot).
+	Dequeued atomic.Int64
 
 	mu        sync.Mutex
 	latencies []float64 // seconds, per written record, until its directory was fsynced

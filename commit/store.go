@@ -70,6 +70,9 @@ type Store struct {
 	Retry Retry
 	// Stats counts what the store did.
 	Stats Stats
+	// Sharing is how the table is shared (TABLE's "shared"), nil when it
+	// is not.
+	Sharing *Sharing
 
 	ensured   sync.Map                    // shard directories known to exist
 	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
@@ -104,6 +107,11 @@ func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters, Retry: DefaultRetry}
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
+		if sh, ok, err := TableSharing(create); err != nil {
+			return nil, err
+		} else if ok {
+			applySharing(f, sh) // the table's own directories and files are shared too
+		}
 		if err := s.create(create); err != nil {
 			return nil, err
 		}
@@ -112,6 +120,14 @@ func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	sh, ok, err := TableSharing(t)
+	if err != nil {
+		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.Root, TableFile), err)
+	}
+	if ok {
+		applySharing(f, sh)
+		s.Sharing = &sh
 	}
 	s.Table = t
 	return s, nil
@@ -138,11 +154,18 @@ func (s *Store) readTable() (*leasefmt.Table, error) {
 // CheckShards returns ErrShardConflict when an explicit shard count differs
 // from the table's; 0 means not given.
 func (s *Store) CheckShards(work, target int) error {
+	return s.CheckShardsFrom(work, "work shards", target, "target shards")
+}
+
+// CheckShardsFrom is CheckShards with the origin of each count named in the
+// error ("--shards", "LEASE_SHARDS", "lease.toml:3"), so that the conflict
+// is reported where the count came from.
+func (s *Store) CheckShardsFrom(work int, workFrom string, target int, targetFrom string) error {
 	if work != 0 && work != s.Table.WorkShards {
-		return fmt.Errorf("%w: --shards %d, but %s has work_shards %d", ErrShardConflict, work, filepath.Join(s.Root, TableFile), s.Table.WorkShards)
+		return fmt.Errorf("%w: %d (%s), but %s has work_shards %d", ErrShardConflict, work, workFrom, filepath.Join(s.Root, TableFile), s.Table.WorkShards)
 	}
 	if target != 0 && target != s.Table.TargetShards {
-		return fmt.Errorf("%w: --target-shards %d, but %s has target_shards %d", ErrShardConflict, target, filepath.Join(s.Root, TableFile), s.Table.TargetShards)
+		return fmt.Errorf("%w: %d (%s), but %s has target_shards %d", ErrShardConflict, target, targetFrom, filepath.Join(s.Root, TableFile), s.Table.TargetShards)
 	}
 	return nil
 }

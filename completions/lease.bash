@@ -4,8 +4,9 @@
 # Install: source this file, or copy it to /usr/share/bash-completion/completions/lease.
 # IDs come from `lease status --json` on the table the command line names (at most 4096).
 
-# _lease_ids KIND: the IDs of records of KIND (work or targets) in the table
-# that --root/--config on the command line (or the environment) names.
+# _lease_ids KIND [free]: the IDs of records of KIND (work or targets) in the
+# table that --root/--config on the command line (or the environment) names;
+# with free only those a claim can take (released, or no longer live).
 _lease_ids() {
     local -a opts=()
     local i w
@@ -25,8 +26,10 @@ _lease_ids() {
     [[ $1 == targets ]] && extra=--groups
     local -a to=()
     command -v timeout >/dev/null 2>&1 && to=(timeout 5)
+    local -a drop=()
+    [[ $2 == free ]] && drop=(-e '/"status":"done"/d' -e '/"live":true/d')
     "${to[@]}" "${COMP_WORDS[0]}" status --json $extra "${opts[@]}" 2>/dev/null | head -n 4096 |
-        sed -n 's/^{"kind":"'"$1"'","id":"\([0-9a-f]\{64\}\)".*/\1/p'
+        sed -n "${drop[@]}" -e 's/^{"kind":"'"$1"'","id":"\([0-9a-f]\{64\}\)".*/\1/p'
 }
 
 _lease() {
@@ -40,27 +43,34 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
         return
     fi
     case $cmd in
     init)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --shared -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --shared "
         dirs=" --root "
         files=" --config "
         args=none
         ;;
-    claim)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first "
+    add)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
         dirs=" --root "
         files=" --config "
-        args=ids
+        args=files
+        ;;
+    claim)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next "
+        dirs=" --root "
+        files=" --config "
+        args=free-ids
         ;;
     renew-batch)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --interval --progress -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --interval --progress "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --watch --renew-interval --interval --progress -i --in-place -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --renew-interval --interval --progress "
         dirs=" --root "
         files=" --config "
         args=files
@@ -115,18 +125,18 @@ _lease() {
         args=files
         ;;
     run)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --interval --token -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --interval --token "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token "
         dirs=" --root "
         files=" --config "
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output "
         dirs=" --root "
         files=" --config "
-        args=none
+        args=ids
         ;;
     fsck)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --repair --progress -h --help"
@@ -136,8 +146,8 @@ _lease() {
         args=none
         ;;
     config)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --interval --mpi-timeout --grace -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --interval --mpi-timeout --grace "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --renew-interval --interval --mpi-timeout --grace -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --renew-interval --interval --mpi-timeout --grace "
         dirs=" --root "
         files=" --config "
         args=none
@@ -155,6 +165,13 @@ _lease() {
         dirs="  "
         files="  "
         args=none
+        ;;
+    id)
+        flags="--content --with-name -h --help"
+        valued="  "
+        dirs="  "
+        files="  "
+        args=files
         ;;
     *) return ;;
     esac
@@ -179,6 +196,32 @@ _lease() {
     [[ $prev == "=" ]] && prev=${COMP_WORDS[COMP_CWORD - 2]}
     [[ $cur == "=" ]] && cur=
     if ((!dashdash)) && [[ $valued == *" $prev "* ]]; then
+        case $cmd:$prev in
+        init:--shared)
+            COMPREPLY=($(compgen -W "group all 0660 0664" -- "$cur"))
+            return
+            ;;
+        renew-batch:--progress)
+            COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            return
+            ;;
+        status:--sort)
+            COMPREPLY=($(compgen -W "id expires owner status" -- "$cur"))
+            return
+            ;;
+        status:-o)
+            COMPREPLY=($(compgen -W "table wide id id-token json" -- "$cur"))
+            return
+            ;;
+        status:--output)
+            COMPREPLY=($(compgen -W "table wide id id-token json" -- "$cur"))
+            return
+            ;;
+        fsck:--progress)
+            COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            return
+            ;;
+        esac
         if [[ $dirs == *" $prev "* ]]; then
             COMPREPLY=($(compgen -d -- "$cur"))
             compopt -o filenames 2>/dev/null
@@ -198,6 +241,9 @@ _lease() {
         [[ $args == targets ]] && kind=targets
         COMPREPLY=($(compgen -W "$(_lease_ids $kind)" -- "$cur"))
         ;;
+    free-ids)
+        COMPREPLY=($(compgen -W "$(_lease_ids work free)" -- "$cur"))
+        ;;
     files)
         COMPREPLY=($(compgen -f -- "$cur"))
         compopt -o filenames 2>/dev/null
@@ -211,7 +257,7 @@ _lease() {
                 compopt -o filenames 2>/dev/null
             fi
         elif ((argn == 0)); then
-            COMPREPLY=($(compgen -W "$(_lease_ids work)" -- "$cur"))
+            COMPREPLY=($(compgen -W "$(_lease_ids work free)" -- "$cur"))
         else
             COMPREPLY=($(compgen -W "--" -- "$cur"))
         fi

@@ -4,7 +4,8 @@
 # Install: copy to ~/.config/fish/completions/lease.fish.
 # IDs come from `lease status --json` on the table the command line names (at most 4096).
 
-# __lease_ids KIND: the IDs of records of KIND (work or targets).
+# __lease_ids KIND: the IDs of records of KIND (work or targets, or free:
+# the work IDs a claim can take, released or no longer live).
 function __lease_ids --argument-names kind
     set -l tokens (commandline -opc)
     set -l opts
@@ -21,6 +22,10 @@ function __lease_ids --argument-names kind
     end
     set -l extra
     test "$kind" = targets; and set extra --groups
+    if test "$kind" = free
+        $tokens[1] status --json $opts 2>/dev/null | head -n 4096 | string match -rv '"status":"done"|"live":true' | string replace -rf '^\{"kind":"work","id":"([0-9a-f]{64})".*' '$1'
+        return
+    end
     $tokens[1] status --json $extra $opts 2>/dev/null | head -n 4096 | string replace -rf '^\{"kind":"'$kind'","id":"([0-9a-f]{64})".*' '$1'
 end
 
@@ -41,13 +46,33 @@ complete -c lease -n '__fish_seen_subcommand_from init' -l owner -x -d 'owner na
 complete -c lease -n '__fish_seen_subcommand_from init' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from init' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from init' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from init' -l json -d 'print the table\'s root, shard counts and creation time as one JSON object'
 complete -c lease -n '__fish_seen_subcommand_from init' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from init' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from init' -l shared -x -a 'group all 0660 0664' -d 'share the table with the accounts of a group: MODE group, all or an octal file mode such as 0660 (see SHARED TABLES)'
 complete -c lease -n '__fish_seen_subcommand_from init' -s h -l help -d 'show help'
+
+# lease add
+complete -c lease -n __fish_use_subcommand -a add -d 'enqueue work IDs into the table\'s queue and print the IDs added'
+complete -c lease -n '__fish_seen_subcommand_from add' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
+complete -c lease -n '__fish_seen_subcommand_from add' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
+complete -c lease -n '__fish_seen_subcommand_from add' -s v -l verbose -d 'print statistics on stderr'
+complete -c lease -n '__fish_seen_subcommand_from add' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from add' -F
 
 # lease claim
 complete -c lease -n __fish_use_subcommand -a claim -d 'claim free or expired work IDs and print ID TOKEN for each one granted'
@@ -57,7 +82,7 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l owner -x -d 'owner n
 complete -c lease -n '__fish_seen_subcommand_from claim' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from claim' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -66,8 +91,10 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l clock-skew -x -d 'bo
 complete -c lease -n '__fish_seen_subcommand_from claim' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l next -x -d 'claim up to N free items of the table\'s queue (lease add), without a candidate list'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
-complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids work)'
+complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids free)'
 
 # lease renew-batch
 complete -c lease -n __fish_use_subcommand -a renew-batch -d 'renew held leases with one shard group commit; a filter over ID TOKEN lines'
@@ -77,7 +104,7 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l owner -x -d 'o
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -86,8 +113,9 @@ complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l clock-skew -x 
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l watch -d 'renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held at the end'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
-complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -l progress -x -a 'auto always never' -d 'progress bar on stderr: auto (when stderr is a terminal), always, never; not with --watch or under mpirun'
+complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s i -l in-place -d 'renew the lines of the one FILE and replace it by the lines still held, as sed -i does (left as it was when nothing could be renewed: exit 2 or 4)'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from renew-batch' -F
 
@@ -99,7 +127,7 @@ complete -c lease -n '__fish_seen_subcommand_from release' -l owner -x -d 'owner
 complete -c lease -n '__fish_seen_subcommand_from release' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from release' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from release' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from release' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from release' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from release' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from release' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from release' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -118,7 +146,7 @@ complete -c lease -n '__fish_seen_subcommand_from revoke' -l owner -x -d 'owner 
 complete -c lease -n '__fish_seen_subcommand_from revoke' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from revoke' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from revoke' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from revoke' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from revoke' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from revoke' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from revoke' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from revoke' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -137,7 +165,7 @@ complete -c lease -n '__fish_seen_subcommand_from complete' -l owner -x -d 'owne
 complete -c lease -n '__fish_seen_subcommand_from complete' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from complete' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from complete' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from complete' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -157,7 +185,7 @@ complete -c lease -n '__fish_seen_subcommand_from verify' -l owner -x -d 'owner 
 complete -c lease -n '__fish_seen_subcommand_from verify' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from verify' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from verify' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from verify' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from verify' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from verify' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from verify' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from verify' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -175,7 +203,7 @@ complete -c lease -n '__fish_seen_subcommand_from group-claim' -l owner -x -d 'o
 complete -c lease -n '__fish_seen_subcommand_from group-claim' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from group-claim' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from group-claim' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from group-claim' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from group-claim' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from group-claim' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from group-claim' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from group-claim' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -195,7 +223,7 @@ complete -c lease -n '__fish_seen_subcommand_from group-renew' -l owner -x -d 'o
 complete -c lease -n '__fish_seen_subcommand_from group-renew' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from group-renew' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from group-renew' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from group-renew' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from group-renew' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from group-renew' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from group-renew' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from group-renew' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -214,7 +242,7 @@ complete -c lease -n '__fish_seen_subcommand_from group-release' -l owner -x -d 
 complete -c lease -n '__fish_seen_subcommand_from group-release' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from group-release' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from group-release' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from group-release' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from group-release' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
 complete -c lease -n '__fish_seen_subcommand_from group-release' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from group-release' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from group-release' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -233,7 +261,7 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l json -d 'print a JSON summary on stderr when lease run ends (stdout is CMD\'s)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -241,21 +269,23 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l complete -d 'when CMD exits 0, complete the lease (done) instead of releasing it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l next -d 'claim the next free item of the table\'s queue (lease add) instead of a named ID; exit 123 when the queue is empty'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids work)'
-complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --interval --token)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
+complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token)'
 
 # lease status
-complete -c lease -n __fish_use_subcommand -a status -d 'list lease records: holder, token, remaining time'
+complete -c lease -n __fish_use_subcommand -a status -d 'show lease records: holder, token, remaining time'
 complete -c lease -n '__fish_seen_subcommand_from status' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from status' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from status' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from status' -l json -d 'print one JSON object per record per line instead of the table (the stable fields are listed below)'
 complete -c lease -n '__fish_seen_subcommand_from status' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from status' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -263,8 +293,13 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l target-timeout -x -
 complete -c lease -n '__fish_seen_subcommand_from status' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l live -d 'only leases held now'
 complete -c lease -n '__fish_seen_subcommand_from status' -l expired -d 'only leased or committing records whose time ran out'
-complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also list group manifests and target records'
+complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also show group manifests and target records'
+complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expires owner status' -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
+complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
+complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
+complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
 
 # lease fsck
 complete -c lease -n __fish_use_subcommand -a fsck -d 'check the table and, with --repair, repair it (exit 0 clean, 1 corrected, 4 left, 8 operational, 16 usage)'
@@ -274,14 +309,14 @@ complete -c lease -n '__fish_seen_subcommand_from fsck' -l owner -x -d 'owner na
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from fsck' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from fsck' -l json -d 'print one JSON object per finding and then a summary object, one per line, instead of text'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -l repair -d 'repair what can be repaired (default: check only, write nothing)'
-complete -c lease -n '__fish_seen_subcommand_from fsck' -l progress -x -d 'progress bar on stderr: auto (when stderr is a terminal), always, never'
+complete -c lease -n '__fish_seen_subcommand_from fsck' -l progress -x -a 'auto always never' -d 'progress bar on stderr: auto (when stderr is a terminal), always, never'
 complete -c lease -n '__fish_seen_subcommand_from fsck' -s h -l help -d 'show help'
 
 # lease config
@@ -292,14 +327,14 @@ complete -c lease -n '__fish_seen_subcommand_from config' -l owner -x -d 'owner 
 complete -c lease -n '__fish_seen_subcommand_from config' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from config' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from config' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from config' -l json -d 'print the settings as one JSON object of {value, origin} by key'
 complete -c lease -n '__fish_seen_subcommand_from config' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from config' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
-complete -c lease -n '__fish_seen_subcommand_from config' -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from config' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
 complete -c lease -n '__fish_seen_subcommand_from config' -s h -l help -d 'show help'
@@ -312,7 +347,7 @@ complete -c lease -n '__fish_seen_subcommand_from qualify' -l owner -x -d 'owner
 complete -c lease -n '__fish_seen_subcommand_from qualify' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
 complete -c lease -n '__fish_seen_subcommand_from qualify' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
 complete -c lease -n '__fish_seen_subcommand_from qualify' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from qualify' -l json -d 'print JSON with full detail and statistics instead of text (see the command\'s OUTPUT)'
+complete -c lease -n '__fish_seen_subcommand_from qualify' -l json -d 'print the JSON proof (identical on every rank) instead of the report'
 complete -c lease -n '__fish_seen_subcommand_from qualify' -s v -l verbose -d 'print statistics on stderr'
 complete -c lease -n '__fish_seen_subcommand_from qualify' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
 complete -c lease -n '__fish_seen_subcommand_from qualify' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
@@ -326,3 +361,10 @@ complete -c lease -n '__fish_seen_subcommand_from qualify' -s h -l help -d 'show
 # lease version
 complete -c lease -n __fish_use_subcommand -a version -d 'print the version and whether MPI support is compiled in'
 complete -c lease -n '__fish_seen_subcommand_from version' -s h -l help -d 'show help'
+
+# lease id
+complete -c lease -n __fish_use_subcommand -a id -d 'make work IDs: the SHA-256 of each NAME (or of each line of stdin, or of each file\'s content)'
+complete -c lease -n '__fish_seen_subcommand_from id' -l content -d 'NAME... are files: print the SHA-256 of each file\'s content'
+complete -c lease -n '__fish_seen_subcommand_from id' -l with-name -d 'print "ID NAME" lines (as sha256sum prints "DIGEST  NAME") instead of the ID alone'
+complete -c lease -n '__fish_seen_subcommand_from id' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from id' -F

@@ -24,6 +24,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/leasetool/lease/internal/suggest"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -82,7 +83,7 @@ var All = []Setting{
 	{"owner", "LEASE_OWNER", "owner", String, "owner name written into leases", "USER@HOST"},
 	{"ttl", "LEASE_TTL", "ttl", Float, "lease time to live in seconds", "max(120, 4*target_timeout)"},
 	{"target_timeout", "LEASE_TARGET_TIMEOUT", "target-timeout", Float, "target timeout in seconds, from which the default TTL follows", ftoa(DefaultTargetTimeout)},
-	{"renew_interval", "LEASE_RENEW_INTERVAL", "interval", Float, "renewal interval in seconds, less than ttl - clock_skew", "max(0.1, min(30, ttl/3))"},
+	{"renew_interval", "LEASE_RENEW_INTERVAL", "renew-interval", Float, "renewal interval in seconds, less than ttl - clock_skew", "max(0.1, min(30, ttl/3))"},
 	{"shards", "LEASE_SHARDS", "shards", Int, "work shard count when the table is created", strconv.Itoa(DefaultShards)},
 	{"target_shards", "LEASE_TARGET_SHARDS", "target-shards", Int, "target and group shard count when the table is created", strconv.Itoa(DefaultShards)},
 	{"lock_timeout", "LEASE_LOCK_TIMEOUT", "lock-timeout", Float, "longest wait for a record lock in seconds; exit 5 past it", ftoa(DefaultLockTimeout)},
@@ -94,11 +95,22 @@ var All = []Setting{
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 
-// Lookup returns the setting whose flag is flag.
+// FlagAliases are other names of the flags of settings, by flag: names
+// the flags had before they were named after their keys (--interval was
+// the flag of renew_interval), still accepted.
+var FlagAliases = map[string][]string{"renew-interval": {"interval"}}
+
+// Lookup returns the setting whose flag (or one of its FlagAliases) is
+// flag.
 func Lookup(flag string) (Setting, bool) {
 	for _, s := range All {
 		if s.Flag == flag {
 			return s, true
+		}
+		for _, a := range FlagAliases[s.Flag] {
+			if a == flag {
+				return s, true
+			}
 		}
 	}
 	return Setting{}, false
@@ -436,11 +448,10 @@ func ParseFile(file string, data []byte) (map[string]Value, error) {
 	if err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			key := pe.LastKey
-			if key == "" {
-				key = "-"
+			if pe.LastKey == "" {
+				return nil, usagef("config %s:%d: TOML syntax error: %s", file, pe.Position.Line, pe.Message)
 			}
-			return nil, usagef("config %s:%d: %s: %s", file, pe.Position.Line, key, pe.Message)
+			return nil, usagef("config %s:%d: %s: TOML syntax error: %s", file, pe.Position.Line, pe.LastKey, pe.Message)
 		}
 		return nil, usagef("config %s: %v", file, err)
 	}
@@ -473,7 +484,15 @@ func ParseFile(file string, data []byte) (map[string]Value, error) {
 		line := lines[k]
 		d, ok := defs[k]
 		if !ok {
-			return nil, usagef("config %s:%d: %s: unknown key", file, line, leasefmt.Quote(k))
+			known := make([]string, len(All))
+			for i, d := range All {
+				known[i] = d.Key
+			}
+			hint := " (lease config lists the keys)"
+			if s := suggest.Closest(k, known); s != "" {
+				hint = "; did you mean " + s + "?"
+			}
+			return nil, usagef("config %s:%d: %s: unknown key%s", file, line, leasefmt.Quote(k), hint)
 		}
 		switch d.Kind {
 		case String:

@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
 # demo.sh: a small fuzzing campaign on a fresh local lease table, in about ten
-# seconds. It builds lease, starts three workers that take items from a queue
-# (lease claim --first 1) and fuzz each under `lease run` with a 3 s lease
-# renewed every second, kills one holder with kill -9, shows its item
+# seconds. It builds lease, fills the table's queue with seeds (lease add),
+# starts three workers that each loop on `lease run --next` (fuzz the next
+# free item under a 3 s lease renewed every second; each seed's fuzzer adds
+# a child to the queue as it runs), kills one holder with kill -9, shows its item
 # reclaimed after expiry with a larger token and its late publish refused
 # (fencing), checks the table with lease fsck, and prints a summary.
 #
 #   ./examples/demo.sh                 # table in ./demo-table (removed first)
 #   DEMO_ROOT=/tmp/t ./examples/demo.sh
 #
-# DEMO_BIN_DIR (default ./bin) is where lease is built. Exit 0 when the
+# DEMO_BIN_DIR (default ./bin) is where lease is built, as make builds it
+# (-tags mpi when pkg-config finds Open MPI). Exit 0 when the
 # campaign ended as described, 1 otherwise.
 set -u -o pipefail
 
 cd "$(dirname "$0")/.." || exit 1
 bindir=${DEMO_BIN_DIR:-./bin}
 table=${DEMO_ROOT:-./demo-table}
-items=${DEMO_ITEMS:-12}
+items=${DEMO_ITEMS:-6} # seeds; each adds a child
 workers=${DEMO_WORKERS:-3}
 
 say() { printf '%s\n' "$*"; }
 fail() { say "demo: FAILED: $*" >&2; exit 1; }
 short() { printf '%s' "${1:0:12}"; }
 
-say "== building lease into $bindir/lease"
-mkdir -p "$bindir" && go build -o "$bindir/lease" . || fail "go build"
+# Built as make builds it (with MPI support when Open MPI is installed), so
+# that the demo never replaces a bin/lease that mpirun needs by one without.
+tags=
+pkg-config --exists ompi 2> /dev/null && tags=mpi
+say "== building lease into $bindir/lease${tags:+ (with MPI support)}"
+mkdir -p "$bindir" && go build -tags "$tags" -o "$bindir/lease" . || fail "go build"
 PATH="$(cd "$bindir" && pwd):$PATH"
 export PATH
 
@@ -42,52 +48,59 @@ work=$LEASE_ROOT/../.demo-$$
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
 
-# The queue: one ID (SHA-256 of an input name) per line.
+# The campaign's seeds: one ID (SHA-256 of an input name) per line, into
+# the table's own queue. Each seed's fuzzer finds one child, which it adds
+# to the queue while it runs (deduplicated by its ID, as SHA-256 of content
+# is), so the campaign grows as it goes: items = 2 x seeds.
 for i in $(seq 1 "$items"); do
-  printf 'demo-input-%02d' "$i" | sha256sum | cut -c1-64
-done > "$work/todo"
-say "queue: $items items"
+  printf 'demo-input-%02d\n' "$i"
+done | lease id - > "$work/seeds" || fail "lease id"
+lease add < "$work/seeds" > /dev/null || fail "lease add"
+total=$((2 * items))
+say "queue: $items seeds (each will add one child: $total items)"
 
+# summary NAME prints one count of lease status --summary --json.
+summary() { lease status --summary --json | sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p"; }
 # records prints "ID STATUS OWNER TOKEN" for every work record.
 records() {
   lease status --json | sed -n 's/^{"kind":"work","id":"\([0-9a-f]*\)","status":"\([a-z]*\)","owner":"\([^"]*\)","token":\([0-9]*\).*/\1 \2 \3 \4/p'
 }
-count_done() { records | awk '$2 == "done"' | wc -l; }
 
 # The "fuzzer" each worker runs under lease run: a shell loop that writes
-# findings into its staging directory (LEASE_STAGE, its token's own), then
-# publishes them, fenced by its token.
+# findings into its staging directory (LEASE_STAGE, its token's own), adds
+# the child it found (seeds only) to the queue, then publishes its findings,
+# fenced by its token.
 fuzzer='
   out="$LEASE_STAGE/$LEASE_ID.t$LEASE_TOKEN"
   for round in 1 2 3; do
     echo "round $round: input $(od -An -N4 -tx1 /dev/urandom | tr -d " ")" >> "$out"
     sleep 0.4
   done
+  if grep -qx "$LEASE_ID" "$SEEDS"; then
+    lease id "child-of-$LEASE_ID" | lease add > /dev/null
+  fi
   echo "$LEASE_ID $LEASE_TOKEN" | lease complete --publish "${out##*/}" > /dev/null
 '
+export SEEDS=$work/seeds
 
+# worker: the one-line worker loop. lease run --next claims the next free
+# item of the queue (--wait: waits while every item left is held) and exits
+# 123 once every queued item is done.
 worker() {
-  local me=$1 held id tok rc
+  local me=$1 rc
   while :; do
-    if held=$(lease claim --owner "$me" --first 1 - < "$work/todo" 2>/dev/null); then
-      read -r id tok <<< "$held"
-      if [ "$tok" -gt 1 ]; then
-        say "$me: reclaimed $(short "$id") with token $tok"
-      else
-        say "$me: claimed   $(short "$id") token $tok"
-      fi
-      lease run --owner "$me" --token "$tok" "$id" -- sh -c "$fuzzer"
-      rc=$?
-      [ $rc -eq 0 ] || say "$me: lease run $(short "$id") exited $rc"
-    else
-      [ "$(count_done)" -ge "$items" ] && return 0
-      sleep 0.3 # every free item is taken: wait for expiries
-    fi
+    lease run --owner "$me" --next --wait -- sh -c "$fuzzer"
+    rc=$?
+    case $rc in
+    0) ;;
+    123) return 0 ;; # the queue is empty: the campaign is over
+    *) say "$me: lease run exited $rc" ;;
+    esac
   done
 }
 
 say "== a holder that will die: lease run with a long job, then kill -9"
-held=$(lease claim --owner doomed --first 1 - < "$work/todo") || fail "first claim"
+held=$(lease claim --owner doomed --next 1) || fail "first claim"
 read -r vid vtok <<< "$held"
 lease run --owner doomed --token "$vtok" "$vid" -- sleep 30 &
 vpid=$!
@@ -146,15 +159,17 @@ say "== summary"
 records | sort -k4,4n -k1,1 | while read -r id status owner token; do
   printf '  %s  %-5s token %-2s %s\n' "$(short "$id")" "$status" "$token" "$owner"
 done
-done_n=$(count_done)
+lease status --summary | sed 's/^/  /'
+done_n=$(summary done)
 reclaimed=$(records | awk '$4 > 1' | wc -l)
 published=$(find "$LEASE_ROOT/public" -type f | wc -l)
-say "items done:  $done_n of $items"
+say "items done:  $done_n of $total ($items seeds, $((total - items)) children found)"
 say "published:   $published results in $LEASE_ROOT/public"
 say "reclaimed:   $reclaimed (after the holder died, with a larger token)"
 say "refusals:    $refusals stale publish refused by fencing"
 say "$fsck"
-[ "$done_n" -eq "$items" ] || fail "only $done_n of $items items done"
-[ "$published" -eq "$items" ] || fail "$published results published, want $items"
+[ "$done_n" -eq "$total" ] || fail "only $done_n of $total items done"
+[ "$published" -eq "$total" ] || fail "$published results published, want $total"
+[ "$(summary queued)" -eq 0 ] || fail "items left in the queue"
 [ "$reclaimed" -ge 1 ] || fail "nothing was reclaimed"
 say "demo: OK"

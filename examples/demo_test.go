@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 	text := string(out)
 	for _, want := range []string{
 		"== summary",
-		"items done:  12 of 12",
+		"items done:  12 of 12 (6 seeds, 6 children found)",
 		"refusals:    1 stale publish refused",
 		"late publish with token 1 refused (exit 1), nothing moved",
 	} {
@@ -67,5 +67,15 @@ func TestDemo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "demo-table", "public")); err != nil {
 		t.Errorf("the demo table is not where DEMO_ROOT said: %v", err)
+	}
+	// The demo builds lease as make does: with MPI support when Open MPI
+	// is installed, so that it never replaces a bin/lease mpirun needs.
+	v, err := exec.Command(filepath.Join(dir, "bin", "lease"), "version").Output()
+	if err != nil {
+		t.Fatalf("lease version: %v", err)
+	}
+	withMPI := exec.Command("pkg-config", "--exists", "ompi").Run() == nil
+	if got := strings.Contains(string(v), "with MPI support"); got != withMPI {
+		t.Errorf("the demo's lease says %q; pkg-config finds Open MPI: %v", v, withMPI)
 	}
 }

@@ -36,7 +36,7 @@ keeper=$!
 srun --ntasks=4 bash -c '
   while held=$(lease claim --first 64 - < "'"$QUEUE"'"); do
     echo "$held" >> "'"$HELD"'"
-    # ... work on the claimed items, then: lease verify | lease complete
+    # ... work on the claimed items; for each one finished: grep "^$id " "$HELD" | lease complete
     break
   done
 '

@@ -58,11 +58,22 @@ const (
 	// KindOrphanResult: a result in public/ that no done or committing work
 	// record names. Repair moves it to lost+found/.
 	KindOrphanResult Kind = "orphan-result"
+	// KindQueue: something wrong in queue/ (SPEC §3.1): a name that is not
+	// a queue shard directory, an entry that is not an empty regular file
+	// named by an ID (moved to lost+found/), an entry of a done item
+	// (removed), an entry in the wrong shard (moved to its shard).
+	KindQueue Kind = "queue"
 	// KindGroup: a group manifest whose targets disagree with it (group,
 	// token, owner, expiry, status). Repair releases the group and its
 	// targets that still carry its token, so the group can be claimed
 	// again; the old holder is fenced out by the token.
 	KindGroup Kind = "group"
+	// KindPermission: in a table shared by a group (lease init --shared),
+	// a directory that is not setgid or not usable by the group, or a
+	// shard lock file the group cannot write, or either in another group
+	// than the root's: members of the group cannot lock or write there.
+	// Repair sets the mode and group (as the owner or root).
+	KindPermission Kind = "permission"
 	// KindUnknown: a file that is not part of a lease table. Reported, left
 	// alone; a notice, not an error.
 	KindUnknown Kind = "unknown"
@@ -72,7 +83,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindGroup, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindGroup, KindPermission, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int

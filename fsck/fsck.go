@@ -7,14 +7,17 @@
 //  1. header: TABLE is read and validated; when it is missing or bad the
 //     shard counts are read from the shard directories;
 //  2. layout: the top-level directories (lost+found/ first, since repairs
-//     move things into it), stray .TABLE.tmp.* files, unknown files;
+//     move things into it), stray .TABLE.tmp.* files, unknown files; in
+//     a table shared by a group, the modes and group of its directories
+//     and lock files (perms.go);
 //  3. records: every shard directory of work/, then targets/, then groups/,
 //     scanned by a pool of workers and reported in shard order; each entry
 //     is a record, the shard's .lock, a stray temp file or something
 //     unknown; live group manifests are checked against their targets;
 //  4. publish: abandoned publishes settled (rolled forward or back), stage/
 //     against the current leases, public/ against the records that name
-//     its results (see publish.go).
+//     its results (see publish.go);
+//  5. queue: the entries of queue/ (see queue.go).
 //
 // A read-only run changes nothing: it takes record locks only on lock files
 // that exist (to tell a stray temp file from one a live writer holds, and to
@@ -166,6 +169,7 @@ func (c *checker) run() error {
 	if t == nil {
 		return nil // the shard counts are unknown: records cannot be checked
 	}
+	c.checkPerms(t)
 	c.st.Table = t
 	if tasks == nil {
 		tasks = c.checkKindDirs()
@@ -173,6 +177,7 @@ func (c *checker) run() error {
 	c.listPublic()
 	c.scanRecords(tasks)
 	c.checkPublish()
+	c.checkQueue(tasks)
 	return nil
 }
 

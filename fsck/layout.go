@@ -123,8 +123,11 @@ func (c *checker) checkTop() {
 	}
 }
 
+// optionalDirs are top-level directories a table may lack: made on demand.
+var optionalDirs = []string{commit.QueueDir}
+
 func isTopDir(name string) bool {
-	for _, d := range topDirs {
+	for _, d := range append(topDirs, optionalDirs...) {
 		if d == name {
 			return true
 		}

@@ -65,7 +65,9 @@ func (c complCmd) FlagNames(which string) []string {
 	for _, f := range c.Flags {
 		switch {
 		case which == "all",
-			which == "valued" && f.Value != "",
+			// A value in brackets is optional (--wait [SECONDS]): given
+			// only as --wait=SECONDS, so the next word is not it.
+			which == "valued" && f.Value != "" && !strings.HasPrefix(f.Value, "["),
 			which == f.Kind:
 			out = append(out, f.Names()...)
 		}

@@ -57,7 +57,7 @@ func DocFiles(app *cli.App) []DocFile {
 	for _, c := range s.cmds {
 		out = append(out, DocFile{"man/" + pageName(c) + ".1", s.commandPage(c)})
 	}
-	out = append(out, DocFile{"man/lease-format.5", s.formatPage()})
+	out = append(out, DocFile{"man/lease-format.5", s.formatPage()}, DocFile{"docs/lease-format.md", s.formatMarkdown()})
 	cc := s.complCmds()
 	out = append(out,
 		DocFile{"completions/lease.bash", completion("lease.bash.tmpl", cc)},
@@ -67,7 +67,8 @@ func DocFiles(app *cli.App) []DocFile {
 }
 
 // generatedDirs are the directories DocFiles owns: WriteDocs removes files
-// there that it no longer generates (a page of a removed command).
+// there that it no longer generates (a page of a removed command). docs/
+// is not one of them: it holds hand-written pages too.
 var generatedDirs = []string{"man", "completions"}
 
 // WriteDocs writes DocFiles(app) under root (the repository root) and

@@ -10,18 +10,14 @@ import (
 	"github.com/leasetool/lease/config"
 )
 
-// placeholders name the values of flags without a `placeholder` in their
-// usage.
-var placeholders = map[string]string{
-	"root": "DIR", "config": "FILE", "owner": "NAME", "ttl": "SECONDS", "now": "SECONDS",
-	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "interval": "SECONDS", "grace": "SECONDS",
-	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N",
-}
-
 // flagDoc is what pages and completions need of one flag.
 type flagDoc struct {
-	Long   string
-	Short  []string
+	Long  string
+	Short []string
+	// Aliases are the other long names (--interval for --renew-interval).
+	Aliases []string
+	// Values are the words the value is one of (--progress auto|always|never).
+	Values []string
 	Value  string // placeholder; "" for a switch
 	Usage  string
 	Kind   string // "dir", "file" or "" (what the value completes to)
@@ -36,6 +32,9 @@ func (f flagDoc) Names() []string {
 	}
 	if f.Long != "" {
 		out = append(out, "--"+f.Long)
+	}
+	for _, a := range f.Aliases {
+		out = append(out, "--"+a)
 	}
 	return out
 }
@@ -52,6 +51,8 @@ func flagDocs(fl []cli.Flag) []flagDoc {
 				d.Short = append(d.Short, n)
 			} else if d.Long == "" {
 				d.Long = n
+			} else {
+				d.Aliases = append(d.Aliases, n)
 			}
 		}
 		if v, ok := f.(cli.VisibleFlag); ok && !v.IsVisible() {
@@ -76,8 +77,8 @@ func flagDocs(fl []cli.Flag) []flagDoc {
 				switch {
 				case name != "":
 					d.Value = name
-				case placeholders[d.Long] != "":
-					d.Value = placeholders[d.Long]
+				case commands.FlagPlaceholder(d.Long) != "":
+					d.Value = commands.FlagPlaceholder(d.Long)
 				default:
 					d.Value = "VALUE"
 					switch f.(type) {
@@ -89,6 +90,7 @@ func flagDocs(fl []cli.Flag) []flagDoc {
 				}
 			}
 		}
+		d.Values = commands.FlagValues(d.Long)
 		switch {
 		case d.Value == "DIR":
 			d.Kind = "dir"
@@ -114,6 +116,9 @@ func unquoteUsage(usage string) (string, string) {
 	name := usage[i+1 : i+1+j]
 	return name, usage[:i] + name + usage[i+2+j:]
 }
+
+// ValueWords are the Values joined by spaces, for the completions.
+func (f flagDoc) ValueWords() string { return strings.Join(f.Values, " ") }
 
 // argKind says how a command's positional arguments complete (see
 // commands.Manual.Args).

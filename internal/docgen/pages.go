@@ -51,7 +51,7 @@ func (s *site) commandPage(c *cli.Command) []byte {
 	r.examples(ex)
 	r.sh("SEE ALSO")
 	see := append([]string{"lease(1)", "lease-format(5)"}, info.SeeAlso...)
-	r.line(seeAlso(see))
+	r.line(seeAlso(unique(see)))
 	return r.bytes()
 }
 
@@ -97,7 +97,7 @@ func (s *site) mainPage() []byte {
 	for _, c := range s.cmds {
 		see = append(see, pageName(c)+"(1)")
 	}
-	r.line(seeAlso(append(see, m.SeeAlso...)))
+	r.line(seeAlso(unique(append(see, m.SeeAlso...))))
 	return r.bytes()
 }
 
@@ -119,4 +119,18 @@ func (s *site) formatPage() []byte {
 	r.sh("SEE ALSO")
 	r.line(seeAlso(f.SeeAlso))
 	return r.bytes()
+}
+
+// unique is refs without repeats, in their first order: a page's own
+// references may name one that every page has.
+func unique(refs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range refs {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
 }

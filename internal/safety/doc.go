@@ -3,14 +3,18 @@
 // checks what a crash, an I/O error or a paused or killed process can do to
 // the table.
 //
-//   - Recorder (recorder.go) is a commit.FS in memory that logs every call
-//     and every effect, and materialises each state a crash after any prefix
-//     of the calls could leave (crashstates.go) under the persistence model
-//     documented on Recorder; a state is a Tree (tree.go). Explorer
-//     (explore.go) enumerates those states for an operation, repairs each
-//     with fsck and checks the invariants (check.go; the decoding of record
-//     files and the versions a record may recover to are in records.go).
-//   - Mem (pebblefs.go) is a commit.FS over Pebble's crash-simulating
+//   - Recorder (recorder.go; its FS methods, file handles and byte locks
+//     in recorder_fs.go, recorder_file.go and recorder_locks.go) is a
+//     commit.FS in memory that logs every call and every effect, and
+//     materialises each state a crash after any prefix of the calls could
+//     leave (crashstates.go) under the persistence model documented on
+//     Recorder; a state is a Tree (tree.go). Explorer (explore.go)
+//     enumerates those states for an operation, repairs each with fsck and
+//     checks the invariants (check.go and invariants.go; the decoding of
+//     record files and the versions a record may recover to are in
+//     records.go).
+//   - Mem (pebblefs.go and pebblefs_*.go; ExplorePebble in
+//     explore_pebble.go) is a commit.FS over Pebble's crash-simulating
 //     vfs.MemFS, a second, independent crash model (random sampling).
 //   - The tests inject EIO, ENOSPC and EINVAL at every call through
 //     commit.WithHook, check histories of real lease processes (paused with

@@ -103,6 +103,8 @@ type Ack struct {
 	PublishedData []byte
 	// Table is set when the operation reported the table created.
 	Table *leasefmt.Table
+	// Queued is an ID lease add reported added to the queue.
+	Queued leasefmt.ID
 	// Op names the operation, for messages.
 	Op string
 	// call is the number of calls made when it was reported, at is the

@@ -19,7 +19,7 @@ type faultRun struct {
 	rec     *Recorder
 	run     *Run
 	fired   int // calls failed by the hook
-	cleanup int // of those, best-effort removals of emptied staging directories
+	cleanup int // of those, best-effort removals: emptied staging directories, queue entries of done items
 	openErr error
 }
 
@@ -35,6 +35,14 @@ func stageDirRemoval(op commit.Op, name string) bool {
 
 // runWithFault runs sc from base, failing call at (counting from 0) with
 // errno once, or, when sticky, every call from there on.
+// queueEntryRemoval: the removal of a queue entry after its item is done,
+// which need not succeed (SPEC §3.1: an entry met for a done record is
+// removed then; the queue invariant and fsck check that one is).
+func queueEntryRemoval(op commit.Op, name string) bool {
+	_, ok := queueEntryID(name)
+	return op == commit.OpRemove && ok
+}
+
 func runWithFault(sc *Scenario, base *Tree, at int, errno syscall.Errno, sticky bool) *faultRun {
 	return runWithFaultWrap(sc, base, at, errno, sticky, nil)
 }
@@ -53,7 +61,7 @@ func runWithFaultWrap(sc *Scenario, base *Tree, at int, errno syscall.Errno, sti
 			fr.rec.Injected(op, name, err)
 			mu.Lock()
 			fr.fired++
-			if stageDirRemoval(op, name) {
+			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) {
 				fr.cleanup++
 			}
 			mu.Unlock()

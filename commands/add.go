@@ -1,0 +1,117 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+var addCommand = &cli.Command{
+	Name:      "add",
+	Usage:     "enqueue work IDs into the table's queue and print the IDs added",
+	ArgsUsage: "[FILE...]",
+	Description: "Adds each ID (one per line of the FILEs, or of stdin with - or no argument; `ID TOKEN`\n" +
+		"lines are taken by their ID, so `lease add < held` works) to the table's queue: an empty\n" +
+		"file queue/SS/ID that says \"ID is work to do\" (SPEC §3.1), from which `lease claim --next`\n" +
+		"and `lease run --next` take work. Idempotent: an ID already queued, or whose record is\n" +
+		"done, is not added again, and a line repeated in the input adds its ID once. Prints each\n" +
+		"ID added, in input order; IDs passed over print nothing (counted with -v and in --json).\n" +
+		"The whole input is validated before anything is written (a malformed line is exit 2).\n" +
+		"Entries are created by the writer pool without a file fsync (the name is the content),\n" +
+		"and each touched queue shard directory is fsynced once per batch (group commit) before\n" +
+		"any ID is reported added. Under mpirun the batch runs as one program, split by shard.",
+	Flags:  flags(commonFlags(), batchFlags()),
+	Action: runAdd,
+}
+
+// addManual is the hand-written part of lease-add(1).
+var addManual = Manual{
+	Examples: []Example{
+		{"Start a campaign from a corpus directory (one ID per seed file, its SHA-256):", "sha256sum corpus/* | cut -c1-64 | lease add > /dev/null"},
+		{"Add the children a fuzzer found, deduplicated by content:", "sha256sum out/queue/* | cut -c1-64 | lease add"},
+		{"Queue again what a worker held (ID TOKEN lines):", "lease add < held"},
+	},
+	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "lease-status(1)"},
+}
+
+func runAdd(c *cli.Context) error {
+	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
+		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
+			return st.Enqueue(items)
+		}}
+	spec.idOnly = true
+	spec.silent = func(r commit.Result) bool { return r.Outcome == commit.Queued || r.Outcome == commit.Done }
+	spec.code = addCode
+	return runBatch(c, spec)
+}
+
+// addCode: IDs already queued or done are no failure; corrupt records, I/O
+// errors and lock timeouts are.
+func addCode(res []commit.Result) int {
+	code := 0
+	for _, r := range res {
+		switch r.Outcome {
+		case commit.Corrupt, commit.IOError, commit.LockTimeout:
+			code = Worse(code, ExitStatus(r.Outcome))
+		}
+	}
+	return code
+}
+
+// queueInput reads the IDs to enqueue from the FILE arguments or stdin: a
+// lone ID or `ID TOKEN` per line (the token is checked, then ignored),
+// blank lines and # comments skipped, every line validated before anything
+// is written. Repeated IDs are kept (Enqueue adds them once). It streams:
+// a million lines cost the IDs, not the lines.
+func queueInput(c *cli.Context) ([]commit.Item, error) {
+	var items []commit.Item
+	err := eachInput(c, c.Args().Slice(), func(r io.Reader, src string) error {
+		var err error
+		items, err = scanQueueLines(r, src, items)
+		return err
+	})
+	return items, err
+}
+
+func scanQueueLines(r io.Reader, src string, items []commit.Item) ([]commit.Item, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := sc.Bytes()
+		if i := bytes.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		fields := bytes.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if len(fields) > 2 {
+			return nil, usageErr("%s:%d: malformed line %s: want \"ID\" or \"ID TOKEN\"", src, n, leasefmt.Quote(string(bytes.Join(fields, []byte(" ")))))
+		}
+		id, err := leasefmt.ParseID(string(fields[0]))
+		if err != nil {
+			return nil, usageErr("%s:%d: %v", src, n, err)
+		}
+		if len(fields) == 2 {
+			if _, err := leasefmt.ParseToken(string(fields[1])); err != nil {
+				return nil, usageErr("%s:%d: %s: %v", src, n, id, err)
+			}
+		}
+		items = append(items, commit.Item{ID: id})
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
+		}
+		return nil, usageErr("%s: %v", src, err)
+	}
+	return items, nil
+}

@@ -1,0 +1,162 @@
+package commands
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// claim --next N [--wait [SECONDS]]: claim from the table's own queue
+// (SPEC §3.1, §7), without a candidate list.
+
+// queueJSON is what claim --next found, in --json output.
+type queueJSON struct {
+	// Answer is granted, empty (nothing left: every queued item is done),
+	// busy (items remain, all held) or blocked (items remain, none
+	// claimable for an error of its record).
+	Answer  string  `json:"answer"`
+	Held    int     `json:"held"`
+	Cleaned int     `json:"cleaned"`
+	Foreign int     `json:"foreign"`
+	Read    int     `json:"entries_read"`
+	Shards  int     `json:"shards_read"`
+	Tries   int     `json:"tries"`
+	WaitedS float64 `json:"waited_s"`
+}
+
+// nextClaim is the outcome of claiming from the queue, with --wait's
+// retries: the last try's results and answer, the counts of every try.
+type nextClaim struct {
+	commit.Next
+	q queueJSON
+}
+
+// claimNext claims up to n items of the queue; with wait, a busy queue is
+// tried again with backoff until an item is granted, the queue is empty,
+// the deadline passes or a signal comes.
+func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	var out nextClaim
+	var b *backoff
+	start := time.Now()
+	for {
+		nx := st.ClaimNext(n, e.set.Owner, e.set.TTL, rnd)
+		out.Next = nx
+		out.q.Tries++
+		out.q.Held, out.q.Cleaned, out.q.Foreign = nx.Held, out.q.Cleaned+nx.Cleaned, nx.Foreign
+		out.q.Read += nx.Read
+		out.q.Shards += nx.Shards
+		if nx.Answer != commit.Busy || !wait {
+			break
+		}
+		if b == nil {
+			b = newBackoff(deadline)
+			defer b.close()
+		}
+		if !b.wait(nx.Expiring) {
+			break
+		}
+	}
+	out.q.Answer = out.Answer.String()
+	out.q.WaitedS = time.Since(start).Seconds()
+	return out
+}
+
+// runClaimNext is lease claim --next.
+func runClaimNext(c *cli.Context, n int) error {
+	if n < 1 {
+		return usageErr("--next %d: want at least 1", n)
+	}
+	if c.IsSet("first") {
+		return usageErr("--next and --first exclude each other: --next claims from the queue, --first from a candidate list")
+	}
+	if err := refuseUnderLauncher(); err != nil {
+		return err
+	}
+	if size := ranks(); size > 1 {
+		return usageErr("claim --next runs as one process, not as %d ranks under mpirun: start one per worker", size)
+	}
+	wait, deadline, rest, err := waiting(c, c.Args().Slice(), true)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErr("claim --next takes no IDs (it claims from the queue); got %s: to claim named items use lease claim ID...", leasefmt.Quote(rest[0]))
+	}
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	st, err := e.open(false)
+	if err != nil {
+		return err
+	}
+	nx := claimNext(e, st, n, wait, deadline)
+	if !e.json {
+		if msg := answerLine(st, nx); msg != "" {
+			fmt.Fprintln(e.errw, msg)
+		}
+	}
+	return e.reportWith("claim", nx.Results, e.snapshot(st), reportOpts{code: nextCode(nx.Answer), queue: &nx.q})
+}
+
+// answerLine is the stderr line of a claim that got nothing: it starts
+// with the answer word, so that a script can tell "stop" from "wait".
+func answerLine(st *commit.Store, nx nextClaim) string {
+	q := st.Abs(commit.QueueDir)
+	switch nx.Answer {
+	case commit.Empty:
+		return fmt.Sprintf("empty: nothing left to do: every queued item is done (%s)", q)
+	case commit.Busy:
+		msg := fmt.Sprintf("busy: %d queued items met, all held", nx.Held)
+		if nx.Expiring > 0 {
+			if d := nx.Expiring - st.Now(); d > 0 {
+				msg += fmt.Sprintf("; the first may be free in %s", humanSeconds(d))
+			} else {
+				msg += "; one may be free now"
+			}
+		}
+		return msg + " (use --wait to wait for one) (" + q + ")"
+	}
+	return ""
+}
+
+// nextCode is the exit status of claim --next: 0 when it got at least one
+// (4 if an I/O error stopped it all the same); 1 when the queue is empty or
+// busy; else the most serious outcome of the records that blocked it.
+func nextCode(a commit.Answer) func(res []commit.Result) int {
+	return func(res []commit.Result) int {
+		code := 0
+		for _, r := range res {
+			if r.Outcome == commit.IOError || a == commit.Blocked {
+				code = Worse(code, ExitStatus(r.Outcome))
+			}
+		}
+		switch a {
+		case commit.Empty, commit.Busy:
+			code = Worse(code, 1)
+		}
+		return code
+	}
+}
+
+// humanSeconds renders a duration in seconds as people read it: 950ms,
+// 41s, 2m3s, 1h2m.
+func humanSeconds(s float64) string {
+	d := time.Duration(s * float64(time.Second))
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	}
+	return d.Round(time.Minute).String()
+}

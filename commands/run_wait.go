@@ -1,0 +1,51 @@
+package commands
+
+// lease run --wait [SECONDS] ID: wait for a held item as flock -w and
+// consul lock wait, with the backoff of wait.go.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+)
+
+// claimWaiting claims item for lease run --wait: again and again while it
+// is held by another lease (or its record lock is busy), with backoff
+// woken when the lease can be taken over, until it is granted or the
+// deadline (zero: none) passes. It returns the last try's results and when
+// that try started; an error only when a signal ended the wait (nothing is
+// claimed then). Outcomes that waiting cannot change (done, corrupt, an
+// I/O error) end the wait at once.
+func claimWaiting(e *env, st *commit.Store, item commit.Item, deadline time.Time) ([]commit.Result, time.Time, error) {
+	b := newBackoff(deadline)
+	defer b.close()
+	said := false
+	for {
+		started := time.Now()
+		res := st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
+		r := res[0]
+		if r.Outcome != commit.Held && r.Outcome != commit.LockTimeout {
+			return res, started, nil
+		}
+		if e.verbose && !said {
+			said = true
+			bound := "for as long as it takes"
+			if !deadline.IsZero() {
+				bound = "up to " + formatSeconds(max(0, time.Until(deadline).Seconds()))
+			}
+			fmt.Fprintf(e.errw, "lease run: %s is held (%s); waiting %s\n", item.ID, r.Detail, bound)
+		}
+		hint := 0.0
+		if r.Outcome == commit.Held && r.Record != nil {
+			hint = r.Record.ExpiresAt + st.ClockSkew // when a claim may take it over
+		}
+		if !b.wait(hint) {
+			if b.stopped() {
+				return nil, started, errors.New("interrupted while waiting; nothing was claimed")
+			}
+			return res, started, nil // the wait ran out: res says why (held)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package commands_test
+
+// lease status: its filters (--live, --expired, --owner), --json, and
+// corrupt records and shard directories.
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+func TestStatus(t *testing.T) {
+	root := coreRoot(t)
+	ids := coreIDs("status", 4)
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "alice", "--now", "1000", "--ttl", "100", string(ids[0]))
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "bob", "--now", "1000", "--ttl", "10", string(ids[1]))
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "bob", "--now", "1000", "--ttl", "100", string(ids[2]), string(ids[3]))
+	coreMust(t, 0, string(ids[2])+" 1\n", "release", "--root", root, "--now", "1001")
+	coreMust(t, 0, string(ids[3])+" 1\n", "complete", "--root", root, "--now", "1001")
+	listed := func(out string) []string {
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] != "ID" { // the header
+				got = append(got, f[0])
+			}
+		}
+		sort.Strings(got)
+		return got
+	}
+	sorted := func(ids ...leasefmt.ID) []string {
+		var s []string
+		for _, id := range ids {
+			s = append(s, string(id))
+		}
+		sort.Strings(s)
+		return s
+	}
+	base := []string{"status", "--root", root, "--now", "1050"}
+	for _, tc := range []struct {
+		flags []string
+		want  []string
+	}{
+		{nil, sorted(ids...)},
+		{[]string{"--live"}, sorted(ids[0])},
+		{[]string{"--expired"}, sorted(ids[1])},
+		{[]string{"--owner", "bob"}, sorted(ids[1:]...)},
+		{[]string{"--owner", "alice", "--expired"}, nil},
+	} {
+		r := coreMust(t, 0, "", append(base, tc.flags...)...)
+		if got := listed(r.out); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("status %v: %v, want %v\n%s", tc.flags, got, tc.want, r.out)
+		}
+	}
+	r := coreMust(t, 0, "", append(base, "--json")...)
+	lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("status --json: %d lines, want 4\n%s", len(lines), r.out)
+	}
+	byID := map[string]map[string]any{}
+	for _, l := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("status --json line %q: %v", l, err)
+		}
+		byID[m["id"].(string)] = m
+	}
+	if m := byID[string(ids[0])]; m["status"] != "leased" || m["owner"] != "alice" || m["token"] != 1.0 || m["live"] != true || m["remaining_s"] != 50.0 || m["expires_at"] != 1100.0 {
+		t.Errorf("status --json of a live lease: %v", m)
+	}
+	if m := byID[string(ids[1])]; m["live"] != false || m["remaining_s"] != 0.0 {
+		t.Errorf("status --json of an expired lease: %v", m)
+	}
+	if m := byID[string(ids[3])]; m["status"] != "done" {
+		t.Errorf("status --json of done work: %v", m)
+	}
+	coreMust(t, 2, "", append(base, "--live", "--expired")...)
+	coreMust(t, 2, "", append(base, "extra")...)
+	// A corrupt record: listed on stderr, exit 3, the rest still listed.
+	os.WriteFile(corePath(root, ids[2]), []byte("garbage"), 0o644)
+	r = coreMust(t, 3, "", base...)
+	if !strings.Contains(r.errOut, "corrupt") || !strings.Contains(r.errOut, string(ids[2])) || len(listed(r.out)) != 3 {
+		t.Errorf("status with a corrupt record: %s", r)
+	}
+}
+
+// TestStatusFilters: only --owner filters status by holder; an owner from
+// the environment or a file is what this worker writes, not a filter. A
+// link planted as a shard directory is reported corrupt (exit 3), never
+// followed, and the other shards are still listed.
+func TestStatusFilters(t *testing.T) {
+	root := coreRoot(t)
+	a, b := coreInShard("a", 1), coreInShard("b", 2)
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "alice", "--now", "1000", string(a))
+	coreMust(t, 0, "", "claim", "--root", root, "--owner", "bob", "--now", "1000", string(b))
+	t.Setenv("LEASE_OWNER", "alice")
+	r := coreMust(t, 0, "", "status", "--root", root, "--now", "1000")
+	if !strings.Contains(r.out, string(a)) || !strings.Contains(r.out, string(b)) {
+		t.Errorf("status with LEASE_OWNER set lists only some records:\n%s", r.out)
+	}
+	r = coreMust(t, 0, "", "status", "--root", root, "--now", "1000", "--owner", "bob")
+	if strings.Contains(r.out, string(a)) || !strings.Contains(r.out, string(b)) {
+		t.Errorf("status --owner bob:\n%s", r.out)
+	}
+
+	outside := t.TempDir()
+	os.WriteFile(filepath.Join(outside, string(b)+".json"), []byte("not a record"), 0o644)
+	shard := filepath.Dir(corePath(root, b))
+	if err := os.RemoveAll(shard); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(outside, shard)
+	before, outsideBefore := coreSnapshot(t, root), coreSnapshot(t, outside)
+	r = coreMust(t, 3, "", "status", "--root", root, "--now", "1000")
+	if !strings.Contains(r.out, string(a)) || !strings.Contains(r.errOut, "corrupt") || !strings.Contains(r.errOut, shard) {
+		t.Errorf("status with a link as a shard directory: %s", r)
+	}
+	for _, args := range [][]string{
+		{"claim", "--root", root, "--owner", "w", "--now", "9999", string(b)},
+		{"renew-batch", "--root", root, "--now", "1000"},
+		{"verify", "--root", root, "--now", "1000"},
+	} {
+		r := coreMust(t, 3, string(b)+" 1\n", args...)
+		if coreReasons(t, r.errOut)[b] != "corrupt" {
+			t.Errorf("%v: %s", args, r)
+		}
+	}
+	coreSame(t, "link as a shard directory", before, coreSnapshot(t, root))
+	coreSame(t, "outside the table", outsideBefore, coreSnapshot(t, outside))
+}

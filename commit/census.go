@@ -1,0 +1,157 @@
+package commit
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"strings"
+	"sync"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// Census is what the table holds, counted (lease status --summary): what an
+// operator watches during a campaign.
+type Census struct {
+	// From listing the queue and work shard directories only:
+	Queued int64 `json:"queued"` // queue entries: items not done
+	Free   int64 `json:"free"`   // queued items never claimed (no record)
+	// From reading every work record:
+	Records    int64 `json:"records"`
+	Leased     int64 `json:"leased"`     // leased and live
+	Expired    int64 `json:"expired"`    // leased or committing, time ran out
+	Committing int64 `json:"committing"` // committing and live
+	Released   int64 `json:"released"`
+	Done       int64 `json:"done"`
+	Corrupt    int64 `json:"corrupt"` // records that do not validate (lease fsck)
+	// Owners counts the live leases (leased or committing) per owner.
+	Owners map[string]int64 `json:"owners"`
+}
+
+// censusChunk is how many names a census reads from a directory at once.
+const censusChunk = 4096
+
+// Census counts the table's queue and work records at the store's clock
+// (Store.Clock, read once). The queue and the names of the records are
+// only listed; every record is read (the status is in the record), by up
+// to workers shards at a time, so that memory stays at a few shards'
+// names whatever the table's size. A record that cannot be read for an
+// I/O error stops it.
+func (s *Store) Census(workers int) (Census, error) {
+	now := s.now()
+	c := Census{Owners: map[string]int64{}}
+	var mu sync.Mutex
+	var firstErr error
+	shards := make([]int, s.Table.WorkShards)
+	for i := range shards {
+		shards[i] = i
+	}
+	s.parallelN(workers, shards, func(sh int) {
+		part, err := s.censusShard(sh, now)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			return
+		}
+		c.Queued += part.Queued
+		c.Free += part.Free
+		c.Records += part.Records
+		c.Leased += part.Leased
+		c.Expired += part.Expired
+		c.Committing += part.Committing
+		c.Released += part.Released
+		c.Done += part.Done
+		c.Corrupt += part.Corrupt
+		for o, n := range part.Owners {
+			c.Owners[o] += n
+		}
+	})
+	return c, firstErr
+}
+
+// listNames calls fn with every name of directory dir (none when it does
+// not exist), read in chunks.
+func (s *Store) listNames(dir string, fn func(name string)) error {
+	d, err := OpenDir(s.FS, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &OpError{Op: "list", Path: s.Abs(dir), Err: err}
+	}
+	defer d.Close()
+	for {
+		names, err := d.ReadNames(censusChunk)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &OpError{Op: "list", Path: s.Abs(dir), Err: err}
+		}
+		for _, n := range names {
+			fn(n)
+		}
+	}
+}
+
+func (s *Store) censusShard(sh int, now float64) (Census, error) {
+	c := Census{Owners: map[string]int64{}}
+	queued := map[leasefmt.ID]bool{}
+	err := s.listNames(s.QueueShardDir(sh), func(name string) {
+		if id, err := leasefmt.ParseID(name); err == nil {
+			queued[id] = true
+		}
+	})
+	if err != nil {
+		return c, err
+	}
+	c.Queued = int64(len(queued))
+	var ids []leasefmt.ID
+	err = s.listNames(s.ShardDir(leasefmt.Work, sh), func(name string) {
+		base, ok := strings.CutSuffix(name, ".json")
+		if !ok {
+			return
+		}
+		if id, err := leasefmt.ParseID(base); err == nil {
+			delete(queued, id)
+			ids = append(ids, id)
+		}
+	})
+	if err != nil {
+		return c, err
+	}
+	c.Free = int64(len(queued))
+	for _, id := range ids {
+		rec, err := s.Read(leasefmt.Work, id)
+		switch {
+		case errors.Is(err, leasefmt.ErrCorrupt):
+			c.Corrupt++
+			continue
+		case err != nil:
+			return c, err
+		case rec == nil: // removed since the listing
+			continue
+		}
+		c.Records++
+		live := rec.Live(now)
+		switch {
+		case rec.Status == leasefmt.Done:
+			c.Done++
+		case rec.Status == leasefmt.Released:
+			c.Released++
+		case !live:
+			c.Expired++
+		case rec.Status == leasefmt.Committing:
+			c.Committing++
+		default:
+			c.Leased++
+		}
+		if live {
+			c.Owners[rec.Owner]++
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,381 @@
+package commit
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// The queue (SPEC §3.1): queue/SS/ID, one empty regular file per queued
+// work item that is not done, SS the ID's work shard. The name is the
+// content, so an entry is created without a file fsync; each queue shard
+// directory touched by a batch is fsynced once (group commit). Claims never
+// remove an entry, so an expired or released item is found again; complete
+// removes it once the record is done, and whoever meets an entry of a done
+// item removes it then (the removal need not be durable).
+
+// QueueDir is the directory of the queue, below the root.
+const QueueDir = "queue"
+
+// QueueShardDir is the directory of queue shard sh: queue/SS.
+func (s *Store) QueueShardDir(sh int) string {
+	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.Table.WorkShards)
+}
+
+// QueuePath is the queue entry of id: queue/SS/ID.
+func (s *Store) QueuePath(id leasefmt.ID) string {
+	return s.QueueShardDir(id.Shard(s.Table.WorkShards)) + "/" + string(id)
+}
+
+// Enqueue adds items to the queue and returns their results in input
+// order: OK for each ID added; Queued for one already queued (also a
+// second line of the same ID); Done for one whose record is done (not
+// added: the work is over); Corrupt when its record does not validate (not
+// added; lease fsck checks it); IOError when the entry could not be made
+// durable. Entries are created concurrently by the writer pool; each
+// touched queue shard directory is fsynced once, after its last entry, and
+// an ID is reported added only after that (G3). A failed create or fsync
+// fails the batch: nothing more is started, what was created is still
+// fsynced (G5) and nothing is reported added (G6).
+//
+// The entry is made before the record is read, so that a complete running
+// at the same time cannot leave an entry behind for an item it made done:
+// either the complete's removal comes after the entry, or this read sees
+// done and takes the entry back.
+func (s *Store) Enqueue(items []Item) []Result {
+	s.Stats.Batches.Add(1)
+	res := make([]Result, len(items))
+	n := s.Table.WorkShards
+	left := map[int]int{}
+	for _, it := range items {
+		left[it.ID.Shard(n)]++
+	}
+	var (
+		mu      sync.Mutex
+		failed  error
+		created = map[int]int{}
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if failed == nil {
+			failed = err
+		}
+		mu.Unlock()
+	}
+	// Make the shard directories first, durably, and in a fixed order.
+	for sh := range left {
+		if err := s.EnsureDir(s.QueueShardDir(sh)); err != nil {
+			fail(&OpError{Op: "make the queue shard directory", Path: s.Abs(s.QueueShardDir(sh)), Err: err})
+		}
+	}
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	s.parallel(order, func(i int) {
+		it := items[i]
+		r := &res[i]
+		name := s.QueuePath(it.ID)
+		r.Item, r.Path = it, s.Abs(name)
+		mu.Lock()
+		stop := failed
+		mu.Unlock()
+		if stop != nil {
+			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrNotAttempted, stop)
+			return
+		}
+		start := time.Now()
+		f, err := s.FS.CreateExcl(name)
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			r.Outcome, r.Detail = Queued, "already queued"
+			return
+		case err != nil:
+			r.Outcome, r.Cause = IOError, &OpError{Op: "create the queue entry", Path: r.Path, Err: err}
+			fail(r.Cause)
+			return
+		}
+		mu.Lock()
+		created[it.ID.Shard(n)]++
+		mu.Unlock()
+		if err := f.Close(); err != nil {
+			r.Outcome, r.Cause = IOError, &OpError{Op: "close the queue entry", Path: r.Path, Err: err}
+			fail(r.Cause)
+			return
+		}
+		r.Outcome, r.Latency = OK, time.Since(start)
+	})
+	// Then the records of the items queued: which are done. A shard with
+	// many new entries is listed once instead of looked up per ID (its
+	// names are read after its entries were made, so a complete that
+	// finishes later removes the entry itself).
+	listed := s.listWorkShards(created)
+	check := make([]int, 0, len(items))
+	for i := range res {
+		if res[i].Outcome == OK {
+			check = append(check, i)
+		}
+	}
+	s.parallel(check, func(i int) {
+		it, r := items[i], &res[i]
+		name := s.QueuePath(it.ID)
+		if names, ok := listed[it.ID.Shard(n)]; ok && !names[it.ID.FileName()] {
+			return // no record: not done
+		}
+		rec, err := s.Read(leasefmt.Work, it.ID)
+		switch {
+		case errors.Is(err, leasefmt.ErrCorrupt):
+			s.FS.Remove(name) // not queued: the record is for lease fsck
+			r.Outcome, r.Detail, r.Cause = Corrupt, "record does not validate; not queued (lease fsck checks it)", err
+			r.Path = s.Abs(s.RecordPath(leasefmt.Work, it.ID))
+		case err != nil:
+			r.Outcome, r.Cause = IOError, err
+			fail(err)
+		case rec != nil && rec.Status == leasefmt.Done:
+			if err := s.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				r.Outcome, r.Cause = IOError, &OpError{Op: "remove the queue entry of a done item", Path: r.Path, Err: err}
+				fail(r.Cause)
+				return
+			}
+			r.Outcome, r.Token, r.Record, r.Detail = Done, rec.Token, rec, fmt.Sprintf("work is done (token %d); not queued", rec.Token)
+		case rec != nil:
+			r.Token = rec.Token
+		}
+	})
+	// One fsync per queue shard directory an entry was created in, the
+	// directories synced concurrently, also after a failure (G5).
+	var dirs []int
+	for sh := range created {
+		dirs = append(dirs, sh)
+	}
+	synced := time.Now()
+	s.parallel(dirs, func(sh int) {
+		dir := s.QueueShardDir(sh)
+		s.Stats.DirectorySyncs.Add(1)
+		if err := s.FS.SyncDir(dir); err != nil {
+			fail(&OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err})
+		}
+	})
+	wait := time.Since(synced)
+	for i := range res {
+		r := &res[i]
+		s.Stats.Attempted.Add(1)
+		switch {
+		case r.Outcome == OK && failed != nil:
+			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrBatchFailed, failed)
+		case r.Outcome == OK:
+			r.Latency += wait
+			s.Stats.Renewals.Add(1)
+			s.Stats.addLatency(r.Latency)
+		}
+		if r.Outcome == IOError || r.Outcome == Corrupt {
+			s.Stats.Failures.Add(1)
+		}
+		if r.Outcome == IOError && r.Detail == "" {
+			r.Detail = describe(r.Cause)
+		}
+	}
+	return res
+}
+
+// listWorkShards lists the work shard directories in which many entries
+// were created, when listing costs less than a lookup per entry would (the
+// directory's size says about how many names it holds): the names of
+// records there, by shard. A shard that cannot be listed is left out (its
+// records are read one by one).
+func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
+	const minEntries = 256 // fewer: look each record up
+	var shards []int
+	out := map[int]map[string]bool{}
+	for sh, c := range created {
+		if c < minEntries {
+			continue
+		}
+		fi, err := s.FS.Lstat(s.ShardDir(leasefmt.Work, sh))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			out[sh] = map[string]bool{} // no records in it
+		case err != nil || !fi.IsDir() || fi.Size()/64 > int64(4*c):
+		default:
+			shards = append(shards, sh)
+		}
+	}
+	var mu sync.Mutex
+	s.parallel(shards, func(sh int) {
+		names := map[string]bool{}
+		if err := s.listNames(s.ShardDir(leasefmt.Work, sh), func(n string) { names[n] = true }); err != nil {
+			return
+		}
+		mu.Lock()
+		out[sh] = names
+		mu.Unlock()
+	})
+	return out
+}
+
+// dequeue removes the queue entry of an item whose record is durably done.
+// The removal need not be durable and its failure changes nothing that was
+// reported: an entry met for a done record is removed then (SPEC §3.1).
+func (s *Store) dequeue(id leasefmt.ID) {
+	if err := s.FS.Remove(s.QueuePath(id)); err == nil {
+		s.Stats.Dequeued.Add(1)
+	}
+}
+
+// Answer is what a claim of the queue's next items found.
+type Answer int
+
+// The answers of ClaimNext.
+const (
+	// Granted: at least one item was claimed.
+	Granted Answer = iota
+	// Empty: nothing left to do; every queued item is done.
+	Empty
+	// Busy: items remain, but each is held (or its lock was busy).
+	Busy
+	// Blocked: items remain, but none could be claimed for an error of its
+	// record (corrupt, an I/O error); the results say which.
+	Blocked
+)
+
+var answers = [...]string{"granted", "empty", "busy", "blocked"}
+
+// String is the answer's word: granted, empty, busy, blocked.
+func (a Answer) String() string { return answers[a] }
+
+// NextChunk is how many names of a queue shard a claim reads at once (a
+// few directory blocks).
+const NextChunk = 128
+
+// Next is the result of ClaimNext.
+type Next struct {
+	Answer Answer
+	// Results holds the items granted and the items that could not be
+	// claimed for an error of their own (corrupt, I/O error), in the
+	// order they were met; held and done entries are only counted.
+	Results []Result
+	// Counts of what the claim passed over.
+	Held     int // held by another lease (or its lock wait timed out)
+	Cleaned  int // entries of done items, removed
+	Foreign  int // names in queue/ that are not IDs (lease fsck reports them)
+	Read     int // queue entries read
+	Shards   int // queue shards opened
+	Expiring float64
+	// Expiring is the earliest time a held item can be taken over
+	// (expires_at + clock_skew), 0 when none is known: when a waiting
+	// claimer may look again.
+}
+
+// ClaimNext claims up to n free items of the queue for owner, without a
+// candidate list (SPEC §7, claim --next). Its cost does not grow with the
+// number of items done or queued: it visits the queue shards in a random
+// order, reads NextChunk names of a shard at a time, and tries them in
+// random order, so that workers starting together do not collide. Held
+// items are passed over (busy), entries of done items removed as they are
+// met; only when no chunk had a free item does it read on, so it reads the
+// whole queue only when everything in it is held or done. An I/O error
+// stops it.
+func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next {
+	var nx Next
+	got := 0
+	blocked := false
+	for _, sh := range rnd.Perm(s.Table.WorkShards) {
+		dirName := s.QueueShardDir(sh)
+		d, err := OpenDir(s.FS, dirName)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
+				Detail: describe(err), Cause: &OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
+			nx.Answer = Blocked
+			return nx
+		}
+		nx.Shards++
+		for got < n {
+			names, err := d.ReadNames(NextChunk)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				d.Close()
+				nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
+					Detail: describe(err), Cause: &OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
+				nx.Answer = Blocked
+				return nx
+			}
+			nx.Read += len(names)
+			var cands []leasefmt.ID
+			for _, name := range names {
+				id, err := leasefmt.ParseID(name)
+				if err != nil {
+					nx.Foreign++
+					continue
+				}
+				cands = append(cands, id)
+			}
+			rnd.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+			for len(cands) > 0 && got < n {
+				w := min(n-got, len(cands))
+				items := make([]Item, w)
+				for i := range items {
+					items[i] = Item{ID: cands[i]}
+				}
+				cands = cands[w:]
+				for _, r := range s.Claim(items, owner, ttl) {
+					switch r.Outcome {
+					case OK:
+						got++
+						nx.Results = append(nx.Results, r)
+					case Held, LockTimeout, Expired:
+						nx.Held++
+						if r.Record != nil {
+							if t := r.Record.ExpiresAt + s.ClockSkew; nx.Expiring == 0 || t < nx.Expiring {
+								nx.Expiring = t
+							}
+						}
+					case Done:
+						nx.Cleaned++
+						// The entry was found in this shard's directory, even
+						// if another program put it in the wrong one.
+						if err := s.FS.Remove(dirName + "/" + string(r.ID)); err == nil {
+							s.Stats.Dequeued.Add(1)
+						}
+					case IOError:
+						d.Close()
+						nx.Results = append(nx.Results, r)
+						nx.Answer = Blocked
+						if got > 0 {
+							nx.Answer = Granted
+						}
+						return nx
+					default:
+						blocked = true
+						nx.Results = append(nx.Results, r)
+					}
+				}
+			}
+		}
+		d.Close()
+		if got >= n {
+			break
+		}
+	}
+	switch {
+	case got > 0:
+		nx.Answer = Granted
+	case nx.Held > 0:
+		nx.Answer = Busy
+	case blocked:
+		nx.Answer = Blocked
+	default:
+		nx.Answer = Empty
+	}
+	return nx
+}

@@ -1,0 +1,126 @@
+package commit_test
+
+// The queue: Enqueue's two ways of telling done items (a lookup per ID, a
+// listing of a shard with many new entries), ClaimNext's answers, Census.
+
+import (
+	"math/rand/v2"
+	"os"
+	"testing"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// TestEnqueueDoneItems: done items are not queued, whether their shard is
+// listed (many new entries) or looked up entry by entry; the directory
+// fsyncs are one per touched shard.
+func TestEnqueueDoneItems(t *testing.T) {
+	for _, n := range []int{10, 600} { // below and above the listing threshold
+		st, _ := hookedTable(t, 1)
+		items := make([]commit.Item, n)
+		for i := range items {
+			items[i] = commit.Item{ID: shardID(0, i)}
+		}
+		done := items[:5]
+		for _, it := range at(st, 100).Claim(done, "w", 10) {
+			if it.Outcome != commit.OK {
+				t.Fatal(it.Outcome.Reason())
+			}
+		}
+		held := make([]commit.Item, len(done))
+		for i, it := range done {
+			held[i] = commit.Item{ID: it.ID, Token: 1}
+		}
+		at(st, 101).Complete(held)
+		before := st.Stats.DirectorySyncs.Load()
+		res := at(st, 102).Enqueue(items)
+		added := 0
+		for i, r := range res {
+			switch {
+			case i < 5 && r.Outcome != commit.Done:
+				t.Errorf("n=%d: done item %d: %s, want done", n, i, r.Outcome.Reason())
+			case i >= 5 && r.Outcome != commit.OK:
+				t.Errorf("n=%d: item %d: %s %s, want added", n, i, r.Outcome.Reason(), r.Detail)
+			case r.Outcome == commit.OK:
+				added++
+			}
+		}
+		if _, err := os.Stat(st.Abs(st.QueuePath(done[0].ID))); !os.IsNotExist(err) {
+			t.Errorf("n=%d: a done item has a queue entry (%v)", n, err)
+		}
+		// mkdir queue/ and queue/00 (each fsyncs its parent), then queue/00 once.
+		if got := st.Stats.DirectorySyncs.Load() - before; got != 3 {
+			t.Errorf("n=%d: %d directory fsyncs, want 3", n, got)
+		}
+		again := at(st, 103).Enqueue(items[5:7])
+		if again[0].Outcome != commit.Queued || again[1].Outcome != commit.Queued {
+			t.Errorf("n=%d: enqueued twice: %s %s", n, again[0].Outcome.Reason(), again[1].Outcome.Reason())
+		}
+		if added != n-5 {
+			t.Errorf("n=%d: %d added", n, added)
+		}
+	}
+}
+
+func TestClaimNextAnswers(t *testing.T) {
+	st, _ := hookedTable(t, 4)
+	rnd := rand.New(rand.NewPCG(1, 2))
+	if nx := at(st, 100).ClaimNext(1, "w", 10, rnd); nx.Answer != commit.Empty {
+		t.Fatalf("no queue: %s, want empty", nx.Answer)
+	}
+	items := spread(8, 4)
+	at(st, 100).Enqueue(items)
+	got := map[leasefmt.ID]bool{}
+	for i := 0; i < 3; i++ {
+		nx := at(st, 100).ClaimNext(3, "w", 10, rnd)
+		for _, r := range nx.Results {
+			if r.Outcome == commit.OK {
+				if got[r.ID] {
+					t.Fatalf("%s granted twice", r.ID)
+				}
+				got[r.ID] = true
+			}
+		}
+	}
+	if len(got) != 8 {
+		t.Fatalf("%d granted, want all 8", len(got))
+	}
+	nx := at(st, 105).ClaimNext(1, "w", 10, rnd)
+	if nx.Answer != commit.Busy || nx.Held != 8 || nx.Expiring != 110+st.ClockSkew {
+		t.Fatalf("all held: %s held=%d expiring=%v, want busy, 8, 110+skew", nx.Answer, nx.Held, nx.Expiring)
+	}
+	// Expired: granted again with token 2.
+	nx = at(st, 200).ClaimNext(1, "w", 10, rnd)
+	if nx.Answer != commit.Granted || nx.Results[0].Token != 2 {
+		t.Fatalf("after expiry: %s %+v", nx.Answer, nx.Results)
+	}
+	var all []commit.Item
+	for id := range got {
+		tok := int64(1)
+		if id == nx.Results[0].ID {
+			tok = 2
+		}
+		all = append(all, commit.Item{ID: id, Token: tok})
+	}
+	at(st, 200).Revoke(all)
+	c, err := at(st, 200).Census(4)
+	if err != nil || c.Queued != 8 || c.Released != 8 {
+		t.Fatalf("census after revoke: %+v %v", c, err)
+	}
+	for i := range all {
+		all[i].Token = 0
+	}
+	res := at(st, 201).Claim(all, "w", 10)
+	for i := range all {
+		all[i].Token = res[i].Token
+	}
+	at(st, 202).Complete(all)
+	if nx := at(st, 203).ClaimNext(1, "w", 10, rnd); nx.Answer != commit.Empty {
+		t.Fatalf("all done: %s, want empty", nx.Answer)
+	}
+	c, err = at(st, 203).Census(4)
+	if err != nil || c.Queued != 0 || c.Done != 8 || c.Records != 8 {
+		t.Fatalf("census at the end: %+v %v", c, err)
+	}
+}

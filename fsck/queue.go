@@ -1,0 +1,177 @@
+package fsck
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// The queue phase (SPEC §3.1): queue/SS/ID is an empty regular file per
+// queued work item that is not done, in the ID's work shard. fsck reports
+// and repairs:
+//   - names in queue/ that are not shard directories of the table, and
+//     entries that are not empty regular files named by an ID (something
+//     another program left: moved to lost+found/, never deleted);
+//   - entries in the wrong shard (moved to their shard, or removed when
+//     the right one is there too);
+//   - entries of done items (a complete killed between done and the
+//     removal; removed).
+// The queue is optional: a table without queue/ is fine.
+
+// checkQueue checks queue/ when it exists: every queue shard without SHARD
+// arguments, else the queue shards of the work shards selected.
+func (c *checker) checkQueue(tasks []task) {
+	fi, err := c.fs.Lstat(commit.QueueDir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		c.emit(c.ioFinding(commit.QueueDir, "cannot stat", err))
+		return
+	case !fi.IsDir():
+		return // checkTop reports it
+	}
+	if len(c.opt.Shards) > 0 {
+		for _, t := range tasks {
+			if t.kind == leasefmt.Work && t.shard >= 0 {
+				c.checkQueueShard(c.st.QueueShardDir(t.shard), t.shard)
+			}
+		}
+		return
+	}
+	ents, err := c.readDirSorted(commit.QueueDir)
+	if err != nil {
+		c.emit(c.ioFinding(commit.QueueDir, "cannot list", err))
+		return
+	}
+	n := c.st.Table.WorkShards
+	for _, e := range ents {
+		rel := path.Join(commit.QueueDir, e.Name())
+		if e.Type()&fs.ModeSymlink != 0 {
+			c.emit(c.symlink(rel, "", noUnlock))
+			continue
+		}
+		sh, ok := leasefmt.ParseShardDirName(e.Name(), n)
+		if !ok || !e.IsDir() {
+			f := &Finding{Kind: KindQueue, Path: rel, Found: typeName(e.Type()) + " that is not a queue shard directory",
+				Expected: fmt.Sprintf("only the queue shard directories queue/SS of the %d work shards", n), Repair: "move it to lost+found/"}
+			if c.opt.Repair {
+				c.quarantineInto(rel, f, "queue/ holds only the queue shard directories")
+			}
+			c.emit(f)
+			continue
+		}
+		c.checkQueueShard(rel, sh)
+	}
+}
+
+// checkQueueShard checks the entries of one queue shard directory.
+func (c *checker) checkQueueShard(dir string, sh int) {
+	ents, err := c.readDirSorted(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err != nil {
+		c.emit(c.ioFinding(dir, "cannot list", err))
+		return
+	}
+	for _, e := range ents {
+		c.emit(c.checkQueueEntry(dir, sh, e))
+	}
+}
+
+func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
+	rel := path.Join(dir, e.Name())
+	typ := e.Type()
+	if typ&fs.ModeSymlink != 0 {
+		return c.symlink(rel, "", noUnlock)
+	}
+	id, idErr := leasefmt.ParseID(e.Name())
+	what := ""
+	switch {
+	case idErr != nil:
+		what = typeName(typ) + " whose name is not an ID"
+	case !typ.IsRegular():
+		what = typeName(typ)
+	default:
+		fi, err := c.fs.Lstat(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed since the listing (a complete)
+		}
+		if err != nil {
+			return c.ioFinding(rel, "cannot stat", err)
+		}
+		if fi.Size() != 0 {
+			what = fmt.Sprintf("a regular file of %d bytes", fi.Size())
+		}
+	}
+	if what != "" {
+		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: what,
+			Expected: "an empty regular file named by the ID of a queued item", Repair: "move it to lost+found/ (never deleted)"}
+		if c.opt.Repair {
+			c.quarantineInto(rel, f, "a queue entry is an empty file named by an ID")
+		}
+		return f
+	}
+	// Done is final: a done record read without its lock stays done.
+	rec, err := c.st.Read(leasefmt.Work, id)
+	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
+		return c.ioFinding(rel, "cannot read the record of the queue entry", err)
+	}
+	if rec != nil && rec.Status == leasefmt.Done {
+		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: fmt.Sprintf("the entry of a done item (token %d)", rec.Token),
+			Expected: "entries of items that are not done (a complete killed between done and removing the entry)", Repair: "remove it"}
+		if c.opt.Repair {
+			if err := c.fs.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				failed(f, err)
+			} else {
+				fixed(f, "removed")
+			}
+		}
+		return f
+	}
+	if home := id.Shard(c.st.Table.WorkShards); home != sh {
+		want := c.st.QueuePath(id)
+		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: "an entry in the wrong shard directory",
+			Expected: "the entry at " + want, Repair: "move it to " + want}
+		if c.opt.Repair {
+			c.moveQueueEntry(f, rel, want)
+		}
+		return f
+	}
+	return nil
+}
+
+// moveQueueEntry makes the entry at want durable, then removes the one at
+// rel, so that the item stays queued throughout.
+func (c *checker) moveQueueEntry(f *Finding, rel, want string) {
+	if err := c.st.EnsureDir(path.Dir(want)); err != nil {
+		failed(f, err)
+		return
+	}
+	file, err := c.fs.CreateExcl(want)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+	case err != nil:
+		failed(f, err)
+		return
+	default:
+		if err := file.Close(); err != nil {
+			failed(f, err)
+			return
+		}
+		if err := c.fs.SyncDir(path.Dir(want)); err != nil {
+			failed(f, err)
+			return
+		}
+	}
+	if err := c.removeDurably(rel); err != nil {
+		failed(f, fmt.Errorf("%s is queued, but the misplaced entry stays: %w", want, err))
+		return
+	}
+	fixed(f, "moved to "+want)
+}

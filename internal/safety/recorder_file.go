@@ -1,0 +1,82 @@
+package safety
+
+// The file handles of Recorder (writes and fsyncs logged as data events)
+// and the fs.FileInfo its Lstat and ReadDir return.
+
+import (
+	"bytes"
+	"io/fs"
+	"syscall"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+)
+
+type recFile struct {
+	r      *Recorder
+	n      *inode
+	name   string
+	closed bool
+}
+
+func (f *recFile) Write(p []byte) (int, error) {
+	r := f.r
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpWrite, f.name)
+	if f.closed {
+		return 0, r.fail(i, perr("write", f.name, fs.ErrClosed))
+	}
+	f.n.data = append(bytes.Clone(f.n.data), p...)
+	r.emit(event{kind: evData, call: i, node: f.n, data: f.n.data})
+	return len(p), nil
+}
+
+func (f *recFile) Sync() error {
+	r := f.r
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpFsync, f.name)
+	if f.closed {
+		return r.fail(i, perr("fsync", f.name, fs.ErrClosed))
+	}
+	r.emit(event{kind: evFsync, call: i, node: f.n})
+	return nil
+}
+
+func (f *recFile) Close() error {
+	r := f.r
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(commit.OpClose, f.name)
+	if f.closed {
+		return r.fail(i, perr("close", f.name, fs.ErrClosed))
+	}
+	f.closed = true
+	return nil
+}
+
+type info struct {
+	name string
+	dir  bool
+	size int64
+	ino  int
+}
+
+func (i info) Name() string { return i.name }
+func (i info) Size() int64  { return i.size }
+func (i info) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o777
+	}
+	return 0o666
+}
+func (i info) ModTime() time.Time { return time.Time{} }
+func (i info) IsDir() bool        { return i.dir }
+
+// Sys gives the inode number, so that a file with two names (a rename
+// whose source reappeared after a crash) reads as one file, as on disk.
+func (i info) Sys() any { return &syscall.Stat_t{Dev: 1, Ino: uint64(i.ino)} }

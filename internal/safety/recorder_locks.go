@@ -1,0 +1,86 @@
+package safety
+
+// Recorder's byte locks: Lock, and the table of held (file, byte) locks
+// with bounded waits behind it.
+
+import (
+	"sync"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+)
+
+// Lock implements commit.FS: the lock file is created when missing.
+func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+	r.yield()
+	r.mu.Lock()
+	i := r.call(commit.OpLock, name)
+	d, base, err := r.parent(name)
+	if err != nil {
+		err = r.fail(i, perr("open", name, err))
+		r.mu.Unlock()
+		return nil, err
+	}
+	n, ok := d.kids[base]
+	switch {
+	case ok && n.dir:
+		err = r.fail(i, perr("open", name, commit.ErrNotRegular))
+		r.mu.Unlock()
+		return nil, err
+	case !ok:
+		n = r.newInode(false)
+		d.kids[base] = n
+		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	}
+	r.mu.Unlock()
+	unlock, err := r.locks.lock(n, off, timeout)
+	if err != nil {
+		r.mu.Lock()
+		r.fail(i, err)
+		r.mu.Unlock()
+		return nil, perr("Lock", name, err)
+	}
+	return unlock, nil
+}
+
+// byteLocks is a table of held (file, byte) locks with bounded waits.
+type byteLocks struct {
+	mu   sync.Mutex
+	held map[lockKey]bool
+}
+
+type lockKey struct {
+	n   *inode
+	off int64
+}
+
+func newByteLocks() *byteLocks { return &byteLocks{held: map[lockKey]bool{}} }
+
+func (l *byteLocks) lock(n *inode, off int64, timeout time.Duration) (func(), error) {
+	k := lockKey{n, off}
+	deadline := time.Now().Add(timeout)
+	backoff := 50 * time.Microsecond
+	for {
+		l.mu.Lock()
+		if !l.held[k] {
+			l.held[k] = true
+			l.mu.Unlock()
+			var once sync.Once
+			return func() {
+				once.Do(func() {
+					l.mu.Lock()
+					delete(l.held, k)
+					l.mu.Unlock()
+				})
+			}, nil
+		}
+		l.mu.Unlock()
+		if !time.Now().Before(deadline) {
+			return nil, commit.ErrLockTimeout
+		}
+		time.Sleep(backoff)
+		if backoff < 5*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
