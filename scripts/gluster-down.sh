@@ -20,7 +20,9 @@ RUN=$GL/run; LOG=$GL/log
 MODE=${1:-}
 SOCK=$RUN/glusterd.socket
 cli() { timeout 60 gluster --mode=script --glusterd-sock="$SOCK" --log-file="$LOG/cli.log" "$@"; }
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# alive PIDFILE: the pid in it runs a GlusterFS program (a pid file left by
+# a run that was killed may name a pid reused by another process since).
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null && tr '\0' ' ' <"/proc/$(cat "$1")/cmdline" 2>/dev/null | grep -q gluster; }
 
 # stop_pid PIDFILE NAME: SIGTERM, wait up to 10 s, then SIGKILL.
 stop_pid() {

@@ -105,7 +105,9 @@ volume management
 end-volume
 EOF
 
-alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# alive PIDFILE: the pid in it runs a GlusterFS program (a pid file left by
+# a run that was killed may name a pid reused by another process since).
+alive() { [ -s "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null && tr '\0' ' ' <"/proc/$(cat "$1")/cmdline" 2>/dev/null | grep -q gluster; }
 if alive "$RUN/glusterd.pid"; then
     say "glusterd already running (pid $(cat "$RUN/glusterd.pid"))"
 else

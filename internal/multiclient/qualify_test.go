@@ -65,7 +65,7 @@ func TestQualifyOnEachMount(t *testing.T) {
 	c := need(t)
 	for _, vol := range c.Volumes() {
 		for _, mnt := range []string{vol.A, vol.B} {
-			r := lease(t, "", "qualify", "--root", filepath.Join(mnt, "qualify-one"))
+			r := lease(t, "", "qualify", "--json", "--root", filepath.Join(mnt, "qualify-one"))
 			p := decodeProof(t, r.out)
 			pass, detail, ok := p.check("client-caches", 0)
 			switch {
@@ -156,7 +156,7 @@ func mpiQualify(t *testing.T, vol glustertest.Volume, rounds int) mpiJob {
 		if i > 0 {
 			args = append(args, ":")
 		}
-		args = append(args, "-np", "2", wrapper, leaseMPI, "qualify", "--root", filepath.Join(mnt, name), "--rounds", fmt.Sprint(rounds))
+		args = append(args, "-np", "2", wrapper, leaseMPI, "qualify", "--json", "--root", filepath.Join(mnt, name), "--rounds", fmt.Sprint(rounds))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	defer cancel()

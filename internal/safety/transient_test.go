@@ -63,7 +63,7 @@ func runWithTransient(sc *Scenario, base *Tree, f transientFault, at int, sticky
 			fr.rec.Injected(op, name, err)
 			mu.Lock()
 			fr.fired++
-			if stageDirRemoval(op, name) {
+			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) {
 				fr.cleanup++
 			}
 			mu.Unlock()
