@@ -264,6 +264,9 @@ func (e *env) printStats(cmd string, s commit.Snapshot) {
 	fmt.Fprintf(e.errw, "lease %s: batches=%d %s=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
 		cmd, s.Batches, word, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,
 		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
+	if s.Retries > 0 {
+		fmt.Fprintf(e.errw, "lease %s: retries=%d (transient errors of a network filesystem, each record retried on its own)\n", cmd, s.Retries)
+	}
 	if s.Ranks > 0 {
 		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.3fs\n", cmd, s.Ranks, s.CollectiveS)
 	}

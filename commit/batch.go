@@ -368,17 +368,29 @@ func (s *Store) count(o Outcome) {
 	}
 }
 
-// applyOne locks, reads, decides and stages one item. It returns an error
-// only for an I/O failure that must stop the batch.
-func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *SyncBatch, r *Result) error {
+// applyOnce locks, reads, decides and stages one item, once. It returns an
+// error only for an I/O failure that must stop the batch, and whether that
+// failure is one to try the item again for (a transient error of the lock
+// or the write; the read retries on its own). try carries what an earlier
+// try of the item wrote when its rename failed in a way that may still
+// have taken effect.
+func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *SyncBatch, r *Result, try *itemTry) (error, bool) {
 	unlock, err := s.Lock(k, it.ID)
 	if err != nil {
-		return s.lockFailed(err, r, "lock the record")
+		return s.lockFailed(err, r, "lock the record"), Transient(err)
 	}
 	defer unlock()
-	cur, err := s.Read(k, it.ID)
+	cur, raw, err := s.readRaw(k, it.ID)
 	if err != nil {
-		return s.readFailed(err, r)
+		return s.readFailed(err, r), false
+	}
+	if try.landed(raw) {
+		// The earlier try's rename reported an error but took effect:
+		// the record is the one it wrote. Its directory still needs
+		// its fsync before the item is reported.
+		b.mark(path.Dir(s.RecordPath(k, it.ID)))
+		r.Outcome, r.Detail, r.Record, r.Token = OK, try.detail, cur, cur.Token
+		return nil, false
 	}
 	now := s.now()
 	r.Record = cur
@@ -390,7 +402,7 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 	if settle != nil && cur != nil && abandonedPublish(cur) && settle(it, cur, now) {
 		if settled, settledHow, err = s.settle(cur, now); err != nil {
 			r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
-			return err
+			return err, Transient(err)
 		}
 		if settled.Status == leasefmt.Done {
 			s.dropStage(cur.ID, cur.Token) // its result was moved out
@@ -403,25 +415,32 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 		r.Detail = settledHow + "; " + detail
 	}
 	if out == OK && next == nil {
-		return nil
+		return nil, false
 	}
 	if out != OK {
 		if settled == nil {
-			return nil
+			return nil, false
 		}
 		next = settled // the settled record is written even when the claim is refused
 		r.settledWrite = true
 	}
-	if err := s.stage(b, next); err != nil {
+	data, err := leasefmt.Encode(next)
+	if err == nil {
+		// A record read as missing is created without replacing: if it
+		// exists after all, it is read again instead of destroyed.
+		err = s.stageBytes(b, next, data, cur == nil)
+	}
+	if err != nil {
 		if errors.Is(err, leasefmt.ErrCorrupt) {
 			r.Outcome, r.Detail, r.Cause = Corrupt, "cannot rewrite: "+err.Error(), err
-			return nil
+			return nil, false
 		}
 		r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
-		return err
+		try.wrote(data, r.Detail, err)
+		return err, Transient(err)
 	}
 	r.Record, r.Token = next, next.Token
-	return nil
+	return nil, false
 }
 
 func (s *Store) lockFailed(err error, r *Result, op string) error {

@@ -181,7 +181,7 @@ func checkG1(t *testing.T, ops []loggedOp, wantRename bool) {
 	t.Helper()
 	renamed := 0
 	for i, o := range ops {
-		if o.op != commit.OpRename || o.failed {
+		if o.op != commit.OpRename && o.op != commit.OpRenameNoReplace || o.failed {
 			continue
 		}
 		renamed++

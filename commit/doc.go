@@ -21,7 +21,13 @@
 //     (publish.go) fsyncs a staged result (FS.SyncFile) before its name
 //     moves into public/.
 //   - G2, one rename per record: Store.stage (store.go) renames one temp
-//     file over the record through SyncBatch.Replace (syncbatch.go).
+//     file over the record through SyncBatch.Replace (syncbatch.go); a
+//     record that was read as missing gets its first version through
+//     SyncBatch.Create instead, which never replaces (renameat2
+//     RENAME_NOREPLACE, or link(2) then unlink of the temp file where the
+//     filesystem lacks it): a record that exists after all (created by
+//     another client, or hidden by this client's cache) is read again and
+//     decided on (ErrAppeared, retry.go), never destroyed.
 //   - G3, success after every directory fsync: Store.apply (batch.go)
 //     reports an item OK only after SyncBatch.Flush; the group writer
 //     (groupwrite.go) flushes before it reports; WriteOne, DurableMove and
@@ -49,7 +55,27 @@
 //
 // A record that exists but does not validate is never treated as free and
 // never overwritten by the normal operations: it is Corrupt, left for
-// lease fsck. Tokens never go back and every claim of an ID gets a larger
+// lease fsck. A record that cannot be read is never treated as missing
+// either: only a failed open (ENOENT from openat) means "no record"; a
+// read(2) that fails after a successful open (GlusterFS's open-behind
+// reports a file replaced through another client that way) is ErrVanished,
+// an I/O error.
+//
+// # Transient errors of network filesystems (retry.go)
+//
+// ESTALE from any call, ErrVanished and ErrAppeared may go away when the
+// step is tried again, once the client has looked the name up afresh.
+// They are retried per record, as Store.Retry says (DefaultRetry: 9 tries,
+// about 1.4 s of pauses, longer than GlusterFS's 1 s entry and metadata
+// cache timeouts): a read is read again (Store.readRaw), a batch item is
+// tried again from its lock on (applyOne), with the lock released between
+// tries. One record's transient error never fails the batch; only when its
+// tries run out is it an I/O error, which stops the batch as any I/O error
+// does (G5, G6). After an ESTALE the FS is asked to drop its cached
+// handles of the record's directory and lock file (OSFS.Refresh). A rename
+// that answered ESTALE may have taken effect: the next try recognises the
+// record it wrote by its bytes and reports it written, after its directory
+// is fsynced (G3), instead of writing it again. Tokens never go back and every claim of an ID gets a larger
 // token than any before it; an expired committing record that names a
 // published result is settled under its lock (rolled forward to done or
 // back to released, publish.go), never taken over.
@@ -74,9 +100,16 @@
 // would drop every lock of the process on it. The shard lock file is
 // created once and never deleted.
 //
-// Waiting is bounded (lock_linux.go): the lock is retried with a backoff
-// of at most 20 ms until Store.LockTimeout runs out, and ErrLockTimeout is
-// returned. Groups take the manifest's lock first, then the targets' locks
+// Waiting is bounded (lock_linux.go): the process never waits inside the
+// kernel (no F_OFD_SETLKW). Every try is one non-blocking F_OFD_SETLK, so
+// an uncontended lock is one system call, and a contended one is tried
+// again with a backoff of at most 20 ms until Store.LockTimeout runs out,
+// and ErrLockTimeout is returned. On FUSE the lock and unlock calls are
+// made with the calling thread's signals blocked: a signal that arrives
+// while a FUSE lock request is in flight makes the kernel send the server
+// an INTERRUPT, and the GlusterFS 10 client deadlocks handling interrupted
+// lock requests (gluster issue 4371: every later call on the mount hangs,
+// past any timeout); Go's runtime signals its threads all the time. Groups take the manifest's lock first, then the targets' locks
 // in ascending ID order, so overlapping group claims cannot deadlock.
 //
 // # Clocks (SPEC §6)

@@ -20,7 +20,11 @@ import (
 type FS interface {
 	// ReadFile reads the regular file name, at most max bytes plus one so a
 	// caller can tell an oversize file. A missing file is fs.ErrNotExist; a
-	// symbolic link or any non-regular file is ErrNotRegular.
+	// symbolic link or any non-regular file is ErrNotRegular. A file that
+	// was opened but could not be read because it was gone by then (read(2)
+	// failing with ENOENT or ESTALE after a successful open, as a network
+	// filesystem's client does when another client replaced the file) is
+	// ErrVanished, never fs.ErrNotExist: the name may well exist.
 	ReadFile(name string, max int) ([]byte, error)
 	// CreateExcl creates name, which must not exist, for writing.
 	CreateExcl(name string) (File, error)
@@ -112,6 +116,10 @@ var (
 	ErrNotRegular = errors.New("not a regular file")
 	// ErrLockTimeout is returned when a lock wait ran out.
 	ErrLockTimeout = errors.New("lock wait timed out")
+	// ErrVanished is returned by FS.ReadFile for a file that was opened
+	// but was gone when it was read (see FS.ReadFile). It does not match
+	// fs.ErrNotExist: the record is not missing, it is being replaced.
+	ErrVanished = errors.New("file vanished between open and read (replaced through another client?)")
 	// ErrCrossDirectory is returned by SyncBatch.Replace for a rename whose
 	// source and destination directories differ (G8).
 	ErrCrossDirectory = errors.New("rename across directories in a same-directory batch")
@@ -149,12 +157,18 @@ type hooked struct {
 	hook Hook
 }
 
-// DropIdleLocks and Syncfs pass the optional FS extensions (see
-// Store.Apply) through to the wrapped FS, so that a hooked store commits
-// as the unwrapped one does.
+// DropIdleLocks, Syncfs and Refresh pass the optional FS extensions (see
+// Store.Apply and Retry) through to the wrapped FS, so that a hooked store
+// commits as the unwrapped one does.
 func (h *hooked) DropIdleLocks() {
 	if f, ok := h.fs.(interface{ DropIdleLocks() }); ok {
 		f.DropIdleLocks()
+	}
+}
+
+func (h *hooked) Refresh(dir string) {
+	if f, ok := h.fs.(interface{ Refresh(dir string) }); ok {
+		f.Refresh(dir)
 	}
 }
 

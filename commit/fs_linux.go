@@ -25,7 +25,7 @@ func OS(root string) (*OSFS, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	return &OSFS{root: root, dirs: map[string]int{"": fd}}, nil
+	return &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: interruptible(fd)}, nil
 }
 
 // OSFS is the kernel implementation of FS.
@@ -34,6 +34,8 @@ type OSFS struct {
 	mu    sync.Mutex
 	dirs  map[string]int       // open directory handles by table-relative name
 	locks map[string]*lockFile // open shard lock files by table-relative name
+	quiet bool                 // the root is on FUSE: lock calls block signals (setlk)
+	stale []int                // directory handles dropped by Refresh, closed by Close
 	share *Sharing             // the table's sharing (SetSharing), nil when not shared
 	umask uint32               // the process's umask, read by SetSharing
 }
@@ -127,6 +129,10 @@ func (o *OSFS) Close() error {
 		unix.Close(fd)
 		delete(o.dirs, k)
 	}
+	for _, fd := range o.stale {
+		unix.Close(fd)
+	}
+	o.stale = nil
 	o.closeLocksLocked()
 	return nil
 }
@@ -226,6 +232,13 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 		if err == unix.EINTR {
 			continue
 		}
+		if err == unix.ENOENT || err == unix.ESTALE {
+			// The open succeeded, so the name was there: a network
+			// filesystem's client (GlusterFS with open-behind) opened
+			// it lazily and found the file replaced meanwhile. Never
+			// "no such file", which would make the record missing.
+			return nil, &fs.PathError{Op: "read", Path: path.Join(o.root, name), Err: vanished{err.(unix.Errno)}}
+		}
 		if err != nil {
 			return nil, o.perr("read", name, err)
 		}
@@ -243,6 +256,14 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 	}
 	return append([]byte(nil), buf[:n]...), nil
 }
+
+// vanished is the error of a read that failed because the open file was
+// gone: it is ErrVanished (and only that, not fs.ErrNotExist), and names
+// the errno.
+type vanished struct{ errno unix.Errno }
+
+func (v vanished) Error() string { return ErrVanished.Error() + ": " + v.errno.Error() }
+func (v vanished) Unwrap() error { return ErrVanished }
 
 const readBufSize = 8 << 10
 
@@ -323,6 +344,33 @@ func (o *OSFS) Remove(name string) error {
 		return o.perr("remove", name, err)
 	}
 	return nil
+}
+
+// Refresh drops the cached handles of the table-relative directory dir and
+// of its shard lock file after an ESTALE (Store's retry calls it): a network
+// filesystem's client answers ESTALE for a handle whose file the server
+// no longer knows by it, and only a fresh lookup of the name cures that.
+// The old directory handle stays open, unused, until Close, since another
+// writer may be using it this moment; the lock file is closed once no
+// writer of this process holds or waits for a byte of it.
+func (o *OSFS) Refresh(dir string) {
+	dir = strings.Trim(path.Clean("/"+dir), "/")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if fd, ok := o.dirs[dir]; ok && dir != "" {
+		o.stale = append(o.stale, fd)
+		delete(o.dirs, dir)
+	}
+	name := path.Join(dir, LockFile)
+	if lf, ok := o.locks[name]; ok {
+		delete(o.locks, name)
+		lf.mu.Lock()
+		lf.retired = true
+		if lf.users == 0 {
+			lf.closeLocked()
+		}
+		lf.mu.Unlock()
+	}
 }
 
 // forget closes the cached handle of a removed directory.

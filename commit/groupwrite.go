@@ -356,10 +356,21 @@ func (c *groupRun) write(todo []*groupOp) {
 			continue
 		}
 		if c.fatal == nil {
-			err := batch.Replace(j.tmp, s.RecordPath(j.w.kind, j.w.id))
+			move := batch.Replace
+			if j.w.prev == nil {
+				// Read as missing: created without replacing, so a
+				// record another client made meanwhile (or this
+				// client's cache hid) fails the group instead of
+				// being destroyed.
+				move = batch.Create
+			}
+			err := move(j.tmp, s.RecordPath(j.w.kind, j.w.id))
 			if err == nil {
 				j.op.replaced = append(j.op.replaced, j.w)
 				continue
+			}
+			if j.w.prev == nil {
+				err = appeared(err)
 			}
 			c.fail(j.op, err)
 		}
@@ -429,16 +440,5 @@ func (s *Store) restoreGroups(ops []*groupOp) {
 				op.restore = err
 			}
 		}
-	}
-}
-
-// mark adds dir to the directories b fsyncs, for a change (a removal) that
-// did not go through Replace.
-func (b *SyncBatch) mark(dir string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if !b.pending[dir] {
-		b.pending[dir] = true
-		b.order = append(b.order, dir)
 	}
 }

@@ -28,7 +28,7 @@ func grpFailAt(i int64, fired *atomic.Bool) (commit.Hook, *atomic.Int64) {
 	var n atomic.Int64
 	return func(op commit.Op, name string) error {
 		switch op {
-		case commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpRename, commit.OpSyncDir:
+		case commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpRename, commit.OpRenameNoReplace, commit.OpSyncDir:
 			if n.Add(1)-1 == i {
 				fired.Store(true)
 				return &fs.PathError{Op: string(op), Path: name, Err: errors.New("injected failure")}
@@ -229,7 +229,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	t.Run("last chunk fails", func(t *testing.T) {
 		last := commit.GroupID(sets[len(sets)-1])
 		root, st, items := setup(t, func(op commit.Op, name string) error {
-			if op == commit.OpRename && strings.Contains(name, string(last)) {
+			if (op == commit.OpRename || op == commit.OpRenameNoReplace) && strings.Contains(name, string(last)) {
 				return errors.New("injected failure")
 			}
 			return nil

@@ -28,6 +28,7 @@ import (
 // FLUSH, RELEASE) for one (the unlock).
 type lockFile struct {
 	fd      int
+	quiet   bool // lock calls are made with signals blocked (FUSE; see setlk)
 	mu      sync.Mutex
 	held    map[int64]chan struct{} // bytes held in this process; closed on release
 	users   int                     // holders and waiters of a byte
@@ -66,7 +67,7 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	if ok { // another writer opened it meanwhile
 		unix.Close(fd)
 	} else {
-		lf = &lockFile{fd: fd, held: map[int64]chan struct{}{}}
+		lf = &lockFile{fd: fd, quiet: o.quiet, held: map[int64]chan struct{}{}}
 		o.locks[name] = lf
 	}
 	lf.mu.Lock()
@@ -191,19 +192,12 @@ func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), erro
 	if wait < 0 {
 		wait = 0
 	}
-	if err := lockByte(lf.fd, off, wait); err != nil {
+	if err := lockByte(lf.fd, off, wait, lf.quiet); err != nil {
 		release()
 		return nil, &fs.PathError{Op: "Lock", Path: path.Join(o.root, name), Err: err}
 	}
 	return func() {
-		lk := unix.Flock_t{Type: unix.F_UNLCK, Whence: 0, Start: off, Len: 1}
-		var err error
-		for {
-			if err = unix.FcntlFlock(uintptr(lf.fd), unix.F_OFD_SETLK, &lk); !errors.Is(err, unix.EINTR) {
-				break
-			}
-		}
-		if err != nil {
+		if err := unlockByte(lf.fd, off, lf.quiet); err != nil {
 			// The byte may still be locked through this descriptor: stop
 			// using it, and close it (dropping the lock) once no writer
 			// of this process holds or waits for a byte of it.

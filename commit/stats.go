@@ -17,6 +17,10 @@ type Stats struct {
 	FileSyncs      atomic.Int64
 	DirectorySyncs atomic.Int64
 	Failures       atomic.Int64 // corrupt records, lock timeouts, I/O errors
+	// Retries counts the steps tried again after a transient error
+	// (Retry): ESTALE, a read that failed after its open, a record that
+	// appeared while it was created.
+	Retries atomic.Int64
 	// Attempted counts the items a batch has finished with, whatever the
 	// outcome, as it runs: for a progress display (not in Snapshot).
 	Attempted atomic.Int64
@@ -44,6 +48,7 @@ type Snapshot struct {
 	DirectorySyncs        int64     `json:"directory_syncs"`
 	DirectorySyncsAvoided int64     `json:"directory_syncs_avoided"`
 	Failures              int64     `json:"failures"`
+	Retries               int64     `json:"retries,omitempty"`
 	DurationS             float64   `json:"duration_s"`
 	LatencyP50            float64   `json:"latency_p50_s"`
 	LatencyP95            float64   `json:"latency_p95_s"`
@@ -65,6 +70,7 @@ func (s *Stats) Snapshot(d time.Duration) Snapshot {
 		FileSyncs:      s.FileSyncs.Load(),
 		DirectorySyncs: s.DirectorySyncs.Load(),
 		Failures:       s.Failures.Load(),
+		Retries:        s.Retries.Load(),
 		DurationS:      d.Seconds(),
 		Latencies:      lat,
 	}
@@ -80,6 +86,7 @@ func (s *Snapshot) Add(o Snapshot) {
 	s.FileSyncs += o.FileSyncs
 	s.DirectorySyncs += o.DirectorySyncs
 	s.Failures += o.Failures
+	s.Retries += o.Retries
 	s.DurationS = math.Max(s.DurationS, o.DurationS)
 	s.Latencies = append(s.Latencies, o.Latencies...)
 	s.finish()

@@ -65,6 +65,9 @@ type Store struct {
 	// only from expires_at + ClockSkew, and a holder's lease counts as
 	// lost from expires_at - ClockSkew.
 	ClockSkew float64
+	// Retry bounds the retries of one record's step after a transient
+	// error of a network filesystem (see Retry); zero means DefaultRetry.
+	Retry Retry
 	// Stats counts what the store did.
 	Stats Stats
 	// Sharing is how the table is shared (TABLE's "shared"), nil when it
@@ -101,7 +104,7 @@ const DefaultWriters = 64
 // create is nil, it returns ErrNoTable; with create it makes the table
 // durably (see create); a concurrent creator's header wins.
 func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
-	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters}
+	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters, Retry: DefaultRetry}
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
 		if sh, ok, err := TableSharing(create); err != nil {
@@ -382,9 +385,21 @@ func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) 
 }
 
 // readRaw is Read that also returns the bytes read, so a failed group
-// write can put them back exactly.
+// write can put them back exactly. A transient error (a read that failed
+// after its open, ESTALE) is retried as s.Retry says and, when the tries
+// run out, returned as the I/O error it is: never as a missing record.
 func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
 	name := s.RecordPath(k, id)
+	for attempt := 1; ; attempt++ {
+		r, data, err := s.readOnce(k, id, name)
+		if !s.again(attempt, name, err) {
+			return r, data, err
+		}
+	}
+}
+
+// readOnce reads and validates the record of id at name once.
+func (s *Store) readOnce(k leasefmt.Kind, id leasefmt.ID, name string) (*leasefmt.Record, []byte, error) {
 	data, err := s.FS.ReadFile(name, leasefmt.MaxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
@@ -464,15 +479,29 @@ func (s *Store) stage(b *SyncBatch, rec *leasefmt.Record) error {
 	if err != nil {
 		return err
 	}
+	return s.stageBytes(b, rec, data, false)
+}
+
+// stageBytes writes data, the encoding of rec, to a temp file and moves it
+// into place in batch b: over the record, or, with create, only where no
+// record exists (SyncBatch.Create; ErrAppeared when one does).
+func (s *Store) stageBytes(b *SyncBatch, rec *leasefmt.Record, data []byte, create bool) error {
 	final := s.RecordPath(rec.Kind, rec.ID)
 	tmp, err := s.writeTemp(path.Dir(final), rec.ID.FileName(), data)
 	if err != nil {
 		return err
 	}
-	if err := b.Replace(tmp, final); err != nil {
+	move := b.Replace
+	if create {
+		move = b.Create
+	}
+	if err := move(tmp, final); err != nil {
 		s.FS.Remove(tmp)
 		if errors.Is(err, ErrCrossDirectory) {
 			return err
+		}
+		if create && errors.Is(err, fs.ErrExist) {
+			return appeared(err)
 		}
 		return &OpError{Op: "cannot rename the new record into place (its temp file was removed)", Err: bare(err)}
 	}

@@ -31,20 +31,41 @@ func NewSyncBatch(f FS, dirSyncs *atomic.Int64) *SyncBatch {
 // Replace renames tmp over final, which must be in the same directory, and
 // marks that directory as needing an fsync.
 func (b *SyncBatch) Replace(tmp, final string) error {
+	return b.move(tmp, final, b.fs.Rename)
+}
+
+// Create moves tmp to final, which must be in the same directory and must
+// not exist yet, without ever replacing it (FS.RenameNoReplace: fs.ErrExist
+// when final exists), and marks that directory as needing an fsync. It is
+// how a record read as missing gets its first version: if another client
+// created the record meanwhile, or this client's caches hid it, the move
+// fails instead of destroying that record.
+func (b *SyncBatch) Create(tmp, final string) error {
+	return b.move(tmp, final, b.fs.RenameNoReplace)
+}
+
+func (b *SyncBatch) move(tmp, final string, rename func(o, n string) error) error {
 	dir := path.Dir(final)
 	if path.Dir(tmp) != dir {
 		return fmt.Errorf("%w: %s -> %s", ErrCrossDirectory, tmp, final)
 	}
-	if err := b.fs.Rename(tmp, final); err != nil {
+	if err := rename(tmp, final); err != nil {
 		return err
 	}
+	b.mark(dir)
+	return nil
+}
+
+// mark adds dir to the directories b fsyncs, for a change that did not go
+// through Replace or Create (a removal, or a rename whose call failed but
+// took effect).
+func (b *SyncBatch) mark(dir string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !b.pending[dir] {
 		b.pending[dir] = true
 		b.order = append(b.order, dir)
 	}
-	b.mu.Unlock()
-	return nil
 }
 
 // Pending reports whether dir has renames not yet covered by an fsync.

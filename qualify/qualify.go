@@ -226,7 +226,9 @@ func localChecks(dir string, rank int, maxSkew float64, holder func(string) *exe
 	if err := os.Mkdir(sub, 0o777); err != nil {
 		return []Check{{Name: "scratch-directory", Detail: err.Error()}}
 	}
-	var out []Check
+	// What the mount tells: the filesystem, and client caches known to
+	// serve stale records across clients (GlusterFS).
+	out := mountChecks(sub)
 	add := func(name string, err error, detail string) {
 		if err != nil {
 			out = append(out, Check{Name: name, Pass: false, Detail: err.Error()})

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
@@ -16,6 +17,11 @@ import (
 
 // Root is the table root every explored store names in its messages.
 const Root = "/table"
+
+// Retry is the retry policy of the explored stores: the engine's number of
+// tries would do, but not its pauses (seconds per record under a sticky
+// ESTALE, times thousands of fault points).
+var Retry = commit.Retry{Attempts: 3, Backoff: time.Microsecond, MaxBackoff: time.Microsecond}
 
 // Scenario is one operation to explore: a starting table built without
 // recording, and the operation run over a Recorder.
@@ -217,6 +223,7 @@ func (run *Run) start(sc *Scenario) error {
 			return fmt.Errorf("open %s: %w", sc.Name, err)
 		}
 		st.Writers = max(sc.Writers, 1)
+		st.Retry = Retry
 		if sc.Clock != nil {
 			calls := run.calls
 			st.Clock = func() float64 { return sc.Clock(calls()) }

@@ -33,8 +33,6 @@ func stageDirRemoval(op commit.Op, name string) bool {
 	return op == commit.OpRemove && dir == commit.StageDir+"/" && ok
 }
 
-// runWithFault runs sc from base, failing call at (counting from 0) with
-// errno once, or, when sticky, every call from there on.
 // queueEntryRemoval: the removal of a queue entry after its item is done,
 // which need not succeed (SPEC §3.1: an entry met for a done record is
 // removed then; the queue invariant and fsck check that one is).
@@ -43,6 +41,8 @@ func queueEntryRemoval(op commit.Op, name string) bool {
 	return op == commit.OpRemove && ok
 }
 
+// runWithFault runs sc from base, failing call at (counting from 0) with
+// errno once, or, when sticky, every call from there on.
 func runWithFault(sc *Scenario, base *Tree, at int, errno syscall.Errno, sticky bool) *faultRun {
 	return runWithFaultWrap(sc, base, at, errno, sticky, nil)
 }

@@ -1,0 +1,81 @@
+package qualify
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const mountinfo = `22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 253:0 / / rw,relatime - ext4 /dev/vda rw
+90 27 0:50 / /tmp/gl/mA rw,relatime - fuse.glusterfs vm:leasevol rw,user_id=0,group_id=0,default_permissions,allow_other,max_read=131072
+91 27 0:51 / /tmp/gl/mA\040b rw,relatime shared:5 - fuse.glusterfs vm:/other rw,user_id=0
+92 27 0:52 / /scratch rw - nfs4 srv:/export rw,vers=4.2,local_lock=none
+`
+
+func TestFindMount(t *testing.T) {
+	for _, tc := range []struct{ path, point, typ, src string }{
+		{"/tmp/gl/mA/table/.qualify.x", "/tmp/gl/mA", "fuse.glusterfs", "vm:leasevol"},
+		{"/tmp/gl/mA", "/tmp/gl/mA", "fuse.glusterfs", "vm:leasevol"},
+		{"/tmp/gl/mA b/t", "/tmp/gl/mA b", "fuse.glusterfs", "vm:/other"},
+		{"/tmp/gl/mAx", "/", "ext4", "/dev/vda"},
+		{"/scratch/c", "/scratch", "nfs4", "srv:/export"},
+	} {
+		m, ok := FindMount(strings.NewReader(mountinfo), tc.path)
+		if !ok || m.Point != tc.point || m.FSType != tc.typ || m.Source != tc.src {
+			t.Errorf("FindMount(%q) = %+v, %v; want %s %s at %s", tc.path, m, ok, tc.typ, tc.src, tc.point)
+		}
+	}
+	if _, ok := FindMount(strings.NewReader("garbage\n"), "/x"); ok {
+		t.Error("a mount found in garbage")
+	}
+}
+
+// fakeGraph lays out a GlusterFS client's .meta/graphs/active as the meta
+// translator shows it: one directory per translator holding its type.
+func fakeGraph(t *testing.T, types map[string]string) string {
+	t.Helper()
+	point := t.TempDir()
+	for name, typ := range types {
+		dir := filepath.Join(point, ".meta", "graphs", "active", name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "type"), []byte(typ+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return point
+}
+
+func TestGlusterCheck(t *testing.T) {
+	base := map[string]string{"v-client-0": "protocol/client", "v-dht": "cluster/distribute", "v-write-behind": "performance/write-behind", "v": "debug/io-stats"}
+	defaults := map[string]string{"v-open-behind": "performance/open-behind", "v-quick-read": "performance/quick-read", "v-md-cache": "performance/md-cache"}
+	for k, v := range base {
+		defaults[k] = v
+	}
+	ch := glusterCheck(Mount{Point: fakeGraph(t, defaults), FSType: "fuse.glusterfs", Source: "host:v"})
+	if ch.Pass {
+		t.Fatalf("client graph with open-behind, quick-read and md-cache passed: %s", ch.Detail)
+	}
+	for _, want := range []string{"gluster volume set v performance.open-behind off", "gluster volume set v performance.quick-read off",
+		"gluster volume set v performance.stat-prefetch off", "md-cache, open-behind, quick-read"} {
+		if !strings.Contains(ch.Detail, want) {
+			t.Errorf("detail %q lacks %q", ch.Detail, want)
+		}
+	}
+	if len(ch.Detail) > 512 {
+		t.Errorf("detail is %d bytes, over the 512 of a bounded message", len(ch.Detail))
+	}
+	if ch := glusterCheck(Mount{Point: fakeGraph(t, base), Source: "host:/v"}); !ch.Pass {
+		t.Errorf("client graph without caching translators failed: %s", ch.Detail)
+	}
+	ch = glusterCheck(Mount{Point: t.TempDir(), Source: "host:v"})
+	if ch.Pass || !strings.Contains(ch.Detail, "cannot read the client's translator graph") || !strings.Contains(ch.Detail, "performance.nl-cache") {
+		t.Errorf("unreadable graph: pass=%v %s; want a failure naming every option", ch.Pass, ch.Detail)
+	}
+	if len(ch.Detail) > 512 {
+		t.Errorf("detail is %d bytes, over the 512 of a bounded message", len(ch.Detail))
+	}
+}
