@@ -268,6 +268,6 @@ func (e *env) printStats(cmd string, s commit.Snapshot) {
 		fmt.Fprintf(e.errw, "lease %s: retries=%d (transient errors of a network filesystem, each record retried on its own)\n", cmd, s.Retries)
 	}
 	if s.Ranks > 0 {
-		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.3fs\n", cmd, s.Ranks, s.CollectiveS)
+		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.6fs\n", cmd, s.Ranks, s.CollectiveS)
 	}
 }

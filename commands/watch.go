@@ -340,7 +340,7 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 		line := fmt.Sprintf("lease renew-batch: round %d: renewed=%d lost=%d failures=%d held=%d time=%.3fs",
 			w.rounds, renewed, lost, failed, renewed, time.Since(started).Seconds())
 		if sess.World().Size() > 1 {
-			line += fmt.Sprintf(" ranks=%d collective_time=%.3fs", sess.World().Size(), sess.RoundCollectives().Seconds())
+			line += fmt.Sprintf(" ranks=%d collective_time=%.6fs", sess.World().Size(), sess.RoundCollectives().Seconds())
 		}
 		fmt.Fprintln(w.e.errw, line)
 	}
