@@ -133,7 +133,11 @@ const mpiWrapper = `#!/bin/sh
 out=$1
 shift
 r=${OMPI_COMM_WORLD_RANK:-x}
-OMPI_COMMAND=$(basename "$1")
+cmd=$1
+if [ "$cmd" = env ]; then # env VAR=VALUE... CMD: the rank is CMD
+  for a in "$@"; do case $a in env|*=*) ;; *) cmd=$a; break ;; esac; done
+fi
+OMPI_COMMAND=$(basename "$cmd")
 export OMPI_COMMAND
 "$@" >"$out/rank-$r.out" 2>"$out/rank-$r.err"
 rc=$?
