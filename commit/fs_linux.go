@@ -574,10 +574,5 @@ func (o *OSFS) OpenDir(name string) (DirReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return osDir{f}, nil
+	return &osDir{f: f}, nil
 }
-
-type osDir struct{ f *os.File }
-
-func (d osDir) ReadNames(n int) ([]string, error) { return d.f.Readdirnames(n) }
-func (d osDir) Close() error                      { return d.f.Close() }

@@ -249,9 +249,13 @@ var answers = [...]string{"granted", "empty", "busy", "blocked"}
 // String is the answer's word: granted, empty, busy, blocked.
 func (a Answer) String() string { return answers[a] }
 
-// NextChunk is how many names of a queue shard a claim reads at once (a
-// few directory blocks).
-const NextChunk = 128
+// FirstChunk is how many names of a queue shard a claim reads first, and
+// NextChunk how many at a time after that, when none of the first was
+// free (a few directory blocks each: see osDir).
+const (
+	FirstChunk = 32
+	NextChunk  = 128
+)
 
 // Next is the result of ClaimNext.
 type Next struct {
@@ -275,8 +279,9 @@ type Next struct {
 // ClaimNext claims up to n free items of the queue for owner, without a
 // candidate list (SPEC §7, claim --next). Its cost does not grow with the
 // number of items done or queued: it visits the queue shards in a random
-// order, reads NextChunk names of a shard at a time, and tries them in
-// random order, so that workers starting together do not collide. Held
+// order, reads FirstChunk names of a shard and then NextChunk at a time,
+// and tries them in random order, so that workers starting together do
+// not collide. Held
 // items are passed over (busy), entries of done items removed as they are
 // met; only when no chunk had a free item does it read on, so it reads the
 // whole queue only when everything in it is held or done. An I/O error
@@ -298,8 +303,8 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 			return nx
 		}
 		nx.Shards++
-		for got < n {
-			names, err := d.ReadNames(NextChunk)
+		for chunk := FirstChunk; got < n; chunk = NextChunk {
+			names, err := d.ReadNames(max(chunk, n-got))
 			if err == io.EOF {
 				break
 			}
