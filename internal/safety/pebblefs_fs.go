@@ -70,25 +70,10 @@ func (m *Mem) CreateExcl(name string) (commit.File, error) {
 
 // Rename implements FS.
 func (m *Mem) Rename(oldname, newname string) error {
-	op, err := memPath("rename", oldname)
-	if err != nil {
-		return err
-	}
-	np, err := memPath("rename", newname)
-	if err != nil {
-		return err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	// Pebble unlinks the source before it resolves the destination: check
-	// both first so a failed rename loses nothing.
-	if _, ok, err := m.stat(op); err != nil || !ok {
-		if err == nil {
-			err = fs.ErrNotExist
-		}
-		return memErr("rename", oldname, err)
-	}
-	if err := m.parentDir("rename", newname, np); err != nil {
+	op, np, err := m.renamePaths(oldname, newname)
+	if err != nil {
 		return err
 	}
 	if fi, ok, _ := m.stat(np); ok && fi.IsDir() {
@@ -103,23 +88,10 @@ func (m *Mem) Rename(oldname, newname string) error {
 // RenameNoReplace implements FS as link then unlink, like the NFS
 // fallback of the kernel FS: the link fails when newname exists.
 func (m *Mem) RenameNoReplace(oldname, newname string) error {
-	op, err := memPath("rename", oldname)
-	if err != nil {
-		return err
-	}
-	np, err := memPath("rename", newname)
-	if err != nil {
-		return err
-	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok, err := m.stat(op); err != nil || !ok {
-		if err == nil {
-			err = fs.ErrNotExist
-		}
-		return memErr("rename", oldname, err)
-	}
-	if err := m.parentDir("rename", newname, np); err != nil {
+	op, np, err := m.renamePaths(oldname, newname)
+	if err != nil {
 		return err
 	}
 	if err := m.fs.Link(op, np); err != nil {
@@ -129,6 +101,31 @@ func (m *Mem) RenameNoReplace(oldname, newname string) error {
 		return memErr("rename", oldname, err)
 	}
 	return nil
+}
+
+// renamePaths checks a rename of oldname to newname before any of it is
+// done (Pebble unlinks the source before it resolves the destination, so
+// a failed rename would lose it) and returns both memfs paths. The caller
+// holds m.mu.
+func (m *Mem) renamePaths(oldname, newname string) (string, string, error) {
+	op, err := memPath("rename", oldname)
+	if err != nil {
+		return "", "", err
+	}
+	np, err := memPath("rename", newname)
+	if err != nil {
+		return "", "", err
+	}
+	if _, ok, err := m.stat(op); err != nil || !ok {
+		if err == nil {
+			err = fs.ErrNotExist
+		}
+		return "", "", memErr("rename", oldname, err)
+	}
+	if err := m.parentDir("rename", newname, np); err != nil {
+		return "", "", err
+	}
+	return op, np, nil
 }
 
 // Remove implements FS.
