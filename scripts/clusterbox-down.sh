@@ -69,6 +69,6 @@ if [ -n "$pid" ] && [ "$(readlink "/proc/$pid/fd/9" 2>/dev/null)" = "$LOCK" ]; t
     kill "$pid"
     say "released $LOCK (holder pid $pid)"
 fi
-rm -f "$BOX/lock.pid" "$BOX/nodes" "$BOX/nodes.tmp"
+rm -f "$BOX/lock.pid" "$BOX/nodes" "$BOX/nodes.tmp" "$BOX/owner.test"
 rmdir "$BOX/shared" "$BOX/ns" "$BOX" 2>/dev/null
 say "done"

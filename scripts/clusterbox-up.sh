@@ -93,6 +93,10 @@ if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link add "$BRIDGE" type bridge
 fi
 [[ $(ip -o -4 addr show dev "$BRIDGE") == *"inet $HOSTIP/24"* ]] || ip addr add "$HOSTIP/24" dev "$BRIDGE"
+# Bridged frames between nodes must not meet the host's iptables FORWARD
+# rules (br_netfilter with a DROP policy, as Docker sets, would cut nodeA
+# off from nodeB): this bridge only, where the kernel has the option.
+ip link set "$BRIDGE" type bridge nf_call_iptables 0 nf_call_ip6tables 0 2>/dev/null || true
 ip link set "$BRIDGE" up
 i=2
 : >"$BOX/nodes.tmp"

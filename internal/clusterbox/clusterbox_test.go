@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,11 +72,24 @@ func run(m *testing.M) int {
 	if boxErr == "" {
 		_, err := os.Stat(filepath.Join(box, "nodes"))
 		wasUp = err == nil
+		if wasUp && staleOwner() {
+			// Brought up by a test binary that is gone (killed by go test
+			// -timeout, say): it holds /tmp/lease-gluster.lock for nobody.
+			out, err := script(3*time.Minute, "clusterbox-down.sh", "--purge")
+			fmt.Fprintf(os.Stderr, "clusterbox: took down the box a dead test run left up (%v)\n", err)
+			if err != nil {
+				fmt.Fprint(os.Stderr, tail(out))
+			}
+			wasUp = false
+		}
 		t0 := time.Now()
 		if out, err := script(11*time.Minute, "clusterbox-up.sh"); err != nil {
 			boxKind, boxErr = "clusterbox", fmt.Sprintf("scripts/clusterbox-up.sh failed (%v):\n%s", err, tail(out))
 		} else {
 			fmt.Fprintf(os.Stderr, "clusterbox: up in %.1fs (%s)\n", time.Since(t0).Seconds(), map[bool]string{true: "was up already", false: "brought up"}[wasUp])
+			if !wasUp {
+				os.WriteFile(ownerFile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+			}
 		}
 	}
 	code := m.Run()
@@ -88,6 +102,21 @@ func run(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// ownerFile names the test binary that brought the box up, while it runs.
+const ownerFile = box + "/owner.test"
+
+// staleOwner reports whether the box was brought up by a test binary that
+// no longer runs.
+func staleOwner() bool {
+	b, err := os.ReadFile(ownerFile)
+	if err != nil {
+		return false
+	}
+	var pid int
+	fmt.Sscan(string(b), &pid)
+	return pid <= 0 || syscall.Kill(pid, 0) != nil
 }
 
 // prerequisites returns the kind and reason of the first missing
