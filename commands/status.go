@@ -50,7 +50,12 @@ var statusManual = Manual{
 		"groups), id, status, owner, token, claimed_at, renewed_at, expires_at (seconds since the epoch), " +
 		"remaining_s (never negative), live, group and targets (targets and groups), publish (when set) and " +
 		"path. These fields are stable: new ones may be added, none is renamed or removed. With -v a line of " +
-		"counts goes to stderr: records read, shown, live, expired, corrupt, and the duration.",
+		"counts goes to stderr: records read, shown, live, expired, corrupt, and the duration.\n\n" +
+		"--summary: queued counts the entries of queue/ and free the queued items without a record, both " +
+		"by listing directories only; leased, expired, committing, released, done and the live leases per " +
+		"owner read every work record, in parallel over the shards, holding the names of the shards being read. Measured at " +
+		"1,000,000 records (bench/queue): 50 s and 88 MB of RSS on journaled ext4, 246 s through FUSE " +
+		"with 2 ms round trips.",
 	Exit: []Item{
 		{"0", "Every record read was shown or filtered out, and every ID given has a record."},
 		{"1", "An ID given has no record (reported on stderr as `missing ID 0 no record (PATH)`)."},
