@@ -52,7 +52,7 @@ import (
 type Mem struct {
 	fs    *vfs.MemFS
 	mu    sync.Mutex // makes the check-then-act of CreateExcl, Mkdir and renames atomic
-	locks *memLocks
+	locks *keyLocks[memLockKey]
 }
 
 // NewMem returns an empty crashable memory FS.
@@ -61,7 +61,7 @@ func NewMem() *Mem { return MemOver(vfs.NewCrashableMem()) }
 // MemOver returns an FS over m, which should come from
 // vfs.NewCrashableMem for CrashClone to work.
 func MemOver(m *vfs.MemFS) *Mem {
-	return &Mem{fs: m, locks: &memLocks{held: map[memLockKey]bool{}}}
+	return &Mem{fs: m, locks: newKeyLocks[memLockKey]()}
 }
 
 // VFS is the underlying Pebble filesystem.

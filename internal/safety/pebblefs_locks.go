@@ -5,7 +5,6 @@ package safety
 
 import (
 	"io/fs"
-	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -42,44 +41,14 @@ func (m *Mem) Lock(name string, off int64, timeout time.Duration) (func(), error
 		f.Close()
 	}
 	m.mu.Unlock()
-	return m.locks.lock(memLockKey{p, off}, name, timeout)
-}
-
-// memLocks is a table of held (file, byte) locks with bounded waits.
-type memLocks struct {
-	mu   sync.Mutex
-	held map[memLockKey]bool
+	unlock, err := m.locks.lock(memLockKey{p, off}, timeout, 100*time.Microsecond)
+	if err != nil {
+		return nil, &fs.PathError{Op: "Lock", Path: name, Err: err}
+	}
+	return unlock, nil
 }
 
 type memLockKey struct {
 	name string
 	off  int64
-}
-
-func (l *memLocks) lock(k memLockKey, name string, timeout time.Duration) (func(), error) {
-	deadline := time.Now().Add(timeout)
-	backoff := 100 * time.Microsecond
-	for {
-		l.mu.Lock()
-		if !l.held[k] {
-			l.held[k] = true
-			l.mu.Unlock()
-			var once sync.Once
-			return func() {
-				once.Do(func() {
-					l.mu.Lock()
-					delete(l.held, k)
-					l.mu.Unlock()
-				})
-			}, nil
-		}
-		l.mu.Unlock()
-		if !time.Now().Before(deadline) {
-			return nil, &fs.PathError{Op: "Lock", Path: name, Err: commit.ErrLockTimeout}
-		}
-		time.Sleep(backoff)
-		if backoff < 5*time.Millisecond {
-			backoff *= 2
-		}
-	}
 }

@@ -33,7 +33,7 @@ func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), 
 		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
 	}
 	r.mu.Unlock()
-	unlock, err := r.locks.lock(n, off, timeout)
+	unlock, err := r.locks.lock(lockKey{n, off}, timeout, 50*time.Microsecond)
 	if err != nil {
 		r.mu.Lock()
 		r.fail(i, err)
@@ -43,23 +43,21 @@ func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), 
 	return unlock, nil
 }
 
-// byteLocks is a table of held (file, byte) locks with bounded waits.
-type byteLocks struct {
+// keyLocks is a table of held locks, one per key, with bounded waits:
+// the byte locks of Recorder (by inode) and of Mem (by name).
+type keyLocks[K comparable] struct {
 	mu   sync.Mutex
-	held map[lockKey]bool
+	held map[K]bool
 }
 
-type lockKey struct {
-	n   *inode
-	off int64
-}
+func newKeyLocks[K comparable]() *keyLocks[K] { return &keyLocks[K]{held: map[K]bool{}} }
 
-func newByteLocks() *byteLocks { return &byteLocks{held: map[lockKey]bool{}} }
-
-func (l *byteLocks) lock(n *inode, off int64, timeout time.Duration) (func(), error) {
-	k := lockKey{n, off}
+// lock takes k, polling with backoff from first up to 5 ms, and returns
+// its unlock (safe to call twice), or commit.ErrLockTimeout once timeout
+// has passed.
+func (l *keyLocks[K]) lock(k K, timeout, first time.Duration) (func(), error) {
 	deadline := time.Now().Add(timeout)
-	backoff := 50 * time.Microsecond
+	backoff := first
 	for {
 		l.mu.Lock()
 		if !l.held[k] {
@@ -84,3 +82,13 @@ func (l *byteLocks) lock(n *inode, off int64, timeout time.Duration) (func(), er
 		}
 	}
 }
+
+// byteLocks are Recorder's (file, byte) locks.
+type byteLocks = keyLocks[lockKey]
+
+type lockKey struct {
+	n   *inode
+	off int64
+}
+
+func newByteLocks() *byteLocks { return newKeyLocks[lockKey]() }
