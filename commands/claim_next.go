@@ -35,6 +35,10 @@ type queueJSON struct {
 type nextClaim struct {
 	commit.Next
 	q queueJSON
+	// started is when the last try began: a lease it granted counts as
+	// lost from there (its expires_at - clock_skew), not from before the
+	// wait.
+	started time.Time
 }
 
 // claimNext claims up to n items of the queue; with wait, a busy queue is
@@ -46,6 +50,7 @@ func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) n
 	var b *backoff
 	start := time.Now()
 	for {
+		out.started = time.Now()
 		nx := st.ClaimNext(n, e.set.Owner, e.set.TTL, rnd)
 		out.Next = nx
 		out.q.Tries++

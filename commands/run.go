@@ -312,6 +312,10 @@ func runRun(c *cli.Context) error {
 			}
 		}
 		id, item.ID = res[0].ID, res[0].ID
+		// As for a named ID below: the local deadline counts from the
+		// start of the try that granted the lease, not from before the
+		// wait for a busy queue.
+		start = nx.started
 	case adopt != 0:
 		res = st.Renew([]commit.Item{item}, e.renewTTL())
 	case wait:
