@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -61,7 +62,7 @@ func NewApp() *cli.App {
 	// --version prints what lease version prints, as git --version does.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
 	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
-	app.OnUsageError = usageHandler(2)
+	app.OnUsageError = usageHandler(exitcode.Usage)
 	app.CommandNotFound = commandNotFound
 	// The common flags are global options too: given before the command's
 	// name they are moved after it (hoistGlobalFlags); here they show in
@@ -75,11 +76,11 @@ func NewApp() *cli.App {
 func usageCode(name string) int {
 	switch name {
 	case "fsck":
-		return 16
+		return exitcode.FsckUsage
 	case "run":
-		return 125
+		return exitcode.RunFailed
 	}
-	return 2
+	return exitcode.Usage
 }
 
 // commandName is how messages name the command of c: "lease claim", or
@@ -96,14 +97,14 @@ func commandName(c *cli.Context) string {
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
-	code := 0
+	code := exitcode.OK
 	exited := false
 	app.ExitErrHandler = func(c *cli.Context, err error) {
 		if err == nil {
 			return
 		}
 		exited = true
-		code = 1
+		code = exitcode.Negative
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			code = ec.ExitCode()
@@ -122,7 +123,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := app.Run(args); err != nil && !exited {
 		fmt.Fprintln(stderr, leasefmt.Bound("lease: "+err.Error()))
-		return 2
+		return exitcode.Usage
 	}
 	return code
 }

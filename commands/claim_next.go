@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -134,15 +135,15 @@ func answerLine(st *commit.Store, nx nextClaim) string {
 // busy; else the most serious outcome of the records that blocked it.
 func nextCode(a commit.Answer) func(res []commit.Result) int {
 	return func(res []commit.Result) int {
-		code := 0
+		code := exitcode.OK
 		for _, r := range res {
 			if r.Outcome == commit.IOError || a == commit.Blocked {
-				code = Worse(code, ExitStatus(r.Outcome))
+				code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 			}
 		}
 		switch a {
 		case commit.Empty, commit.Busy:
-			code = Worse(code, 1)
+			code = exitcode.Worse(code, exitcode.Negative)
 		}
 		return code
 	}

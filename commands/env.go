@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -24,7 +25,7 @@ var getenv = os.Getenv
 
 // usageErr is an error that exits 2: usage, configuration or input.
 func usageErr(format string, args ...any) error {
-	return cli.Exit(leasefmt.Bound(fmt.Sprintf(format, args...)), 2)
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf(format, args...)), exitcode.Usage)
 }
 
 // env is what an action works with: its settings, its clock and its output.
@@ -44,7 +45,7 @@ type env struct {
 func newEnv(c *cli.Context) (*env, error) {
 	set, err := config.Load(c, getenv)
 	if err != nil {
-		return nil, cli.Exit(err.Error(), 2)
+		return nil, cli.Exit(err.Error(), exitcode.Usage)
 	}
 	e := &env{c: c, set: set, json: c.Bool("json"), verbose: c.Bool("verbose"),
 		out: c.App.Writer, errw: c.App.ErrWriter, started: time.Now()}
@@ -103,7 +104,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 			if isAccess(err) {
 				return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, true)
 			}
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), exitcode.IO)
 		}
 	}
 	f, err := commit.OS(root)
@@ -114,7 +115,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		if isAccess(err) {
 			return nil, e.accessError(e.c.Command.Name, root, err, false)
 		}
-		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), exitcode.IO)
 	}
 	var tmpl *leasefmt.Table
 	if create {
@@ -142,11 +143,11 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		case errors.Is(err, commit.ErrNoTable):
 			return nil, noTable(root)
 		case errors.Is(err, leasefmt.ErrCorrupt):
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), exitcode.Corrupt)
 		case isAccess(err):
 			return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
 		}
-		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
+		return nil, cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
 	var work, target int
 	if e.set.Explicit("shards") {
@@ -211,5 +212,5 @@ func shareRootError(root string, err error) error {
 	if isAccess(err) {
 		return usageErr("--shared: cannot make %s group-writable and setgid (%v): only its owner can; make the table in a directory of your own", root, err)
 	}
-	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--shared: %s: %v", root, err)), 4)
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--shared: %s: %v", root, err)), exitcode.IO)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -72,8 +73,8 @@ var fsckManual = Manual{
 
 // fsck exit statuses (fsck(8)).
 const (
-	fsckOperational = 8
-	fsckUsage       = 16
+	fsckOperational = exitcode.FsckOperational
+	fsckUsage       = exitcode.FsckUsage
 )
 
 // fsckErr turns the usage errors of the shared helpers (exit 2) into fsck's
@@ -82,7 +83,7 @@ func fsckErr(err error) error {
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		switch ec.ExitCode() {
-		case 2:
+		case exitcode.Usage:
 			return cli.Exit(ec.Error(), fsckUsage)
 		case fsckUsage, fsckOperational:
 			return err

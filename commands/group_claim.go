@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -88,7 +89,7 @@ func groupInputErr(err error) error {
 	if errors.Is(err, commit.ErrGroupInput) {
 		return usageErr("%s", strings.TrimPrefix(err.Error(), commit.ErrGroupInput.Error()+": "))
 	}
-	return cli.Exit(leasefmt.Bound(err.Error()), 4)
+	return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 }
 
 // runGroupFilter runs group-renew or group-release: a filter over

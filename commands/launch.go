@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
@@ -91,14 +92,14 @@ func launchGate(name string, code int) cli.BeforeFunc {
 		switch launchPolicies[name] {
 		case once:
 			if l.Rank != 0 {
-				return cli.Exit("", 0) // task 0 prints for the job
+				return cli.Exit("", exitcode.OK) // task 0 prints for the job
 			}
 			return nil
 		case alone:
 			return cli.Exit(leasefmt.Bound(aloneMessage(name, l)), code)
 		}
 		if err := l.Check(); err != nil {
-			return cli.Exit(leasefmt.Bound(err.Error()), 2)
+			return cli.Exit(leasefmt.Bound(err.Error()), exitcode.Usage)
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/cluster"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/qualify"
@@ -96,7 +97,7 @@ clients.`,
 func runQualify(c *cli.Context) error {
 	if p := c.String("hold-lock"); p != "" {
 		if err := qualify.HoldLock(p, c.App.Writer); err != nil {
-			return cli.Exit(leasefmt.Bound(err.Error()), 5)
+			return cli.Exit(leasefmt.Bound(err.Error()), exitcode.LockTimeout)
 		}
 		return nil
 	}
@@ -133,7 +134,7 @@ func runQualify(c *cli.Context) error {
 	}
 	printProof(e.out, agreed, doc, e.json, e.root())
 	if !decoded || !agreed.Verified {
-		return cli.Exit("", 1)
+		return cli.Exit("", exitcode.Negative)
 	}
 	return nil
 }

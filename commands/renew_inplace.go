@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -47,7 +48,7 @@ func renewInPlace(c *cli.Context, mode string) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".lease-*")
 	if err != nil {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: %v", file, err)), 4)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: %v", file, err)), exitcode.IO)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	saved := c.App.Writer
@@ -76,7 +77,7 @@ func renewInPlace(c *cli.Context, mode string) error {
 		err = syncDir(filepath.Dir(file))
 	}
 	if err != nil {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: the leases were renewed, but the file could not be replaced: %v", file, err)), 4)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: the leases were renewed, but the file could not be replaced: %v", file, err)), exitcode.IO)
 	}
 	return berr
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -104,19 +105,6 @@ var runManual = Manual{
 	Args:    "id-cmd",
 }
 
-// Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
-const (
-	// exitEmpty: --next found nothing left to do (every queued item is
-	// done), so that `while lease run --next ...; do :; done` ends and the
-	// script can tell "finished" (123) from a busy queue or a tool failure
-	// (125) and from CMD's own statuses.
-	exitEmpty      = 123
-	exitLost       = 124
-	exitToolFailed = 125
-	exitCannotRun  = 126
-	exitNotFound   = 127
-)
-
 // forwardedSignals are passed on to CMD's process group.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 
@@ -126,7 +114,7 @@ func toolFailed(err error) error {
 	if err == nil {
 		return nil
 	}
-	return cli.Exit(err.Error(), exitToolFailed)
+	return cli.Exit(err.Error(), exitcode.RunFailed)
 }
 
 // splitRunArgs splits `ID -- CMD ARG...` (the "--" is optional, and may
@@ -183,11 +171,11 @@ func lookCommand(name string) (string, error) {
 	}
 	switch {
 	case errors.Is(err, exec.ErrDot):
-		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("%s resolves to the current directory; name it ./%s", leasefmt.Quote(name), name)), exitNotFound)
+		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("%s resolves to the current directory; name it ./%s", leasefmt.Quote(name), name)), exitcode.RunNotFound)
 	case errors.Is(err, fs.ErrPermission):
-		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: %v", leasefmt.Quote(name), err)), exitCannotRun)
+		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: %v", leasefmt.Quote(name), err)), exitcode.RunCannotRun)
 	}
-	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitNotFound)
+	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitcode.RunNotFound)
 }
 
 // renewLockTimeout bounds the lock wait of a renewal (keepalive.LockWait).
@@ -233,7 +221,7 @@ func runRun(c *cli.Context) error {
 		return toolFailed(err)
 	}
 	if c.IsSet("now") {
-		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitToolFailed)
+		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitcode.RunFailed)
 	}
 	if err := e.set.CheckRenewInterval(); err != nil {
 		return toolFailed(err)
@@ -257,23 +245,23 @@ func runRun(c *cli.Context) error {
 	var argv []string
 	if next {
 		if c.IsSet("token") {
-			return cli.Exit("usage: --next claims a new lease; --token adopts a held one: give one of them (see lease run --help)", exitToolFailed)
+			return cli.Exit("usage: --next claims a new lease; --token adopts a held one: give one of them (see lease run --help)", exitcode.RunFailed)
 		}
 		argv, err = splitNextArgs(args)
 	} else {
 		id, argv, err = splitRunArgs(args)
 	}
 	if err != nil {
-		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitToolFailed)
+		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitcode.RunFailed)
 	}
 	var adopt int64
 	if c.IsSet("token") {
 		if adopt, err = leasefmt.ParseToken(c.String("token")); err != nil {
-			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitToolFailed)
+			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitcode.RunFailed)
 		}
 	}
 	if wait && adopt != 0 {
-		return cli.Exit("usage: --wait and --token exclude each other: a lease adopted is held already (see lease run --help)", exitToolFailed)
+		return cli.Exit("usage: --wait and --token exclude each other: a lease adopted is held already (see lease run --help)", exitcode.RunFailed)
 	}
 	path, err := lookCommand(argv[0])
 	if err != nil {
@@ -293,7 +281,7 @@ func runRun(c *cli.Context) error {
 		nx := claimNext(e, st, 1, wait, deadline)
 		switch {
 		case nx.Answer == commit.Empty:
-			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitEmpty)
+			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitcode.RunEmpty)
 		case nx.Answer != commit.Granted:
 			for _, r := range nx.Results {
 				fmt.Fprintln(e.errw, failLine(r))
@@ -302,7 +290,7 @@ func runRun(c *cli.Context) error {
 			if msg == "" {
 				msg = "blocked: no queued item could be claimed"
 			}
-			return cli.Exit(leasefmt.Bound(msg+"; "+leasefmt.Quote(argv[0])+" not run"), exitToolFailed)
+			return cli.Exit(leasefmt.Bound(msg+"; "+leasefmt.Quote(argv[0])+" not run"), exitcode.RunFailed)
 		}
 		for _, r := range nx.Results {
 			if r.Outcome == commit.OK {
@@ -322,7 +310,7 @@ func runRun(c *cli.Context) error {
 		// start is that of the last try: the local deadline counts from
 		// before the write that granted the lease.
 		if res, start, err = claimWaiting(e, st, item, deadline); err != nil {
-			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 		}
 	default:
 		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
@@ -337,7 +325,7 @@ func runRun(c *cli.Context) error {
 		if wait && !deadline.IsZero() && r.Outcome == commit.Held {
 			how = fmt.Sprintf(" within --wait %s", formatSeconds(max(0, waitSpan.Seconds())))
 		}
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
 	item.Token = res[0].Token
 	st.LockTimeout = renewLockTimeout(e.set)
@@ -346,7 +334,7 @@ func runRun(c *cli.Context) error {
 	stage, err := st.MakeStage(id, item.Token)
 	if err != nil {
 		h.end(false)
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
 	h.stage = stage
 	if e.verbose {

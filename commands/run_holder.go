@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -84,13 +85,13 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 	defer signal.Stop(sigc)
 
 	if err := cmd.Start(); err != nil {
-		code := exitCannotRun
+		code := exitcode.RunCannotRun
 		if errors.Is(err, fs.ErrNotExist) {
-			code = exitNotFound
+			code = exitcode.RunNotFound
 		}
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: cannot run %s: %v", leasefmt.Quote(h.argv[0]), err)))
 		if h.end(false); h.lost {
-			return exitLost, childStatus{}
+			return exitcode.RunLost, childStatus{}
 		}
 		return code, childStatus{}
 	}
@@ -192,7 +193,7 @@ loop:
 	case waitErr == nil || errors.As(waitErr, &ee):
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
-			code = 128 + int(ws.Signal())
+			code = exitcode.RunSignal + int(ws.Signal())
 			status.signal = unix.SignalName(ws.Signal())
 		} else {
 			code = ws.ExitStatus()
@@ -200,13 +201,13 @@ loop:
 		c := code
 		status.code = &c
 	default: // only I/O copying errors reach here; CMD did end
-		code = exitToolFailed
+		code = exitcode.RunFailed
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: waiting for %s: %v", leasefmt.Quote(h.argv[0]), waitErr)))
 	}
 	fc := h.end(code == 0 && e.c.Bool("complete"))
 	switch {
 	case h.lost:
-		return exitLost, status
+		return exitcode.RunLost, status
 	case fc != 0 && code == 0:
 		return fc, status
 	}
@@ -285,8 +286,8 @@ func lostWhy(r commit.Result) string {
 
 // end finishes the lease after CMD exited: complete (done) when asked and
 // CMD succeeded, else release. A lease CMD finished itself under our token
-// (done, or released at its end) is fine. It returns 0, exitLost when the
-// lease turns out to be gone, or exitToolFailed when the table could not be
+// (done, or released at its end) is fine. It returns 0, exitcode.RunLost when the
+// lease turns out to be gone, or exitcode.RunFailed when the table could not be
 // written. An empty staging directory is removed.
 func (h *holder) end(complete bool) int {
 	defer h.removeStage()
@@ -300,22 +301,22 @@ func (h *holder) end(complete bool) int {
 	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
 	case r.Outcome == commit.OK:
 		h.finish = map[bool]string{true: "done", false: "released"}[complete]
-		return 0
+		return exitcode.OK
 	case h.lost:
 		h.finish = "lost"
-		return exitLost
+		return exitcode.RunLost
 	case ev == keepalive.Done || r.Outcome == commit.Released:
 		h.finish = "by-command-" + r.Outcome.Reason()
-		return 0
+		return exitcode.OK
 	case ev == keepalive.Lost:
 		h.finish = "lost"
 		h.lost, h.lostReason = true, failLine(r)
 		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before it could be finished: "+failLine(r)))
-		return exitLost
+		return exitcode.RunLost
 	default:
 		h.finish = r.Outcome.Reason()
 		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: could not %s the lease: %s", verb, failLine(r))))
-		return exitToolFailed
+		return exitcode.RunFailed
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/suggest"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -177,5 +178,5 @@ func commandNotFound(c *cli.Context, name string) {
 		msg += "; did you mean lease " + s + "?"
 	}
 	fmt.Fprintln(c.App.ErrWriter, msg+" (see lease --help)")
-	cli.HandleExitCoder(cli.Exit("", 2))
+	cli.HandleExitCoder(cli.Exit("", exitcode.Usage))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasetool/lease/cluster"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -170,7 +171,7 @@ func watchSettings(c *cli.Context, e *env, ranks int) error {
 		return usageErr("--now cannot be used with --watch: renewals follow the system clock")
 	}
 	if err := e.set.CheckRenewInterval(); err != nil {
-		return cli.Exit(err.Error(), 2)
+		return cli.Exit(err.Error(), exitcode.Usage)
 	}
 	if ranks > 1 && e.set.MPITimeout > 0 && e.set.RenewInterval >= e.set.MPITimeout {
 		return usageErr("renew_interval %g (%s) must be less than mpi_timeout %g (%s): ranks wait for each other once per round",
@@ -313,7 +314,7 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 	defer w.mu.Unlock()
 	w.stats = sess.Stats(time.Since(w.e.started))
 	w.rounds++
-	w.code = 0
+	w.code = exitcode.OK
 	renewed, lost, failed := 0, 0, 0
 	kept := make([]commit.Item, 0, len(res))
 	for _, o := range w.set.Round(res, started) {
@@ -322,7 +323,7 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 			renewed++
 		case keepalive.Retry:
 			failed++
-			w.code = Worse(w.code, ExitStatus(o.Result.Outcome))
+			w.code = exitcode.Worse(w.code, exitcode.Of(o.Result.Outcome))
 			fmt.Fprintln(w.e.errw, failLine(o.Result)+" (will retry)")
 		default:
 			lost++
@@ -392,7 +393,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 	}
 	code := w.code
 	if stopped == nil && w.stdinOnly && len(w.lost) > 0 && len(held) == 0 {
-		code = Worse(code, 1) // every lease was lost: nothing left to keep alive
+		code = exitcode.Worse(code, exitcode.Negative) // every lease was lost: nothing left to keep alive
 	}
 	if w.e.json {
 		doc := struct {
@@ -416,7 +417,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path})
 		}
 		if err := json.NewEncoder(w.e.out).Encode(doc); err != nil {
-			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
+			return cli.Exit(fmt.Sprintf("stdout: %v", err), exitcode.IO)
 		}
 	} else {
 		var out bytes.Buffer
@@ -428,7 +429,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 				return outputErr(w.output, err)
 			}
 		} else if _, err := w.e.out.Write(out.Bytes()); err != nil { // one write: one chunk for mpirun to forward
-			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
+			return cli.Exit(fmt.Sprintf("stdout: %v", err), exitcode.IO)
 		}
 		why := "every lease lost"
 		if stopped != nil {
