@@ -41,6 +41,10 @@ var addManual = Manual{
 	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "lease-status(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 20, Command: addCommand, Manual: addManual, Launch: Distributed, Records: "added"})
+}
+
 func runAdd(c *cli.Context) error {
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {

@@ -1,6 +1,7 @@
 // Package commands is the command line of lease: one file per subcommand,
-// each starting with its cli.Command, and NewApp listing them. Actions
-// return errors (cli.Exit with the status of SPEC §7) and never exit.
+// each starting with its cli.Command and registering its Descriptor
+// (descriptor.go), from which NewApp builds the app. Actions return errors
+// (cli.Exit with a status of package exitcode) and never exit.
 package commands
 
 import (
@@ -18,7 +19,8 @@ import (
 // Version is the version of lease, set at build time with -ldflags.
 var Version = "0.1.0-dev"
 
-// NewApp returns the lease application with every subcommand.
+// NewApp returns the lease application with the command of every
+// Descriptor, in the order of their ranks.
 func NewApp() *cli.App {
 	app := &cli.App{
 		Name:                 "lease",
@@ -28,31 +30,12 @@ func NewApp() *cli.App {
 		Description: "lease keeps one small JSON record per work item in shard directories of a table on a shared\n" +
 			"filesystem (local disk, NFS, Lustre). Workers claim work and get a fencing token, keep leases\n" +
 			"alive with batched renewals, and publish results only while their token is current.",
-		Commands: []*cli.Command{
-			initCommand,
-			addCommand,
-			claimCommand,
-			renewBatchCommand,
-			releaseCommand,
-			revokeCommand,
-			completeCommand,
-			verifyCommand,
-			groupClaimCommand,
-			groupRenewCommand,
-			groupReleaseCommand,
-			runCommand,
-			statusCommand,
-			fsckCommand,
-			configCommand,
-			qualifyCommand,
-			versionCommand,
-			idCommand,
-		},
 	}
-	for _, cmd := range app.Commands {
-		code := usageCode(cmd.Name)
-		cmd.OnUsageError = usageHandler(code)
-		cmd.Before = launchGate(cmd.Name, code)
+	for _, d := range Descriptors() {
+		cmd := d.Command
+		app.Commands = append(app.Commands, cmd)
+		cmd.OnUsageError = usageHandler(d.usageExit())
+		cmd.Before = launchGate(d)
 		// FILE and ID arguments are files and IDs, always: without this,
 		// urfave gives every command a "help" (alias "h") subcommand, and
 		// `lease renew-batch h > h.new` printed the help text.
@@ -69,18 +52,6 @@ func NewApp() *cli.App {
 	// lease --help.
 	app.Flags = commonFlags()
 	return app
-}
-
-// usageCode is the exit status of a usage error of command name: 16 for
-// fsck (fsck(8)), 125 for run (CMD's statuses own the rest), else 2.
-func usageCode(name string) int {
-	switch name {
-	case "fsck":
-		return exitcode.FsckUsage
-	case "run":
-		return exitcode.RunFailed
-	}
-	return exitcode.Usage
 }
 
 // commandName is how messages name the command of c: "lease claim", or

@@ -60,6 +60,10 @@ var claimManual = Manual{
 	Args:    "free-ids",
 }
 
+func init() {
+	register(&Descriptor{Rank: 30, Command: claimCommand, Manual: claimManual, Launch: Distributed, Records: "claims"})
+}
+
 func runClaim(c *cli.Context) error {
 	if c.IsSet("next") {
 		return runClaimNext(c, c.Int("next"))

@@ -83,7 +83,7 @@ func runClaimNext(c *cli.Context, n int) error {
 		return usageErr("--next and --first exclude each other: --next claims from the queue, --first from a candidate list")
 	}
 	if l := launch(); l.Distributed() {
-		return usageErr("claim --next %s", aloneMessage("run", l))
+		return usageErr("claim --next %s", aloneMessage(true, l))
 	}
 	wait, deadline, rest, err := waiting(c, c.Args().Slice(), true)
 	if err != nil {

@@ -71,6 +71,10 @@ var fsckManual = Manual{
 	SeeAlso: []string{"lease-status(1)", "fsck(8)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 140, Command: fsckCommand, Manual: fsckManual, Launch: Alone, UsageExit: exitcode.FsckUsage})
+}
+
 // fsck exit statuses (fsck(8)).
 const (
 	fsckOperational = exitcode.FsckOperational

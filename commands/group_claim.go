@@ -50,6 +50,10 @@ var groupClaimManual = Manual{
 	Args:    "targets",
 }
 
+func init() {
+	register(&Descriptor{Rank: 90, Command: groupClaimCommand, Manual: groupClaimManual, Launch: Alone, Records: "groups"})
+}
+
 func runGroupClaim(c *cli.Context) error {
 	e, err := newEnv(c)
 	if err != nil {

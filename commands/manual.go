@@ -12,11 +12,12 @@ import (
 )
 
 // The hand-written text of lease's man pages. Each command file holds the
-// Manual of its command right after its cli.Command; this file holds the
-// types, the lookup, the text shared by several pages and that of the main
-// page lease(1) (format.go holds lease-format(5)). internal/docgen renders
-// them, with the command definitions of NewApp, into man/ and
-// completions/: run `go run ./commands/gen` after changing either.
+// Manual of its command right after its cli.Command, both named by its
+// Descriptor; this file holds the types, the lookup, the text shared by
+// several pages and that of the main page lease(1) (format.go holds
+// lease-format(5)). internal/docgen renders them, with the command
+// definitions of NewApp, into man/ and completions/: run `go run
+// ./commands/gen` after changing either.
 //
 // Text fields are docs markup: paragraphs are separated by blank lines, a
 // line starting with a tab is a literal line, a line starting with "- "
@@ -56,39 +57,19 @@ type Item struct{ Tag, Text string }
 // of shell, does.
 type Example struct{ Text, Code string }
 
-// Manuals returns the Manual of every command of NewApp, by command name.
+// Manuals returns the Manual of every command of NewApp, by command name,
+// as its page shows it: its Descriptor's, with what it does under a
+// launcher.
 func Manuals() map[string]Manual {
 	out := map[string]Manual{}
-	for _, m := range []struct {
-		cmd *cli.Command
-		man Manual
-	}{
-		{initCommand, initManual},
-		{addCommand, addManual},
-		{claimCommand, claimManual},
-		{renewBatchCommand, renewBatchManual},
-		{releaseCommand, releaseManual},
-		{revokeCommand, revokeManual},
-		{completeCommand, completeManual},
-		{verifyCommand, verifyManual},
-		{groupClaimCommand, groupClaimManual},
-		{groupRenewCommand, groupRenewManual},
-		{groupReleaseCommand, groupReleaseManual},
-		{runCommand, runManual},
-		{statusCommand, statusManual},
-		{fsckCommand, fsckManual},
-		{configCommand, configManual},
-		{qualifyCommand, qualifyManual},
-		{versionCommand, versionManual},
-		{idCommand, idManual},
-	} {
-		man := m.man
+	for _, d := range Descriptors() {
+		man := d.Manual
 		if man.More != "" {
 			man.More += "\n\n"
 		}
-		man.More += launchNote(m.cmd.Name)
+		man.More += launchNote(d.Launch)
 		man.Env = append(append([]Item(nil), man.Env...), launchEnv)
-		out[m.cmd.Name] = man
+		out[d.Command.Name] = man
 	}
 	return out
 }

@@ -94,6 +94,10 @@ clients.`,
 	SeeAlso: []string{"lease-format(5)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 160, Command: qualifyCommand, Manual: qualifyManual, Launch: Distributed})
+}
+
 func runQualify(c *cli.Context) error {
 	if p := c.String("hold-lock"); p != "" {
 		if err := qualify.HoldLock(p, c.App.Writer); err != nil {

@@ -230,14 +230,6 @@ func shownToken(input, found int64) string {
 	return "0"
 }
 
-// recordWord names what a command's statistics count as records: the
-// JSON's "renewals" (SPEC §9) is the count of records each command wrote
-// or checked, which -v calls by the command's own word.
-var recordWord = map[string]string{
-	"claim": "claims", "release": "releases", "complete": "completions", "verify": "verified",
-	"revoke": "revocations", "group-claim": "groups", "group-release": "releases", "add": "added",
-}
-
 // printCounts prints, with -v, how many results had each reason, in the
 // order of the reasons (`ok` first): what a filter passed over silently is
 // counted here.
@@ -258,9 +250,11 @@ func (e *env) printCounts(cmd string, rows []row) {
 }
 
 func (e *env) printStats(cmd string, s commit.Snapshot) {
-	word := recordWord[cmd]
-	if word == "" {
-		word = "renewals"
+	// The JSON's "renewals" is the count of records each command wrote or
+	// checked, which -v calls by the command's own word.
+	word := "renewals"
+	if d := descriptorOf(cmd); d != nil && d.Records != "" {
+		word = d.Records
 	}
 	fmt.Fprintf(e.errw, "lease %s: batches=%d %s=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
 		cmd, s.Batches, word, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,

@@ -105,6 +105,10 @@ var runManual = Manual{
 	Args:    "id-cmd",
 }
 
+func init() {
+	register(&Descriptor{Rank: 120, Command: runCommand, Manual: runManual, Launch: Alone, UsageExit: exitcode.RunFailed, Worker: true})
+}
+
 // forwardedSignals are passed on to CMD's process group.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
 

@@ -74,6 +74,10 @@ var statusManual = Manual{
 	SeeAlso: []string{"lease-fsck(1)", "lease-revoke(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 130, Command: statusCommand, Manual: statusManual, Launch: Once})
+}
+
 // statusOptions are the parsed flags and arguments of lease status.
 type statusOptions struct {
 	ids      []leasefmt.ID // only these, when given
