@@ -332,9 +332,11 @@ func runRun(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
 	item.Token = res[0].Token
+	// The release or completion after CMD waits for a lock no longer than
+	// a renewal would (keepalive.LockWait).
 	st.LockTimeout = renewLockTimeout(e.set)
-	h := &holder{e: e, st: st, item: item, argv: argv}
-	h.extend(start, res[0].Record)
+	h := &holder{e: e, st: st, item: item, argv: argv,
+		lease: keepalive.Granted(item, start, res[0].Record, seconds(e.set.ClockSkew))}
 	stage, err := st.MakeStage(id, item.Token)
 	if err != nil {
 		h.end(false)
