@@ -292,16 +292,20 @@ func (k *keeper) checked(r commit.Result) (Report, bool) {
 }
 
 // finish waits for what is in flight and returns end. A renewal that
-// lands after the lease ended changes nothing; one that lands after ctx
-// was done is reported (a refusal or a completion then ends the lease).
+// lands after the lease ended changes nothing (a lease that ran out gets
+// its failure as the cause); one that lands after ctx was done is
+// reported (a refusal or a completion then ends the lease).
 func (k *keeper) finish(end Report) Report {
 	if k.renewing {
 		r := <-k.renewc
 		k.renewing = false
-		if end.Event == Stopped {
+		switch {
+		case end.Event == Stopped:
 			if rep, ok := k.renewed(r); ok {
 				end = rep
 			}
+		case end.Expired && end.Result.Item == (commit.Item{}) && Classify(r.res.Outcome) == Retry:
+			end.Result = r.res // why the last renewal did not land in time
 		}
 	}
 	if k.checking {
