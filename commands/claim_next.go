@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -44,8 +45,8 @@ type nextClaim struct {
 
 // claimNext claims up to n items of the queue; with wait, a busy queue is
 // tried again with backoff until an item is granted, the queue is empty,
-// the deadline passes or a signal comes.
-func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
+// the deadline passes, ctx is done or a signal comes.
+func claimNext(ctx context.Context, e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
 	var out nextClaim
 	var b *backoff
@@ -62,7 +63,7 @@ func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) n
 			break
 		}
 		if b == nil {
-			b = newBackoff(deadline)
+			b = newBackoff(ctx, deadline)
 			defer b.close()
 		}
 		if !b.wait(nx.Expiring) {
@@ -100,7 +101,7 @@ func runClaimNext(c *cli.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	nx := claimNext(e, st, n, wait, deadline)
+	nx := claimNext(c.Context, e, st, n, wait, deadline)
 	if !e.json {
 		if msg := answerLine(st, nx); msg != "" {
 			fmt.Fprintln(e.errw, msg)

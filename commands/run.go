@@ -282,7 +282,7 @@ func runRun(c *cli.Context) error {
 	var res []commit.Result
 	switch {
 	case next:
-		nx := claimNext(e, st, 1, wait, deadline)
+		nx := claimNext(c.Context, e, st, 1, wait, deadline)
 		switch {
 		case nx.Answer == commit.Empty:
 			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitcode.RunEmpty)
@@ -313,7 +313,7 @@ func runRun(c *cli.Context) error {
 	case wait:
 		// start is that of the last try: the local deadline counts from
 		// before the write that granted the lease.
-		if res, start, err = claimWaiting(e, st, item, deadline); err != nil {
+		if res, start, err = claimWaiting(c.Context, e, st, item, deadline); err != nil {
 			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 		}
 	default:

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -108,7 +109,9 @@ func runWatch(c *cli.Context) error {
 		ticks, done = wt.stopOnSignal(sigc)
 		defer done()
 	}
-	stopped, err := watchLoop(e, sess, wt, items, ticks)
+	ctx, stop := onSignal(c.Context, ticks)
+	defer stop()
+	stopped, err := watchLoop(ctx, e, sess, wt, items)
 	if err != nil {
 		return ranked(w, err)
 	}
@@ -130,33 +133,33 @@ func runWatch(c *cli.Context) error {
 }
 
 // watchLoop runs rounds on every rank until the ranks agree to stop: after
-// a signal to any of them, or, with stdin as rank 0's only input, once
-// nothing is left to renew. The first round always runs, so that what is
-// printed at the end was checked. Every rank takes part in every round's
-// batch, also one in which rank 0 has nothing to renew. It returns the
-// signal that stopped this rank, nil when none did.
-func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, sigc <-chan os.Signal) (os.Signal, error) {
-	t := keepalive.NewTicker(e.set.RenewInterval, sigc)
+// a signal to any of them (which ends ctx), or, with stdin as rank 0's
+// only input, once nothing is left to renew. The first round always runs,
+// so that what is printed at the end was checked. Every rank takes part in
+// every round's batch, also one in which rank 0 has nothing to renew. It
+// returns the signal that stopped this rank, nil when none did.
+func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, items []commit.Item) (os.Signal, error) {
+	t := keepalive.NewTicker(e.set.RenewInterval)
 	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
 		Run: func(mine []commit.Item) []commit.Result { return sess.Store.Renew(mine, e.renewTTL()) }}
 	for rounds := 0; ; rounds++ {
 		done := wt != nil && wt.nothingLeft()
-		stop, err := sess.Any(rounds > 0 && (t.Signalled() || done))
+		stop, err := sess.Any(rounds > 0 && (ctx.Err() != nil || done))
 		if err != nil {
-			return t.Stopped, err
+			return stoppedBy(ctx), err
 		}
 		if stop {
-			return t.Stopped, nil
+			return stoppedBy(ctx), nil
 		}
 		started := time.Now()
 		res, err := sess.Batch(batch, items)
 		if err != nil {
-			return t.Stopped, err
+			return stoppedBy(ctx), err
 		}
 		if wt != nil {
 			wt.round(res, started, sess)
 		}
-		t.Wait()
+		t.Wait(ctx)
 		if wt != nil {
 			items = wt.reread()
 		}

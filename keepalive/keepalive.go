@@ -27,7 +27,7 @@
 package keepalive
 
 import (
-	"os"
+	"context"
 	"time"
 
 	"github.com/leasetool/lease/commit"
@@ -167,43 +167,33 @@ func (l *Lease) Observe(rec *leasefmt.Record, skew float64) {
 }
 
 // Ticker paces rounds: one every interval, at once when a round took
-// longer, and interrupted by a signal on its channel.
+// longer, until its context is done.
 type Ticker struct {
-	sigc     <-chan os.Signal
 	next     time.Time
 	interval time.Duration
-	// Stopped is the first signal received, nil while none was.
-	Stopped os.Signal
 }
 
-// NewTicker returns a ticker of rounds every interval seconds, stopped by
-// the signals of sigc (nil: none).
-func NewTicker(interval float64, sigc <-chan os.Signal) *Ticker {
-	return &Ticker{sigc: sigc, next: time.Now(), interval: seconds(interval)}
+// NewTicker returns a ticker of rounds every interval seconds.
+func NewTicker(interval float64) *Ticker {
+	return &Ticker{next: time.Now(), interval: seconds(interval)}
 }
 
-// Wait waits for the next round; it returns at once after a signal.
-func (t *Ticker) Wait() {
+// Wait waits for the next round; it returns false, at once, when ctx is
+// done.
+func (t *Ticker) Wait(ctx context.Context) bool {
 	t.next = t.next.Add(t.interval)
 	if now := time.Now(); t.next.Before(now) {
 		t.next = now
 	}
-	if t.Stopped != nil {
-		return
+	if ctx.Err() != nil {
+		return false
 	}
+	timer := time.NewTimer(time.Until(t.next))
+	defer timer.Stop()
 	select {
-	case t.Stopped = <-t.sigc:
-	case <-time.After(time.Until(t.next)):
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
-}
-
-// Signalled reports whether a signal arrived so far, without waiting.
-func (t *Ticker) Signalled() bool {
-	if t.Stopped == nil {
-		select {
-		case t.Stopped = <-t.sigc:
-		default:
-		}
-	}
-	return t.Stopped != nil
 }
