@@ -94,6 +94,8 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 
 	// The keeper reports from its own goroutine; the reports are handled
 	// here, in order, and the channel closes when Keep has returned.
+	// Only CMD's end stops the keeping: a lease must be kept for as long
+	// as CMD runs (signals go to CMD, which then exits).
 	ctx, stopKeeping := context.WithCancel(context.Background())
 	defer stopKeeping()
 	reports := make(chan keepalive.Report, 8)
