@@ -163,7 +163,7 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 	if w.Rank() == 0 {
 		return reported
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

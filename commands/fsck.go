@@ -151,7 +151,7 @@ func runFsck(c *cli.Context) error {
 	if err := p.w.Flush(); err != nil {
 		return cli.Exit(fmt.Sprintf("stdout: %v", err), fsckOperational)
 	}
-	if code := sum.Exit(); code != 0 {
+	if code := sum.Exit(); code != exitcode.FsckClean {
 		return cli.Exit("", code)
 	}
 	return nil

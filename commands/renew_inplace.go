@@ -56,9 +56,9 @@ func renewInPlace(c *cli.Context, mode string) error {
 	berr := runBatch(c, renewSpec(c, mode))
 	c.App.Writer = saved
 	code := exitOf(berr)
-	if code == 2 || code == 4 {
+	if code == exitcode.Usage || code == exitcode.IO {
 		tmp.Close()
-		if code == 4 {
+		if code == exitcode.IO {
 			fmt.Fprintln(c.App.ErrWriter, leasefmt.Bound(fmt.Sprintf("lease renew-batch: %s left as it was: nothing was reported renewed", file)))
 		}
 		return berr

@@ -205,7 +205,7 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 			}
 		}
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

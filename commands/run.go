@@ -358,7 +358,7 @@ func runRun(c *cli.Context) error {
 		fmt.Fprintf(e.errw, "lease run: %s token %d: renewals=%d lost=%t finish=%s exit=%d duration=%.3fs\n",
 			id, item.Token, h.renewals, h.lost, h.finish, code, s.DurationS)
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

@@ -130,7 +130,7 @@ func runStatus(c *cli.Context) error {
 		fmt.Fprintf(e.errw, "lease status: records=%d shown=%d live=%d expired=%d corrupt=%d missing=%d duration=%.3fs\n",
 			counts.read, counts.shown, counts.live, counts.expired, counts.corrupt, counts.missing, time.Since(e.started).Seconds())
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

@@ -126,7 +126,7 @@ func runWatch(c *cli.Context) error {
 	if wt != nil {
 		return reported
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil
@@ -443,7 +443,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 		fmt.Fprintf(w.e.errw, "lease renew-batch: %s after %d rounds: held=%d lost=%d\n", why, w.rounds, len(held), len(w.lost))
 		w.e.printStats("renew-batch", snap)
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil
