@@ -75,7 +75,7 @@ var runManual = Manual{
 		"lease expires after its TTL.\n\n" +
 		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
 		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
-		"that last extended it. When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
+		"that last extended it (after --wait, the claim that granted it: the time spent waiting counts for nothing). When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
 		"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
 		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
 		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
