@@ -89,7 +89,7 @@ func Classify(o commit.Outcome) Event {
 // changes nothing: the lease is live, the check failed in a way that may
 // pass, or the record says it expired, which the local deadline decides
 // (it counts from before the write, on the monotonic clock).
-func Checked(o commit.Outcome) (ev Event, ok bool) {
+func Checked(o commit.Outcome) (Event, bool) {
 	switch ev := Classify(o); {
 	case ev == Done:
 		return Done, true
