@@ -104,7 +104,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 			if isAccess(err) {
 				return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, true)
 			}
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), exitcode.IO)
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 		}
 	}
 	f, err := commit.OS(root)
@@ -115,7 +115,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		if isAccess(err) {
 			return nil, e.accessError(e.c.Command.Name, root, err, false)
 		}
-		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), exitcode.IO)
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 	}
 	var tmpl *leasefmt.Table
 	if create {
@@ -143,11 +143,11 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		case errors.Is(err, commit.ErrNoTable):
 			return nil, noTable(root)
 		case errors.Is(err, leasefmt.ErrCorrupt):
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), exitcode.Corrupt)
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
 		case isAccess(err):
 			return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
 		}
-		return nil, cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
+		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
 	}
 	var work, target int
 	if e.set.Explicit("shards") {
