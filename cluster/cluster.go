@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
@@ -106,12 +107,12 @@ func messageOf(err error, code func(error) int) message {
 	if err == nil {
 		return message{}
 	}
-	m := message{Err: err.Error(), Code: 1}
+	m := message{Err: err.Error(), Code: exitcode.Negative}
 	if code != nil {
 		m.Code = code(err)
 	}
-	if m.Code == 0 {
-		m.Code = 1
+	if m.Code == exitcode.OK {
+		m.Code = exitcode.Negative
 	}
 	return m
 }
@@ -187,7 +188,7 @@ func Open(w *mpi.World, open func() (*commit.Store, error), code func(error) int
 			closeStore(st)
 			msg := fmt.Sprintf("opened another table than rank 0 (host %s): %s holds %s, %s holds %s; every rank must see the same table",
 				leasefmt.Quote(msgs[0].Host), msgs[r].Root, msgs[r].Table, msgs[0].Root, msgs[0].Table)
-			c := 2
+			c := exitcode.Usage
 			if code != nil {
 				c = code(ErrOtherTable)
 			}

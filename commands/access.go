@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -45,7 +46,7 @@ func accessFailure(res []commit.Result) *commit.AccessError {
 func (e *env) accessError(cmd string, path string, cause error, writing bool) error {
 	fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease %s: %s", cmd, accessText(path, cause, writing))))
 	fmt.Fprintln(e.errw, leasefmt.Bound("lease "+cmd+": hint: "+accessHint(e.root(), cause)))
-	return cli.Exit("", 2)
+	return cli.Exit("", exitcode.Usage)
 }
 
 // accessText says what could not be used, by whom, and that nothing was

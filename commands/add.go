@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -40,6 +41,10 @@ var addManual = Manual{
 	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "lease-status(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 20, Command: addCommand, Manual: addManual, Launch: Distributed, Records: "added"})
+}
+
 func runAdd(c *cli.Context) error {
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
@@ -54,11 +59,11 @@ func runAdd(c *cli.Context) error {
 // addCode: IDs already queued or done are no failure; corrupt records, I/O
 // errors and lock timeouts are.
 func addCode(res []commit.Result) int {
-	code := 0
+	code := exitcode.OK
 	for _, r := range res {
 		switch r.Outcome {
 		case commit.Corrupt, commit.IOError, commit.LockTimeout:
-			code = Worse(code, ExitStatus(r.Outcome))
+			code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 		}
 	}
 	return code

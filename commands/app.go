@@ -1,6 +1,7 @@
 // Package commands is the command line of lease: one file per subcommand,
-// each starting with its cli.Command, and NewApp listing them. Actions
-// return errors (cli.Exit with the status of SPEC §7) and never exit.
+// each starting with its cli.Command and registering its Descriptor
+// (descriptor.go), from which NewApp builds the app. Actions return errors
+// (cli.Exit with a status of package exitcode) and never exit.
 package commands
 
 import (
@@ -11,13 +12,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // Version is the version of lease, set at build time with -ldflags.
 var Version = "0.1.0-dev"
 
-// NewApp returns the lease application with every subcommand.
+// NewApp returns the lease application with the command of every
+// Descriptor, in the order of their ranks.
 func NewApp() *cli.App {
 	app := &cli.App{
 		Name:                 "lease",
@@ -27,31 +30,12 @@ func NewApp() *cli.App {
 		Description: "lease keeps one small JSON record per work item in shard directories of a table on a shared\n" +
 			"filesystem (local disk, NFS, Lustre). Workers claim work and get a fencing token, keep leases\n" +
 			"alive with batched renewals, and publish results only while their token is current.",
-		Commands: []*cli.Command{
-			initCommand,
-			addCommand,
-			claimCommand,
-			renewBatchCommand,
-			releaseCommand,
-			revokeCommand,
-			completeCommand,
-			verifyCommand,
-			groupClaimCommand,
-			groupRenewCommand,
-			groupReleaseCommand,
-			runCommand,
-			statusCommand,
-			fsckCommand,
-			configCommand,
-			qualifyCommand,
-			versionCommand,
-			idCommand,
-		},
 	}
-	for _, cmd := range app.Commands {
-		code := usageCode(cmd.Name)
-		cmd.OnUsageError = usageHandler(code)
-		cmd.Before = launchGate(cmd.Name, code)
+	for _, d := range Descriptors() {
+		cmd := d.Command
+		app.Commands = append(app.Commands, cmd)
+		cmd.OnUsageError = usageHandler(d.usageExit())
+		cmd.Before = launchGate(d)
 		// FILE and ID arguments are files and IDs, always: without this,
 		// urfave gives every command a "help" (alias "h") subcommand, and
 		// `lease renew-batch h > h.new` printed the help text.
@@ -61,25 +45,13 @@ func NewApp() *cli.App {
 	// --version prints what lease version prints, as git --version does.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
 	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
-	app.OnUsageError = usageHandler(2)
+	app.OnUsageError = usageHandler(exitcode.Usage)
 	app.CommandNotFound = commandNotFound
 	// The common flags are global options too: given before the command's
 	// name they are moved after it (hoistGlobalFlags); here they show in
 	// lease --help.
 	app.Flags = commonFlags()
 	return app
-}
-
-// usageCode is the exit status of a usage error of command name: 16 for
-// fsck (fsck(8)), 125 for run (CMD's statuses own the rest), else 2.
-func usageCode(name string) int {
-	switch name {
-	case "fsck":
-		return 16
-	case "run":
-		return 125
-	}
-	return 2
 }
 
 // commandName is how messages name the command of c: "lease claim", or
@@ -96,14 +68,14 @@ func commandName(c *cli.Context) string {
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
-	code := 0
+	code := exitcode.OK
 	exited := false
 	app.ExitErrHandler = func(c *cli.Context, err error) {
 		if err == nil {
 			return
 		}
 		exited = true
-		code = 1
+		code = exitcode.Negative
 		var ec cli.ExitCoder
 		if errors.As(err, &ec) {
 			code = ec.ExitCode()
@@ -122,7 +94,7 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if err := app.Run(args); err != nil && !exited {
 		fmt.Fprintln(stderr, leasefmt.Bound("lease: "+err.Error()))
-		return 2
+		return exitcode.Usage
 	}
 	return code
 }

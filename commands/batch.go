@@ -9,6 +9,7 @@ import (
 	"github.com/leasetool/lease/cluster"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
@@ -60,7 +61,7 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 // different tables (a usage error of the job), else 1.
 func exitOf(err error) int {
 	if errors.Is(err, cluster.ErrOtherTable) {
-		return 2
+		return exitcode.Usage
 	}
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
@@ -71,9 +72,9 @@ func exitOf(err error) int {
 		return ce.Code
 	}
 	if err != nil {
-		return 1
+		return exitcode.Negative
 	}
-	return 0
+	return exitcode.OK
 }
 
 // joinWorld starts MPI for a command run across ranks; the settings error,
@@ -86,7 +87,7 @@ func joinWorld(c *cli.Context) (*env, *mpi.World, error, error) {
 	}
 	w, err := mpi.Init(timeout)
 	if err != nil {
-		return nil, nil, nil, cli.Exit(leasefmt.Bound(err.Error()), 4) // mpi's errors say "mpi:"
+		return nil, nil, nil, cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO) // mpi's errors say "mpi:"
 	}
 	if w.Rank() != 0 && e != nil {
 		e.out, e.errw = discard{}, discard{}
@@ -105,7 +106,7 @@ func ranked(w *mpi.World, err error) error {
 	if err == nil {
 		return nil
 	}
-	code, msg := 4, err.Error() // a collective's error says "mpi:"
+	code, msg := exitcode.IO, err.Error() // a collective's error says "mpi:"
 	var ce *cluster.Error
 	if errors.As(err, &ce) {
 		code, msg = ce.Code, ce.Error()
@@ -162,7 +163,7 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 	if w.Rank() == 0 {
 		return reported
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -59,6 +60,10 @@ var claimManual = Manual{
 	Args:    "free-ids",
 }
 
+func init() {
+	register(&Descriptor{Rank: 30, Command: claimCommand, Manual: claimManual, Launch: Distributed, Records: "claims"})
+}
+
 func runClaim(c *cli.Context) error {
 	if c.IsSet("next") {
 		return runClaimNext(c, c.Int("next"))
@@ -91,17 +96,17 @@ func passedOver(r commit.Result) bool { return r.Outcome == commit.Held || r.Out
 // or done candidates are no failure; corrupt records, I/O errors and lock
 // timeouts still are. Getting none is a negative answer.
 func firstCode(res []commit.Result) int {
-	got, code := 0, 0
+	got, code := 0, exitcode.OK
 	for _, r := range res {
 		switch r.Outcome {
 		case commit.OK:
 			got++
 		case commit.Corrupt, commit.IOError, commit.LockTimeout:
-			code = Worse(code, ExitStatus(r.Outcome))
+			code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 		}
 	}
-	if code == 0 && got == 0 {
-		code = 1
+	if code == exitcode.OK && got == 0 {
+		code = exitcode.Negative
 	}
 	return code
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -35,17 +37,22 @@ type queueJSON struct {
 type nextClaim struct {
 	commit.Next
 	q queueJSON
+	// started is when the last try began: a lease it granted counts as
+	// lost from there (its expires_at - clock_skew), not from before the
+	// wait.
+	started time.Time
 }
 
 // claimNext claims up to n items of the queue; with wait, a busy queue is
 // tried again with backoff until an item is granted, the queue is empty,
-// the deadline passes or a signal comes.
-func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
+// the deadline passes, ctx is done or a signal comes.
+func claimNext(ctx context.Context, e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
 	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
 	var out nextClaim
 	var b *backoff
 	start := time.Now()
 	for {
+		out.started = time.Now()
 		nx := st.ClaimNext(n, e.set.Owner, e.set.TTL, rnd)
 		out.Next = nx
 		out.q.Tries++
@@ -56,7 +63,7 @@ func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) n
 			break
 		}
 		if b == nil {
-			b = newBackoff(deadline)
+			b = newBackoff(ctx, deadline)
 			defer b.close()
 		}
 		if !b.wait(nx.Expiring) {
@@ -77,7 +84,7 @@ func runClaimNext(c *cli.Context, n int) error {
 		return usageErr("--next and --first exclude each other: --next claims from the queue, --first from a candidate list")
 	}
 	if l := launch(); l.Distributed() {
-		return usageErr("claim --next %s", aloneMessage("run", l))
+		return usageErr("claim --next %s", aloneMessage(true, l))
 	}
 	wait, deadline, rest, err := waiting(c, c.Args().Slice(), true)
 	if err != nil {
@@ -94,7 +101,7 @@ func runClaimNext(c *cli.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	nx := claimNext(e, st, n, wait, deadline)
+	nx := claimNext(c.Context, e, st, n, wait, deadline)
 	if !e.json {
 		if msg := answerLine(st, nx); msg != "" {
 			fmt.Fprintln(e.errw, msg)
@@ -129,15 +136,15 @@ func answerLine(st *commit.Store, nx nextClaim) string {
 // busy; else the most serious outcome of the records that blocked it.
 func nextCode(a commit.Answer) func(res []commit.Result) int {
 	return func(res []commit.Result) int {
-		code := 0
+		code := exitcode.OK
 		for _, r := range res {
 			if r.Outcome == commit.IOError || a == commit.Blocked {
-				code = Worse(code, ExitStatus(r.Outcome))
+				code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 			}
 		}
 		switch a {
 		case commit.Empty, commit.Busy:
-			code = Worse(code, 1)
+			code = exitcode.Worse(code, exitcode.Negative)
 		}
 		return code
 	}

@@ -52,6 +52,10 @@ var completeManual = Manual{
 	SeeAlso: []string{"lease-verify(1)", "lease-run(1)", "lease-fsck(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 70, Command: completeCommand, Manual: completeManual, Launch: Alone, Records: "completions", Worker: true})
+}
+
 func runComplete(c *cli.Context) error {
 	e, err := newEnv(c)
 	if err != nil {

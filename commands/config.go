@@ -33,6 +33,10 @@ var configManual = Manual{
 	SeeAlso: []string{"lease-format(5)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 150, Command: configCommand, Manual: configManual, Launch: Once})
+}
+
 func runConfig(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("config takes no arguments")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -24,7 +25,7 @@ var getenv = os.Getenv
 
 // usageErr is an error that exits 2: usage, configuration or input.
 func usageErr(format string, args ...any) error {
-	return cli.Exit(leasefmt.Bound(fmt.Sprintf(format, args...)), 2)
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf(format, args...)), exitcode.Usage)
 }
 
 // env is what an action works with: its settings, its clock and its output.
@@ -44,7 +45,7 @@ type env struct {
 func newEnv(c *cli.Context) (*env, error) {
 	set, err := config.Load(c, getenv)
 	if err != nil {
-		return nil, cli.Exit(err.Error(), 2)
+		return nil, cli.Exit(err.Error(), exitcode.Usage)
 	}
 	e := &env{c: c, set: set, json: c.Bool("json"), verbose: c.Bool("verbose"),
 		out: c.App.Writer, errw: c.App.ErrWriter, started: time.Now()}
@@ -211,5 +212,5 @@ func shareRootError(root string, err error) error {
 	if isAccess(err) {
 		return usageErr("--shared: cannot make %s group-writable and setgid (%v): only its owner can; make the table in a directory of your own", root, err)
 	}
-	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--shared: %s: %v", root, err)), 4)
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--shared: %s: %v", root, err)), exitcode.IO)
 }

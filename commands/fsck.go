@@ -15,6 +15,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -70,10 +71,14 @@ var fsckManual = Manual{
 	SeeAlso: []string{"lease-status(1)", "fsck(8)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 140, Command: fsckCommand, Manual: fsckManual, Launch: Alone, UsageExit: exitcode.FsckUsage})
+}
+
 // fsck exit statuses (fsck(8)).
 const (
-	fsckOperational = 8
-	fsckUsage       = 16
+	fsckOperational = exitcode.FsckOperational
+	fsckUsage       = exitcode.FsckUsage
 )
 
 // fsckErr turns the usage errors of the shared helpers (exit 2) into fsck's
@@ -82,7 +87,7 @@ func fsckErr(err error) error {
 	var ec cli.ExitCoder
 	if errors.As(err, &ec) {
 		switch ec.ExitCode() {
-		case 2:
+		case exitcode.Usage:
 			return cli.Exit(ec.Error(), fsckUsage)
 		case fsckUsage, fsckOperational:
 			return err
@@ -146,7 +151,7 @@ func runFsck(c *cli.Context) error {
 	if err := p.w.Flush(); err != nil {
 		return cli.Exit(fmt.Sprintf("stdout: %v", err), fsckOperational)
 	}
-	if code := sum.Exit(); code != 0 {
+	if code := sum.Exit(); code != exitcode.FsckClean {
 		return cli.Exit("", code)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -49,6 +50,10 @@ var groupClaimManual = Manual{
 	Args:    "targets",
 }
 
+func init() {
+	register(&Descriptor{Rank: 90, Command: groupClaimCommand, Manual: groupClaimManual, Launch: Alone, Records: "groups"})
+}
+
 func runGroupClaim(c *cli.Context) error {
 	e, err := newEnv(c)
 	if err != nil {
@@ -88,7 +93,7 @@ func groupInputErr(err error) error {
 	if errors.Is(err, commit.ErrGroupInput) {
 		return usageErr("%s", strings.TrimPrefix(err.Error(), commit.ErrGroupInput.Error()+": "))
 	}
-	return cli.Exit(leasefmt.Bound(err.Error()), 4)
+	return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 }
 
 // runGroupFilter runs group-renew or group-release: a filter over

@@ -30,6 +30,10 @@ var groupReleaseManual = Manual{
 	SeeAlso: []string{"lease-group-claim(1)", "lease-group-renew(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 110, Command: groupReleaseCommand, Manual: groupReleaseManual, Launch: Alone, Records: "releases"})
+}
+
 func runGroupRelease(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
 		return st.ReleaseGroups(items)

@@ -36,6 +36,10 @@ var groupRenewManual = Manual{
 	SeeAlso: []string{"lease-group-claim(1)", "lease-group-release(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 100, Command: groupRenewCommand, Manual: groupRenewManual, Launch: Alone})
+}
+
 func runGroupRenew(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
 		return st.RenewGroups(items, e.renewTTL())

@@ -47,6 +47,10 @@ var idManual = Manual{
 	Args:    "files",
 }
 
+func init() {
+	register(&Descriptor{Rank: 180, Command: idCommand, Manual: idManual, Launch: Once})
+}
+
 // maxIDName bounds one NAME read from stdin, as other input lines are.
 const maxIDName = maxLine
 

@@ -59,6 +59,10 @@ var initManual = Manual{
 	SeeAlso: []string{"lease-config(1)", "lease-fsck(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 10, Command: initCommand, Manual: initManual, Launch: Alone})
+}
+
 func runInit(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("init takes no arguments")

@@ -36,7 +36,7 @@ func launchRun(args ...string) (code int, out, errOut string) {
 // tasks.
 func TestLaunchPolicies(t *testing.T) {
 	for _, c := range commands.NewApp().Commands {
-		if p, ok := commands.LaunchPolicy(c.Name); !ok {
+		if p, ok := commands.LaunchPolicyOf(c.Name); !ok {
 			t.Errorf("lease %s has no launch policy", c.Name)
 		} else {
 			t.Logf("%s: %s", c.Name, p)

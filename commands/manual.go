@@ -3,17 +3,21 @@ package commands
 //go:generate go run ./gen -o ..
 
 import (
+	"strconv"
+
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/mpi"
 )
 
 // The hand-written text of lease's man pages. Each command file holds the
-// Manual of its command right after its cli.Command; this file holds the
-// types, the lookup, the text shared by several pages and that of the main
-// page lease(1) (format.go holds lease-format(5)). internal/docgen renders
-// them, with the command definitions of NewApp, into man/ and
-// completions/: run `go run ./commands/gen` after changing either.
+// Manual of its command right after its cli.Command, both named by its
+// Descriptor; this file holds the types, the lookup, the text shared by
+// several pages and that of the main page lease(1) (format.go holds
+// lease-format(5)). internal/docgen renders them, with the command
+// definitions of NewApp, into man/ and completions/: run `go run
+// ./commands/gen` after changing either.
 //
 // Text fields are docs markup: paragraphs are separated by blank lines, a
 // line starting with a tab is a literal line, a line starting with "- "
@@ -53,39 +57,19 @@ type Item struct{ Tag, Text string }
 // of shell, does.
 type Example struct{ Text, Code string }
 
-// Manuals returns the Manual of every command of NewApp, by command name.
+// Manuals returns the Manual of every command of NewApp, by command name,
+// as its page shows it: its Descriptor's, with what it does under a
+// launcher.
 func Manuals() map[string]Manual {
 	out := map[string]Manual{}
-	for _, m := range []struct {
-		cmd *cli.Command
-		man Manual
-	}{
-		{initCommand, initManual},
-		{addCommand, addManual},
-		{claimCommand, claimManual},
-		{renewBatchCommand, renewBatchManual},
-		{releaseCommand, releaseManual},
-		{revokeCommand, revokeManual},
-		{completeCommand, completeManual},
-		{verifyCommand, verifyManual},
-		{groupClaimCommand, groupClaimManual},
-		{groupRenewCommand, groupRenewManual},
-		{groupReleaseCommand, groupReleaseManual},
-		{runCommand, runManual},
-		{statusCommand, statusManual},
-		{fsckCommand, fsckManual},
-		{configCommand, configManual},
-		{qualifyCommand, qualifyManual},
-		{versionCommand, versionManual},
-		{idCommand, idManual},
-	} {
-		man := m.man
+	for _, d := range Descriptors() {
+		man := d.Manual
 		if man.More != "" {
 			man.More += "\n\n"
 		}
-		man.More += launchNote(m.cmd.Name)
+		man.More += launchNote(d.Launch)
 		man.Env = append(append([]Item(nil), man.Env...), launchEnv)
-		out[m.cmd.Name] = man
+		out[d.Command.Name] = man
 	}
 	return out
 }
@@ -99,49 +83,52 @@ var launchEnv = Item{mpi.ModeEnv, "Whether this process is one of the tasks of a
 // commonExit are the exit statuses of every command but fsck and run
 // (SPEC §7).
 var commonExit = []Item{
-	{"0", "Success: every line (or ID) succeeded."},
-	{"1", "A negative answer: a lease was not granted, was lost, or a token was stale."},
-	{"2", "Usage, configuration or input error; nothing was written."},
-	{"3", "A corrupt record was met and left alone (see lease-fsck(1))."},
-	{"4", "I/O or durability error; nothing in flight was reported as a success."},
-	{"5", "A record lock could not be taken within --lock-timeout."},
-	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: 4 over 3 over 5 over 1 over 0."},
+	{exitTag(exitcode.OK), "Success: every line (or ID) succeeded."},
+	{exitTag(exitcode.Negative), "A negative answer: a lease was not granted, was lost, or a token was stale."},
+	{exitTag(exitcode.Usage), "Usage, configuration or input error; nothing was written."},
+	{exitTag(exitcode.Corrupt), "A corrupt record was met and left alone (see lease-fsck(1))."},
+	{exitTag(exitcode.IO), "I/O or durability error; nothing in flight was reported as a success."},
+	{exitTag(exitcode.LockTimeout), "A record lock could not be taken within --lock-timeout."},
+	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: " + exitcode.Order() + "."},
 }
 
 // claimExit are the exit statuses of lease claim: the common ones, with
 // what success means for --first.
 var claimExit = append([]Item{
-	{"0", "Success: every claim was granted; with --first, at least one was."},
-	{"1", "A claim was not granted (held, done, released by a later token, ...); with --first, none was."},
+	{exitTag(exitcode.OK), "Success: every claim was granted; with --first, at least one was."},
+	{exitTag(exitcode.Negative), "A claim was not granted (held, done, released by a later token, ...); with --first, none was."},
 }, commonExit[2:]...)
 
 // simpleExit are the exit statuses of the commands that read no records
 // (config, version, id).
 var simpleExit = []Item{
-	{"0", "Success."},
-	{"2", "Usage, configuration or input error."},
+	{exitTag(exitcode.OK), "Success."},
+	{exitTag(exitcode.Usage), "Usage, configuration or input error."},
 }
 
 // fsckExit are the exit statuses of lease fsck, those of fsck(8).
 var fsckExit = []Item{
-	{"0", "The table is clean."},
-	{"1", "Errors were found and corrected (--repair)."},
-	{"4", "Errors were left uncorrected."},
-	{"8", "Operational error: the table could not be checked."},
-	{"16", "Usage or configuration error."},
+	{exitTag(exitcode.FsckClean), "The table is clean."},
+	{exitTag(exitcode.FsckCorrected), "Errors were found and corrected (--repair)."},
+	{exitTag(exitcode.FsckLeft), "Errors were left uncorrected."},
+	{exitTag(exitcode.FsckOperational), "Operational error: the table could not be checked."},
+	{exitTag(exitcode.FsckUsage), "Usage or configuration error."},
 }
 
 // runExit are the exit statuses of lease run: CMD's own, and 124 to 127
 // for its own outcomes, as timeout(1) uses them.
 var runExit = []Item{
 	{"", "The exit status of CMD, when it ran and the lease was held until it exited and then finished (released or completed)."},
-	{"123", "With --next: nothing left to do, every queued item is done (`empty`); CMD did not run. A loop `while lease run --next ...; do :; done` ends here; a busy queue without --wait is 125."},
-	{"124", "The lease was lost while CMD ran (or before it could be finished); CMD was sent SIGTERM and, after --grace seconds, SIGKILL."},
-	{"125", "The lease was not granted (held, also after --wait ran out; done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
-	{"126", "CMD was found but could not be run."},
-	{"127", "CMD was not found; nothing was claimed."},
-	{"128+n", "CMD was killed by signal n (137 for SIGKILL)."},
+	{exitTag(exitcode.RunEmpty), "With --next: nothing left to do, every queued item is done (`empty`); CMD did not run. A loop `while lease run --next ...; do :; done` ends here; a busy queue without --wait is 125."},
+	{exitTag(exitcode.RunLost), "The lease was lost while CMD ran (or before it could be finished); CMD was sent SIGTERM and, after --grace seconds, SIGKILL."},
+	{exitTag(exitcode.RunFailed), "The lease was not granted (held, also after --wait ran out; done, corrupt, ...) or lease run itself failed (bad ID, configuration, table error, or the lease could not be released or completed after CMD exited 0). CMD did not run, or its status was 0."},
+	{exitTag(exitcode.RunCannotRun), "CMD was found but could not be run."},
+	{exitTag(exitcode.RunNotFound), "CMD was not found; nothing was claimed."},
+	{exitTag(exitcode.RunSignal) + "+n", "CMD was killed by signal n (137 for SIGKILL)."},
 }
+
+// exitTag is an exit status as a manual's EXIT STATUS tag.
+func exitTag(c int) string { return strconv.Itoa(c) }
 
 // commonFiles are the FILES entries of every page.
 var commonFiles = []Item{

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -87,7 +88,7 @@ func replaceFile(path string, data []byte) (err error) {
 
 // outputErr is the error of a failed --output write: an I/O error.
 func outputErr(path string, err error) error {
-	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--output %s: %v", path, err)), 4)
+	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--output %s: %v", path, err)), exitcode.IO)
 }
 
 // bufferedOutput sends e's stdout into a buffer when --output is given;

@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/cluster"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/qualify"
@@ -93,10 +94,14 @@ clients.`,
 	SeeAlso: []string{"lease-format(5)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 160, Command: qualifyCommand, Manual: qualifyManual, Launch: Distributed})
+}
+
 func runQualify(c *cli.Context) error {
 	if p := c.String("hold-lock"); p != "" {
 		if err := qualify.HoldLock(p, c.App.Writer); err != nil {
-			return cli.Exit(leasefmt.Bound(err.Error()), 5)
+			return cli.Exit(leasefmt.Bound(err.Error()), exitcode.LockTimeout)
 		}
 		return nil
 	}
@@ -133,7 +138,7 @@ func runQualify(c *cli.Context) error {
 	}
 	printProof(e.out, agreed, doc, e.json, e.root())
 	if !decoded || !agreed.Verified {
-		return cli.Exit("", 1)
+		return cli.Exit("", exitcode.Negative)
 	}
 	return nil
 }

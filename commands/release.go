@@ -27,6 +27,10 @@ var releaseManual = Manual{
 	SeeAlso: []string{"lease-claim(1)", "lease-complete(1)", "lease-revoke(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 50, Command: releaseCommand, Manual: releaseManual, Launch: Distributed, Records: "releases"})
+}
+
 func runRelease(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {

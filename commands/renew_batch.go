@@ -95,6 +95,10 @@ var renewBatchManual = Manual{
 	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "etcdctl(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 40, Command: renewBatchCommand, Manual: renewBatchManual, Launch: Distributed})
+}
+
 func runRenewBatch(c *cli.Context) error {
 	mode := c.String("progress")
 	if err := checkProgress(mode); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -47,7 +48,7 @@ func renewInPlace(c *cli.Context, mode string) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(file), "."+filepath.Base(file)+".lease-*")
 	if err != nil {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: %v", file, err)), 4)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: %v", file, err)), exitcode.IO)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	saved := c.App.Writer
@@ -55,9 +56,9 @@ func renewInPlace(c *cli.Context, mode string) error {
 	berr := runBatch(c, renewSpec(c, mode))
 	c.App.Writer = saved
 	code := exitOf(berr)
-	if code == 2 || code == 4 {
+	if code == exitcode.Usage || code == exitcode.IO {
 		tmp.Close()
-		if code == 4 {
+		if code == exitcode.IO {
 			fmt.Fprintln(c.App.ErrWriter, leasefmt.Bound(fmt.Sprintf("lease renew-batch: %s left as it was: nothing was reported renewed", file)))
 		}
 		return berr
@@ -76,7 +77,7 @@ func renewInPlace(c *cli.Context, mode string) error {
 		err = syncDir(filepath.Dir(file))
 	}
 	if err != nil {
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: the leases were renewed, but the file could not be replaced: %v", file, err)), 4)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("--in-place %s: the leases were renewed, but the file could not be replaced: %v", file, err)), exitcode.IO)
 	}
 	return berr
 }

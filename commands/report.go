@@ -10,6 +10,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -64,9 +65,9 @@ func groupRows(res []commit.GroupResult) []row {
 
 // worstCode is the exit status of the most serious outcome (SPEC §7).
 func worstCode(res []commit.Result) int {
-	code := 0
+	code := exitcode.OK
 	for _, r := range res {
-		code = Worse(code, ExitStatus(r.Outcome))
+		code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 	}
 	return code
 }
@@ -132,9 +133,9 @@ func (e *env) reportWith(cmd string, res []commit.Result, snap commit.Snapshot, 
 // refused it when any did.
 func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Snapshot) error {
 	rows := groupRows(res)
-	code := 0
+	code := exitcode.OK
 	for _, r := range rows {
-		code = Worse(code, ExitStatus(r.Outcome))
+		code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 	}
 	return e.write(cmd, rows, snap, code, reportOpts{})
 }
@@ -149,7 +150,7 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 		if !e.json {
 			return e.accessError(cmd, ae.Path, ae.Err, true)
 		}
-		code = 2 // nothing was written: a configuration error
+		code = exitcode.Usage // nothing was written: a configuration error
 	}
 	if e.json {
 		doc := struct {
@@ -165,7 +166,7 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 			doc.Results = append(doc.Results, r.json())
 		}
 		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), exitcode.IO)
 		}
 	} else {
 		w := bufio.NewWriter(e.out)
@@ -192,7 +193,7 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 			}
 		}
 		if err := w.Flush(); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), 4)
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), exitcode.IO)
 		}
 		ew.Flush()
 		if e.verbose {
@@ -204,7 +205,7 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 			}
 		}
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil
@@ -229,14 +230,6 @@ func shownToken(input, found int64) string {
 	return "0"
 }
 
-// recordWord names what a command's statistics count as records: the
-// JSON's "renewals" (SPEC §9) is the count of records each command wrote
-// or checked, which -v calls by the command's own word.
-var recordWord = map[string]string{
-	"claim": "claims", "release": "releases", "complete": "completions", "verify": "verified",
-	"revoke": "revocations", "group-claim": "groups", "group-release": "releases", "add": "added",
-}
-
 // printCounts prints, with -v, how many results had each reason, in the
 // order of the reasons (`ok` first): what a filter passed over silently is
 // counted here.
@@ -257,9 +250,11 @@ func (e *env) printCounts(cmd string, rows []row) {
 }
 
 func (e *env) printStats(cmd string, s commit.Snapshot) {
-	word := recordWord[cmd]
-	if word == "" {
-		word = "renewals"
+	// The JSON's "renewals" is the count of records each command wrote or
+	// checked, which -v calls by the command's own word.
+	word := "renewals"
+	if d := descriptorOf(cmd); d != nil && d.Records != "" {
+		word = d.Records
 	}
 	fmt.Fprintf(e.errw, "lease %s: batches=%d %s=%d lost=%d failures=%d file_syncs=%d directory_syncs=%d directory_syncs_avoided=%d duration=%.3fs p50=%.2fms p95=%.2fms p99=%.2fms\n",
 		cmd, s.Batches, word, s.Renewals, s.Lost, s.Failures, s.FileSyncs, s.DirectorySyncs, s.DirectorySyncsAvoided,

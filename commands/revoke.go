@@ -34,6 +34,10 @@ var revokeManual = Manual{
 	SeeAlso: []string{"lease-release(1)", "lease-run(1)", "lease-status(1)", "etcdctl(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 60, Command: revokeCommand, Manual: revokeManual, Launch: Distributed, Records: "revocations"})
+}
+
 func runRevoke(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "revoke", kind: leasefmt.Work, spread: true, input: idOrTokenArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {

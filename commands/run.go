@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -74,7 +75,7 @@ var runManual = Manual{
 		"lease expires after its TTL.\n\n" +
 		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
 		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
-		"that last extended it. When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
+		"that last extended it (after --wait, the claim that granted it: the time spent waiting counts for nothing). When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
 		"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
 		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
 		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
@@ -104,18 +105,9 @@ var runManual = Manual{
 	Args:    "id-cmd",
 }
 
-// Exit statuses of lease run itself (SPEC §7); everything else is CMD's.
-const (
-	// exitEmpty: --next found nothing left to do (every queued item is
-	// done), so that `while lease run --next ...; do :; done` ends and the
-	// script can tell "finished" (123) from a busy queue or a tool failure
-	// (125) and from CMD's own statuses.
-	exitEmpty      = 123
-	exitLost       = 124
-	exitToolFailed = 125
-	exitCannotRun  = 126
-	exitNotFound   = 127
-)
+func init() {
+	register(&Descriptor{Rank: 120, Command: runCommand, Manual: runManual, Launch: Alone, UsageExit: exitcode.RunFailed, Worker: true})
+}
 
 // forwardedSignals are passed on to CMD's process group.
 var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2}
@@ -126,7 +118,7 @@ func toolFailed(err error) error {
 	if err == nil {
 		return nil
 	}
-	return cli.Exit(err.Error(), exitToolFailed)
+	return cli.Exit(err.Error(), exitcode.RunFailed)
 }
 
 // splitRunArgs splits `ID -- CMD ARG...` (the "--" is optional, and may
@@ -183,11 +175,11 @@ func lookCommand(name string) (string, error) {
 	}
 	switch {
 	case errors.Is(err, exec.ErrDot):
-		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("%s resolves to the current directory; name it ./%s", leasefmt.Quote(name), name)), exitNotFound)
+		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("%s resolves to the current directory; name it ./%s", leasefmt.Quote(name), name)), exitcode.RunNotFound)
 	case errors.Is(err, fs.ErrPermission):
-		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: %v", leasefmt.Quote(name), err)), exitCannotRun)
+		return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: %v", leasefmt.Quote(name), err)), exitcode.RunCannotRun)
 	}
-	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitNotFound)
+	return "", cli.Exit(leasefmt.Bound(fmt.Sprintf("cannot run %s: command not found", leasefmt.Quote(name))), exitcode.RunNotFound)
 }
 
 // renewLockTimeout bounds the lock wait of a renewal (keepalive.LockWait).
@@ -233,7 +225,7 @@ func runRun(c *cli.Context) error {
 		return toolFailed(err)
 	}
 	if c.IsSet("now") {
-		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitToolFailed)
+		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitcode.RunFailed)
 	}
 	if err := e.set.CheckRenewInterval(); err != nil {
 		return toolFailed(err)
@@ -257,23 +249,23 @@ func runRun(c *cli.Context) error {
 	var argv []string
 	if next {
 		if c.IsSet("token") {
-			return cli.Exit("usage: --next claims a new lease; --token adopts a held one: give one of them (see lease run --help)", exitToolFailed)
+			return cli.Exit("usage: --next claims a new lease; --token adopts a held one: give one of them (see lease run --help)", exitcode.RunFailed)
 		}
 		argv, err = splitNextArgs(args)
 	} else {
 		id, argv, err = splitRunArgs(args)
 	}
 	if err != nil {
-		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitToolFailed)
+		return cli.Exit(leasefmt.Bound("usage: "+err.Error()+" (see lease run --help)"), exitcode.RunFailed)
 	}
 	var adopt int64
 	if c.IsSet("token") {
 		if adopt, err = leasefmt.ParseToken(c.String("token")); err != nil {
-			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitToolFailed)
+			return cli.Exit(leasefmt.Bound("--token: "+err.Error()), exitcode.RunFailed)
 		}
 	}
 	if wait && adopt != 0 {
-		return cli.Exit("usage: --wait and --token exclude each other: a lease adopted is held already (see lease run --help)", exitToolFailed)
+		return cli.Exit("usage: --wait and --token exclude each other: a lease adopted is held already (see lease run --help)", exitcode.RunFailed)
 	}
 	path, err := lookCommand(argv[0])
 	if err != nil {
@@ -290,10 +282,10 @@ func runRun(c *cli.Context) error {
 	var res []commit.Result
 	switch {
 	case next:
-		nx := claimNext(e, st, 1, wait, deadline)
+		nx := claimNext(c.Context, e, st, 1, wait, deadline)
 		switch {
 		case nx.Answer == commit.Empty:
-			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitEmpty)
+			return cli.Exit(answerLine(st, nx)+"; "+leasefmt.Quote(argv[0])+" not run", exitcode.RunEmpty)
 		case nx.Answer != commit.Granted:
 			for _, r := range nx.Results {
 				fmt.Fprintln(e.errw, failLine(r))
@@ -302,7 +294,7 @@ func runRun(c *cli.Context) error {
 			if msg == "" {
 				msg = "blocked: no queued item could be claimed"
 			}
-			return cli.Exit(leasefmt.Bound(msg+"; "+leasefmt.Quote(argv[0])+" not run"), exitToolFailed)
+			return cli.Exit(leasefmt.Bound(msg+"; "+leasefmt.Quote(argv[0])+" not run"), exitcode.RunFailed)
 		}
 		for _, r := range nx.Results {
 			if r.Outcome == commit.OK {
@@ -312,13 +304,17 @@ func runRun(c *cli.Context) error {
 			}
 		}
 		id, item.ID = res[0].ID, res[0].ID
+		// As for a named ID below: the local deadline counts from the
+		// start of the try that granted the lease, not from before the
+		// wait for a busy queue.
+		start = nx.started
 	case adopt != 0:
 		res = st.Renew([]commit.Item{item}, e.renewTTL())
 	case wait:
 		// start is that of the last try: the local deadline counts from
 		// before the write that granted the lease.
-		if res, start, err = claimWaiting(e, st, item, deadline); err != nil {
-			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+		if res, start, err = claimWaiting(c.Context, e, st, item, deadline); err != nil {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 		}
 	default:
 		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
@@ -333,16 +329,18 @@ func runRun(c *cli.Context) error {
 		if wait && !deadline.IsZero() && r.Outcome == commit.Held {
 			how = fmt.Sprintf(" within --wait %s", formatSeconds(max(0, waitSpan.Seconds())))
 		}
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
 	item.Token = res[0].Token
+	// The release or completion after CMD waits for a lock no longer than
+	// a renewal would (keepalive.LockWait).
 	st.LockTimeout = renewLockTimeout(e.set)
-	h := &holder{e: e, st: st, item: item, argv: argv}
-	h.extend(start, res[0].Record)
+	h := &holder{e: e, st: st, item: item, argv: argv,
+		lease: keepalive.Granted(item, start, res[0].Record, seconds(e.set.ClockSkew))}
 	stage, err := st.MakeStage(id, item.Token)
 	if err != nil {
 		h.end(false)
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitToolFailed)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
 	h.stage = stage
 	if e.verbose {
@@ -360,7 +358,7 @@ func runRun(c *cli.Context) error {
 		fmt.Fprintf(e.errw, "lease run: %s token %d: renewals=%d lost=%t finish=%s exit=%d duration=%.3fs\n",
 			id, item.Token, h.renewals, h.lost, h.finish, code, s.DurationS)
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

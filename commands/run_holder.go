@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,11 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// holder runs CMD while keeping one lease alive.
+// holder runs CMD while keepalive.Keep keeps its lease alive: the keeper
+// decides when the lease is renewed, retried, lost or done; the holder
+// runs CMD, forwards signals to it and stops it when the lease is lost.
 type holder struct {
 	e     *env
 	st    *commit.Store
@@ -32,31 +36,21 @@ type holder struct {
 	lost       bool
 	lostReason string
 	finish     string // released, done, lost, or the failure's reason word
+
+	pgid  int
+	killc <-chan time.Time // SIGKILL for CMD's group, once the lease is lost
 }
 
-// extend records a write of the lease begun at started.
-func (h *holder) extend(started time.Time, rec *leasefmt.Record) {
-	h.lease.Extend(started, rec, h.e.set.ClockSkew)
-}
-
-// grace is the time between SIGTERM and SIGKILL when renewals keep
-// failing, which ends at the lost point, so that CMD is gone before the
-// lease counts as lost (and long before a claimer may take it over):
-// --grace, shortened to half of what the lease leaves after the first
-// retry, so that renewals are retried before CMD is told to stop.
-func (h *holder) grace() time.Duration {
-	room := h.lease.Duration - h.e.set.ClockSkew - h.e.set.RenewInterval
-	return seconds(max(0, min(h.e.set.Grace, room/2)))
-}
-
-// stopAt is when CMD gets SIGTERM if no renewal succeeds before.
-func (h *holder) stopAt() time.Time { return h.lease.LostAt.Add(-h.grace()) }
-
-// pollInterval is how often the lease is checked, read-only, between
-// renewals, so that a revoke or a release from outside stops CMD within
-// about a second.
-func (h *holder) pollInterval() time.Duration {
-	return min(time.Second, seconds(h.e.set.RenewInterval))
+// keepConfig is how lease run keeps its lease alive.
+func (h *holder) keepConfig() keepalive.Config {
+	set := h.e.set
+	return keepalive.Config{
+		Interval:    seconds(set.RenewInterval),
+		TTL:         seconds(h.e.renewTTL()),
+		LockTimeout: seconds(set.LockTimeout),
+		ClockSkew:   seconds(set.ClockSkew),
+		Grace:       seconds(set.Grace),
+	}
 }
 
 // childStatus is how CMD ended.
@@ -84,49 +78,33 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 	defer signal.Stop(sigc)
 
 	if err := cmd.Start(); err != nil {
-		code := exitCannotRun
+		code := exitcode.RunCannotRun
 		if errors.Is(err, fs.ErrNotExist) {
-			code = exitNotFound
+			code = exitcode.RunNotFound
 		}
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: cannot run %s: %v", leasefmt.Quote(h.argv[0]), err)))
 		if h.end(false); h.lost {
-			return exitLost, childStatus{}
+			return exitcode.RunLost, childStatus{}
 		}
 		return code, childStatus{}
 	}
-	pgid := cmd.Process.Pid
+	h.pgid = cmd.Process.Pid
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 
-	ticker := time.NewTicker(seconds(e.set.RenewInterval))
-	defer ticker.Stop()
-	poll := time.NewTicker(h.pollInterval())
-	defer poll.Stop()
-	expiry := time.NewTimer(time.Until(h.stopAt()))
-	defer expiry.Stop()
-	var killc <-chan time.Time
-	renewc := make(chan renewal, 1)
-	checkc := make(chan commit.Result, 1)
-	renewing, checking := false, false
+	// The keeper reports from its own goroutine; the reports are handled
+	// here, in order, and the channel closes when Keep has returned.
+	// Only CMD's end stops the keeping: a lease must be kept for as long
+	// as CMD runs (signals go to CMD, which then exits).
+	ctx, stopKeeping := context.WithCancel(context.Background())
+	defer stopKeeping()
+	reports := make(chan keepalive.Report, 8)
+	go func() {
+		keepalive.Keep(ctx, keepalive.Store(h.st), h.lease, h.keepConfig(), func(r keepalive.Report) { reports <- r })
+		close(reports)
+	}()
 
-	stopRenewing := func() {
-		ticker.Stop()
-		poll.Stop()
-		expiry.Stop()
-	}
-	loseLease := func(why string, wait time.Duration) {
-		if h.lost {
-			return
-		}
-		h.lost, h.lostReason = true, why
-		stopRenewing()
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %s",
-			why, leasefmt.Quote(h.argv[0]), pgid, wait)))
-		syscall.Kill(-pgid, syscall.SIGTERM)
-		killc = time.After(wait)
-	}
-	lose := func(why string) { loseLease(why, seconds(e.set.Grace)) }
-
+	keeping := (<-chan keepalive.Report)(reports)
 	var waitErr error
 loop:
 	for {
@@ -135,64 +113,38 @@ loop:
 			break loop
 		case sig := <-sigc:
 			if s, ok := sig.(syscall.Signal); ok {
-				syscall.Kill(-pgid, s)
+				syscall.Kill(-h.pgid, s)
 			}
-		case <-killc:
-			killc = nil
+		case <-h.killc:
+			h.killc = nil
 			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running after SIGTERM; sending SIGKILL to process group %d",
-				leasefmt.Quote(h.argv[0]), pgid)))
-			syscall.Kill(-pgid, syscall.SIGKILL)
-		case <-ticker.C:
-			if renewing || h.lost || h.byCommand {
+				leasefmt.Quote(h.argv[0]), h.pgid)))
+			syscall.Kill(-h.pgid, syscall.SIGKILL)
+		case r, ok := <-keeping:
+			if !ok {
+				keeping = nil // the keeping ended: lost, or done by CMD
 				continue
 			}
-			renewing = true
-			go h.renew(renewc)
-		case r := <-renewc:
-			renewing = false
-			h.renewed(r, lose, stopRenewing, expiry)
-		case <-poll.C:
-			if checking || renewing || h.lost || h.byCommand {
-				continue
-			}
-			checking = true
-			go func() { checkc <- h.st.Verify([]commit.Item{h.item})[0] }()
-		case r := <-checkc:
-			checking = false
-			h.checked(r, lose, stopRenewing)
-		case <-expiry.C:
-			if !h.lost && !h.byCommand {
-				// SIGKILL comes at the lost point, before any claimer can
-				// take the lease over (expires_at + clock_skew). Past it
-				// (lease run itself was stopped), CMD still gets a short
-				// grace to exit on SIGTERM.
-				left := time.Until(h.lease.LostAt)
-				why := fmt.Sprintf("no renewal of %s token %d succeeded; the lease counts as lost at expires_at - clock_skew, in %s",
-					h.item.ID, h.item.Token, left.Round(time.Millisecond))
-				if left <= 0 {
-					why = fmt.Sprintf("no renewal of %s token %d succeeded; the lease counted as lost %s ago (was lease run stopped?)",
-						h.item.ID, h.item.Token, (-left).Round(time.Millisecond))
-					left = min(seconds(e.set.Grace), time.Second)
-				}
-				loseLease(why, left)
-			}
+			h.reported(r)
 		}
 	}
-	if renewing { // let the renewal in flight land before finishing
-		h.renewed(<-renewc, lose, stopRenewing, expiry)
-	}
-	if checking {
-		<-checkc
+	// Let what is in flight land before finishing: a renewal that finds
+	// the lease gone still makes it lost.
+	stopKeeping()
+	if keeping != nil {
+		for r := range keeping {
+			h.reported(r)
+		}
 	}
 
 	status := childStatus{}
-	code := 0
+	code := exitcode.OK
 	var ee *exec.ExitError
 	switch {
 	case waitErr == nil || errors.As(waitErr, &ee):
 		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		if ws.Signaled() {
-			code = 128 + int(ws.Signal())
+			code = exitcode.RunSignal + int(ws.Signal())
 			status.signal = unix.SignalName(ws.Signal())
 		} else {
 			code = ws.ExitStatus()
@@ -200,79 +152,70 @@ loop:
 		c := code
 		status.code = &c
 	default: // only I/O copying errors reach here; CMD did end
-		code = exitToolFailed
+		code = exitcode.RunFailed
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: waiting for %s: %v", leasefmt.Quote(h.argv[0]), waitErr)))
 	}
-	fc := h.end(code == 0 && e.c.Bool("complete"))
+	fc := h.end(code == exitcode.OK && e.c.Bool("complete"))
 	switch {
 	case h.lost:
-		return exitLost, status
-	case fc != 0 && code == 0:
+		return exitcode.RunLost, status
+	case fc != exitcode.OK && code == exitcode.OK:
 		return fc, status
 	}
 	return code, status
 }
 
-// renewal is the result of one renewal attempt.
-type renewal struct {
-	started time.Time
-	res     commit.Result
-}
-
-func (h *holder) renew(out chan<- renewal) {
-	started := time.Now()
-	res := h.st.Renew([]commit.Item{h.item}, h.e.renewTTL())
-	out <- renewal{started, res[0]}
-}
-
-// renewed handles the result of a renewal: a success extends the local
-// deadline, a refusal loses the lease, and a failure (lock timeout, I/O,
-// corrupt record) is reported and retried until the deadline passes.
-func (h *holder) renewed(r renewal, lose func(string), stop func(), expiry *time.Timer) {
+// reported handles one report of the keeper.
+func (h *holder) reported(r keepalive.Report) {
 	if h.lost || h.byCommand {
 		return
 	}
-	switch keepalive.Classify(r.res.Outcome) {
+	e := h.e
+	h.lease = r.Lease
+	switch r.Event {
 	case keepalive.Renewed:
 		h.renewals++
-		h.extend(r.started, r.res.Record)
-		expiry.Reset(time.Until(h.stopAt()))
-		if h.e.verbose {
-			fmt.Fprintf(h.e.errw, "lease run: renewed %s token %d until %s (%s from now)\n", h.item.ID, h.item.Token,
-				time.UnixMicro(int64(r.res.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.lease.Duration))
+		if e.verbose {
+			fmt.Fprintf(e.errw, "lease run: renewed %s token %d until %s (%s from now)\n", h.item.ID, h.item.Token,
+				time.UnixMicro(int64(r.Result.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.lease.Duration))
 		}
+	case keepalive.Retry:
+		fmt.Fprintln(e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.Result))
 	case keepalive.Done:
 		// Done passed the token check first (fenced): CMD, or someone it
 		// gave LEASE_TOKEN to, completed the lease; done is final, so CMD
 		// may finish in peace.
 		h.byCommand = true
-		stop()
-		if h.e.verbose {
-			fmt.Fprintf(h.e.errw, "lease run: %s token %d was completed by the command; renewals stop\n", h.item.ID, h.item.Token)
+		if e.verbose && !r.Checked {
+			fmt.Fprintf(e.errw, "lease run: %s token %d was completed by the command; renewals stop\n", h.item.ID, h.item.Token)
 		}
 	case keepalive.Lost:
-		lose(lostWhy(r.res))
-	default:
-		fmt.Fprintln(h.e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.res))
+		if !r.Expired {
+			h.lose(lostWhy(r.Result), seconds(e.set.Grace))
+			return
+		}
+		// SIGKILL comes at the lost point, before any claimer can take the
+		// lease over (expires_at + clock_skew). Past it (lease run itself
+		// was stopped), CMD still gets a short grace to exit on SIGTERM.
+		left := time.Until(h.lease.LostAt)
+		why := fmt.Sprintf("no renewal of %s token %d succeeded; the lease counts as lost at expires_at - clock_skew, in %s",
+			h.item.ID, h.item.Token, left.Round(time.Millisecond))
+		if left <= 0 {
+			why = fmt.Sprintf("no renewal of %s token %d succeeded; the lease counted as lost %s ago (was lease run stopped?)",
+				h.item.ID, h.item.Token, (-left).Round(time.Millisecond))
+			left = min(seconds(e.set.Grace), time.Second)
+		}
+		h.lose(why, left)
 	}
 }
 
-// checked handles the read-only check between renewals: a lease that is
-// no longer this token's (revoked, released, taken over) stops CMD now.
-func (h *holder) checked(r commit.Result, lose func(string), stop func()) {
-	if h.lost || h.byCommand {
-		return
-	}
-	switch ev := keepalive.Classify(r.Outcome); {
-	case ev == keepalive.Done:
-		h.byCommand = true
-		stop()
-	case r.Outcome == commit.Expired:
-		// The local deadline decides expiry: it counts from before the
-		// write, on the monotonic clock.
-	case ev == keepalive.Lost:
-		lose(lostWhy(r))
-	}
+// lose stops CMD: SIGTERM to its group now, SIGKILL after wait.
+func (h *holder) lose(why string, wait time.Duration) {
+	h.lost, h.lostReason = true, why
+	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %s",
+		why, leasefmt.Quote(h.argv[0]), h.pgid, wait)))
+	syscall.Kill(-h.pgid, syscall.SIGTERM)
+	h.killc = time.After(wait)
 }
 
 // lostWhy says why a lease is gone, for the line that stops CMD.
@@ -285,8 +228,8 @@ func lostWhy(r commit.Result) string {
 
 // end finishes the lease after CMD exited: complete (done) when asked and
 // CMD succeeded, else release. A lease CMD finished itself under our token
-// (done, or released at its end) is fine. It returns 0, exitLost when the
-// lease turns out to be gone, or exitToolFailed when the table could not be
+// (done, or released at its end) is fine. It returns 0, exitcode.RunLost when the
+// lease turns out to be gone, or exitcode.RunFailed when the table could not be
 // written. An empty staging directory is removed.
 func (h *holder) end(complete bool) int {
 	defer h.removeStage()
@@ -300,22 +243,22 @@ func (h *holder) end(complete bool) int {
 	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
 	case r.Outcome == commit.OK:
 		h.finish = map[bool]string{true: "done", false: "released"}[complete]
-		return 0
+		return exitcode.OK
 	case h.lost:
 		h.finish = "lost"
-		return exitLost
+		return exitcode.RunLost
 	case ev == keepalive.Done || r.Outcome == commit.Released:
 		h.finish = "by-command-" + r.Outcome.Reason()
-		return 0
+		return exitcode.OK
 	case ev == keepalive.Lost:
 		h.finish = "lost"
 		h.lost, h.lostReason = true, failLine(r)
 		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before it could be finished: "+failLine(r)))
-		return exitLost
+		return exitcode.RunLost
 	default:
 		h.finish = r.Outcome.Reason()
 		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: could not %s the lease: %s", verb, failLine(r))))
-		return exitToolFailed
+		return exitcode.RunFailed
 	}
 }
 

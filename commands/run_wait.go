@@ -4,6 +4,7 @@ package commands
 // consul lock wait, with the backoff of wait.go.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -15,11 +16,11 @@ import (
 // is held by another lease (or its record lock is busy), with backoff
 // woken when the lease can be taken over, until it is granted or the
 // deadline (zero: none) passes. It returns the last try's results and when
-// that try started; an error only when a signal ended the wait (nothing is
-// claimed then). Outcomes that waiting cannot change (done, corrupt, an
+// that try started; an error only when a signal or ctx ended the wait
+// (nothing is claimed then). Outcomes that waiting cannot change (done, corrupt, an
 // I/O error) end the wait at once.
-func claimWaiting(e *env, st *commit.Store, item commit.Item, deadline time.Time) ([]commit.Result, time.Time, error) {
-	b := newBackoff(deadline)
+func claimWaiting(ctx context.Context, e *env, st *commit.Store, item commit.Item, deadline time.Time) ([]commit.Result, time.Time, error) {
+	b := newBackoff(ctx, deadline)
 	defer b.close()
 	said := false
 	for {

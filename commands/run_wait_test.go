@@ -86,3 +86,30 @@ func TestRunWaitGivesUp(t *testing.T) {
 		t.Errorf("refused waits changed the record: %+v", rec)
 	}
 }
+
+// TestRunNextWaitKeepsTheLeaseItGot: lease run --next --wait that waited
+// for a busy queue longer than its lease's ttl - clock_skew - grace keeps
+// the lease it then gets. Its lost point counts from the start of the
+// claim that granted the lease, not from before the wait (issue 25: the
+// lease was declared lost at once, CMD got SIGTERM and lease run exited
+// 124).
+func TestRunNextWaitKeepsTheLeaseItGot(t *testing.T) {
+	h := newHoldTable(t)
+	id := holdID("run-next-wait")
+	h.must(0, string(id)+"\n", "add")
+	h.must(0, "", "claim", "--owner", "first", "--ttl", "2", string(id))
+	// The queue's one item is held for 2 s: the wait lasts longer than the
+	// 1.5 s lease run asks for, and CMD outlives that lease too (renewed
+	// every 0.3 s).
+	p := h.start("run", "-v", "--next", "--wait", "--ttl", "1.5", "--interval", "0.3", "--grace", "0.2", "--",
+		"sh", "-c", `echo "granted $LEASE_TOKEN"; sleep 2; echo finished`)
+	if code := p.wait(); code != 0 || p.out.String() != "granted 2\nfinished\n" {
+		t.Fatalf("lease run --next --wait: exit %d, want 0 with CMD run to its end\nstdout:\n%s\nstderr:\n%s", code, p.out, stderrOf(p))
+	}
+	if strings.Contains(stderrOf(p), "lease lost") {
+		t.Errorf("lease run --next --wait said the lease was lost:\n%s", stderrOf(p))
+	}
+	if rec := h.record(id); rec.Status != "released" || rec.Token != 2 {
+		t.Errorf("after lease run --next --wait: %+v, want released with token 2", rec)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -73,6 +74,10 @@ var statusManual = Manual{
 	SeeAlso: []string{"lease-fsck(1)", "lease-revoke(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 130, Command: statusCommand, Manual: statusManual, Launch: Once})
+}
+
 // statusOptions are the parsed flags and arguments of lease status.
 type statusOptions struct {
 	ids      []leasefmt.ID // only these, when given
@@ -119,13 +124,13 @@ func runStatus(c *cli.Context) error {
 		err = v.flush()
 	}
 	if err != nil {
-		return cli.Exit(leasefmt.Bound(err.Error()), 4)
+		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
 	if e.verbose {
 		fmt.Fprintf(e.errw, "lease status: records=%d shown=%d live=%d expired=%d corrupt=%d missing=%d duration=%.3fs\n",
 			counts.read, counts.shown, counts.live, counts.expired, counts.corrupt, counts.missing, time.Since(e.started).Seconds())
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil
@@ -176,7 +181,7 @@ type statusCounts struct{ read, shown, live, expired, corrupt, missing int }
 // the exit status of what it met (1 missing, 3 corrupt); an error is a
 // table that could not be read, or fn's.
 func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, fn func(statusRow) error) (int, error) {
-	code := 0
+	code := exitcode.OK
 	var fnErr error
 	visit := func(k leasefmt.Kind, rel string, rec *leasefmt.Record, rerr error) {
 		if fnErr != nil {
@@ -184,7 +189,7 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 		}
 		if rerr != nil {
 			n.corrupt++
-			code = Worse(code, 3)
+			code = exitcode.Worse(code, exitcode.Corrupt)
 			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("corrupt %s (lease fsck checks it)", rerr)))
 			return
 		}
@@ -219,7 +224,7 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 			}
 			if !found {
 				n.missing++
-				code = Worse(code, 1)
+				code = exitcode.Worse(code, exitcode.Negative)
 				fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("missing %s 0 no record (%s)", id, st.Abs(st.RecordPath(leasefmt.Work, id)))))
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -47,11 +48,11 @@ func runStatusSummary(c *cli.Context) error {
 	start := time.Now()
 	cen, err := st.Census(censusWorkers)
 	if err != nil {
-		return cli.Exit(leasefmt.Bound(err.Error()), 4)
+		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
 	if e.json {
 		if err := json.NewEncoder(e.out).Encode(censusJSON{Census: cen, Now: st.Now(), DurationS: time.Since(start).Seconds()}); err != nil {
-			return cli.Exit(fmt.Sprintf("lease status: stdout: %v", err), 4)
+			return cli.Exit(fmt.Sprintf("lease status: stdout: %v", err), exitcode.IO)
 		}
 	} else {
 		w := e.out
@@ -87,7 +88,7 @@ func runStatusSummary(c *cli.Context) error {
 		}
 	}
 	if cen.Corrupt > 0 {
-		return cli.Exit("", 3)
+		return cli.Exit("", exitcode.Corrupt)
 	}
 	return nil
 }

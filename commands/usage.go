@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/suggest"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -22,7 +23,7 @@ import (
 // app to handle; so is everything when no command name follows.
 //
 // A flag the command does not take is an error with the command's usage
-// exit status (usageCode).
+// exit status (its Descriptor's UsageExit).
 func hoistGlobalFlags(app *cli.App, args []string) ([]string, int, error) {
 	if len(args) < 2 {
 		return args, 0, nil
@@ -64,7 +65,7 @@ func hoistGlobalFlags(app *cli.App, args []string) ([]string, int, error) {
 	for j := 0; j < len(hoisted); j++ {
 		name, _, _ := strings.Cut(strings.TrimLeft(hoisted[j], "-"), "=")
 		if !hasFlag(cmd, name) {
-			return nil, usageCode(cmd.Name), fmt.Errorf("lease %s takes no %s (given before the command's name)", cmd.Name, dashed(name))
+			return nil, descriptorOf(cmd.Name).usageExit(), fmt.Errorf("lease %s takes no %s (given before the command's name)", cmd.Name, dashed(name))
 		}
 		if f := common[name]; takesValue(f) && !strings.Contains(hoisted[j], "=") {
 			j++
@@ -177,5 +178,5 @@ func commandNotFound(c *cli.Context, name string) {
 		msg += "; did you mean lease " + s + "?"
 	}
 	fmt.Fprintln(c.App.ErrWriter, msg+" (see lease --help)")
-	cli.HandleExitCoder(cli.Exit("", 2))
+	cli.HandleExitCoder(cli.Exit("", exitcode.Usage))
 }

@@ -32,6 +32,10 @@ var verifyManual = Manual{
 	SeeAlso: []string{"lease-complete(1)", "lease-renew-batch(1)"},
 }
 
+func init() {
+	register(&Descriptor{Rank: 80, Command: verifyCommand, Manual: verifyManual, Launch: Distributed, Records: "verified"})
+}
+
 func runVerify(c *cli.Context) error {
 	kind, verify := leasefmt.Work, (*commit.Store).Verify
 	if c.Bool("groups") {

@@ -26,6 +26,10 @@ var versionManual = Manual{
 	Examples: []Example{{"Print the version:", "lease version"}},
 }
 
+func init() {
+	register(&Descriptor{Rank: 170, Command: versionCommand, Manual: versionManual, Launch: Once})
+}
+
 func printVersion(w io.Writer) {
 	support := "without MPI support (build with -tags mpi for mpirun)"
 	if mpi.Compiled {

@@ -93,8 +93,9 @@ func waiting(c *cli.Context, args []string, takeNumber bool) (wait bool, deadlin
 // backoff sleeps before the next try: capped exponential backoff with
 // jitter, never past deadline (when set), and woken early at hint (when
 // set: the earliest moment something busy can free up). It returns false
-// when the deadline has passed or the process was asked to stop (SIGINT,
-// SIGTERM).
+// when the deadline has passed, or its context is done: the caller's, or
+// the process was asked to stop (SIGINT, SIGTERM, which cancel it while
+// the backoff waits).
 type backoff struct {
 	next     time.Duration
 	deadline time.Time
@@ -107,8 +108,8 @@ const (
 	backoffMax = 2 * time.Second
 )
 
-func newBackoff(deadline time.Time) *backoff {
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+func newBackoff(parent context.Context, deadline time.Time) *backoff {
+	ctx, cancel := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	return &backoff{next: backoffMin, deadline: deadline, stop: ctx, cancel: cancel}
 }
 
@@ -139,7 +140,8 @@ func (b *backoff) wait(hint float64) bool {
 	}
 }
 
-// stopped reports whether a signal ended the wait.
+// stopped reports whether a signal (or the caller's context) ended the
+// wait.
 func (b *backoff) stopped() bool { return b.stop.Err() != nil }
 
 func (b *backoff) close() { b.cancel() }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/leasetool/lease/cluster"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -107,7 +109,9 @@ func runWatch(c *cli.Context) error {
 		ticks, done = wt.stopOnSignal(sigc)
 		defer done()
 	}
-	stopped, err := watchLoop(e, sess, wt, items, ticks)
+	ctx, stop := onSignal(c.Context, ticks)
+	defer stop()
+	stopped, err := watchLoop(ctx, e, sess, wt, items)
 	if err != nil {
 		return ranked(w, err)
 	}
@@ -122,40 +126,40 @@ func runWatch(c *cli.Context) error {
 	if wt != nil {
 		return reported
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil
 }
 
 // watchLoop runs rounds on every rank until the ranks agree to stop: after
-// a signal to any of them, or, with stdin as rank 0's only input, once
-// nothing is left to renew. The first round always runs, so that what is
-// printed at the end was checked. Every rank takes part in every round's
-// batch, also one in which rank 0 has nothing to renew. It returns the
-// signal that stopped this rank, nil when none did.
-func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, sigc <-chan os.Signal) (os.Signal, error) {
-	t := keepalive.NewTicker(e.set.RenewInterval, sigc)
+// a signal to any of them (which ends ctx), or, with stdin as rank 0's
+// only input, once nothing is left to renew. The first round always runs,
+// so that what is printed at the end was checked. Every rank takes part in
+// every round's batch, also one in which rank 0 has nothing to renew. It
+// returns the signal that stopped this rank, nil when none did.
+func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, items []commit.Item) (os.Signal, error) {
+	t := keepalive.NewTicker(e.set.RenewInterval)
 	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
 		Run: func(mine []commit.Item) []commit.Result { return sess.Store.Renew(mine, e.renewTTL()) }}
 	for rounds := 0; ; rounds++ {
 		done := wt != nil && wt.nothingLeft()
-		stop, err := sess.Any(rounds > 0 && (t.Signalled() || done))
+		stop, err := sess.Any(rounds > 0 && (ctx.Err() != nil || done))
 		if err != nil {
-			return t.Stopped, err
+			return stoppedBy(ctx), err
 		}
 		if stop {
-			return t.Stopped, nil
+			return stoppedBy(ctx), nil
 		}
 		started := time.Now()
 		res, err := sess.Batch(batch, items)
 		if err != nil {
-			return t.Stopped, err
+			return stoppedBy(ctx), err
 		}
 		if wt != nil {
 			wt.round(res, started, sess)
 		}
-		t.Wait()
+		t.Wait(ctx)
 		if wt != nil {
 			items = wt.reread()
 		}
@@ -170,7 +174,7 @@ func watchSettings(c *cli.Context, e *env, ranks int) error {
 		return usageErr("--now cannot be used with --watch: renewals follow the system clock")
 	}
 	if err := e.set.CheckRenewInterval(); err != nil {
-		return cli.Exit(err.Error(), 2)
+		return cli.Exit(err.Error(), exitcode.Usage)
 	}
 	if ranks > 1 && e.set.MPITimeout > 0 && e.set.RenewInterval >= e.set.MPITimeout {
 		return usageErr("renew_interval %g (%s) must be less than mpi_timeout %g (%s): ranks wait for each other once per round",
@@ -313,7 +317,7 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 	defer w.mu.Unlock()
 	w.stats = sess.Stats(time.Since(w.e.started))
 	w.rounds++
-	w.code = 0
+	w.code = exitcode.OK
 	renewed, lost, failed := 0, 0, 0
 	kept := make([]commit.Item, 0, len(res))
 	for _, o := range w.set.Round(res, started) {
@@ -322,7 +326,7 @@ func (w *watcher) round(res []commit.Result, started time.Time, sess *cluster.Se
 			renewed++
 		case keepalive.Retry:
 			failed++
-			w.code = Worse(w.code, ExitStatus(o.Result.Outcome))
+			w.code = exitcode.Worse(w.code, exitcode.Of(o.Result.Outcome))
 			fmt.Fprintln(w.e.errw, failLine(o.Result)+" (will retry)")
 		default:
 			lost++
@@ -392,7 +396,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 	}
 	code := w.code
 	if stopped == nil && w.stdinOnly && len(w.lost) > 0 && len(held) == 0 {
-		code = Worse(code, 1) // every lease was lost: nothing left to keep alive
+		code = exitcode.Worse(code, exitcode.Negative) // every lease was lost: nothing left to keep alive
 	}
 	if w.e.json {
 		doc := struct {
@@ -416,7 +420,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 				Detail: leasefmt.Bound(r.Detail), CurrentToken: r.Token, Path: r.Path})
 		}
 		if err := json.NewEncoder(w.e.out).Encode(doc); err != nil {
-			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
+			return cli.Exit(fmt.Sprintf("stdout: %v", err), exitcode.IO)
 		}
 	} else {
 		var out bytes.Buffer
@@ -428,7 +432,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 				return outputErr(w.output, err)
 			}
 		} else if _, err := w.e.out.Write(out.Bytes()); err != nil { // one write: one chunk for mpirun to forward
-			return cli.Exit(fmt.Sprintf("stdout: %v", err), 4)
+			return cli.Exit(fmt.Sprintf("stdout: %v", err), exitcode.IO)
 		}
 		why := "every lease lost"
 		if stopped != nil {
@@ -439,7 +443,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 		fmt.Fprintf(w.e.errw, "lease renew-batch: %s after %d rounds: held=%d lost=%d\n", why, w.rounds, len(held), len(w.lost))
 		w.e.printStats("renew-batch", snap)
 	}
-	if code != 0 {
+	if code != exitcode.OK {
 		return cli.Exit("", code)
 	}
 	return nil

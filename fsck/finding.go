@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -224,15 +225,15 @@ func (s *Summary) Errors() int {
 // Exit is the fsck(8) exit status, a sum of bits: 1 errors corrected,
 // 4 errors left uncorrected, 8 operational error; 0 when clean.
 func (s *Summary) Exit() int {
-	code := 0
+	code := exitcode.FsckClean
 	if Count(s.Repaired) > 0 {
-		code |= 1
+		code |= exitcode.FsckCorrected
 	}
 	if Count(s.Left) > 0 {
-		code |= 4
+		code |= exitcode.FsckLeft
 	}
 	if s.Found[KindIO] > 0 {
-		code |= 8
+		code |= exitcode.FsckOperational
 	}
 	return code
 }

@@ -1,10 +1,9 @@
 package keepalive
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"os"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,23 +81,21 @@ func TestSetRound(t *testing.T) {
 	}
 }
 
-// TestTicker: rounds every interval, a signal stops the wait at once.
+// TestTicker: rounds every interval; a context done stops the wait at
+// once.
 func TestTicker(t *testing.T) {
-	sigc := make(chan os.Signal, 1)
-	tk := NewTicker(10, sigc)
-	if tk.Signalled() {
-		t.Fatal("signalled before any signal")
-	}
-	sigc <- syscall.SIGUSR1
+	ctx, cancel := context.WithCancel(context.Background())
+	tk := NewTicker(10)
+	cancel()
 	start := time.Now()
-	tk.Wait()
-	if time.Since(start) > 5*time.Second || tk.Stopped != syscall.SIGUSR1 || !tk.Signalled() {
-		t.Errorf("a signal did not stop the wait: %v, %v", time.Since(start), tk.Stopped)
+	if tk.Wait(ctx) || time.Since(start) > 5*time.Second {
+		t.Errorf("a context done did not stop the wait: %v", time.Since(start))
 	}
-	tk2 := NewTicker(0.05, nil)
+	tk2 := NewTicker(0.05)
 	start = time.Now()
-	tk2.Wait()
-	tk2.Wait()
+	if !tk2.Wait(context.Background()) || !tk2.Wait(context.Background()) {
+		t.Fatal("a wait without a context done ended early")
+	}
 	if d := time.Since(start); d < 50*time.Millisecond {
 		t.Errorf("two rounds of 50 ms took %v", d)
 	}

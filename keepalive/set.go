@@ -50,16 +50,9 @@ func (s *Set) Round(res []commit.Result, started time.Time) []Outcome {
 			l = &Lease{Item: r.Item, LostAt: started.Add(seconds(s.ttl - s.skew))}
 			s.leases[r.Item] = l
 		}
-		ev := Classify(r.Outcome)
-		switch ev {
-		case Renewed:
-			l.Extend(started, r.Record, s.skew)
-		case Retry:
-			l.Renewed = false
-			if !time.Now().Before(l.LostAt) {
-				ev = Lost
-				r.Detail = fmt.Sprintf("%s; not renewed before it counted as lost, dropped", r.Detail)
-			}
+		ev := l.Renewal(r, started, s.skew)
+		if ev == Lost && Classify(r.Outcome) == Retry {
+			r.Detail = fmt.Sprintf("%s; not renewed before it counted as lost, dropped", r.Detail)
 		}
 		if ev == Lost || ev == Done {
 			s.dropped[r.Item] = true

@@ -365,14 +365,22 @@ func (t *Table) Publish(ctx context.Context, l Lease, name string) (Result, erro
 // ErrLost is wrapped by the error of KeepAlive when the lease is gone.
 var ErrLost = errors.New("lease lost")
 
-// KeepAlive renews l every interval, each renewal for the lease's own
-// duration, until ctx is done (it returns nil) or the lease ends: a
-// renewal refused (stale token, released, expired, missing), or failures
-// that may pass (a lock timeout, an I/O error, a corrupt record) until the
-// lease counts as lost (its expiry less the clock skew); the error then
-// wraps ErrLost and the cause. A lease completed meanwhile ends it with an
-// error wrapping ErrDone. Run the work under a context that KeepAlive's
-// return cancels.
+// KeepAlive keeps l alive while its work runs, by the rules of lease run
+// (package keepalive): a renewal every interval, each for the lease's own
+// duration; between renewals a read-only check of the record, at least
+// every second, so that a lease released or revoked from outside (lease
+// release, lease revoke) ends at once; each renewal waits for the
+// record's lock no longer than the lease leaves (the WithLockTimeout, at
+// most the lease's duration - interval - clock skew, never past its lost
+// point). It returns nil when ctx is done, and otherwise when the lease
+// ends: an error wrapping ErrLost and the cause when it is gone (a
+// refusal: stale token, released, expired, missing; or failures that may
+// pass, a lock timeout, an I/O error, a corrupt record, until it counts as
+// lost at its expiry less the clock skew), or wrapping ErrDone when it
+// was completed meanwhile. A lease whose Expires is zero is checked first
+// to learn it. Run the work under a context that KeepAlive's return
+// cancels; when it returns no renewal is in flight, so the lease may be
+// released or completed at once.
 func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) error {
 	if interval <= 0 {
 		return fmt.Errorf("keep-alive interval %v: want more than 0", interval)
@@ -381,33 +389,37 @@ func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) 
 	if err != nil {
 		return err
 	}
-	var kept keepalive.Lease
-	if !l.Expires.IsZero() {
-		kept.LostAt = time.Now().Add(time.Until(l.Expires) - time.Duration(t.st.ClockSkew*float64(time.Second)))
+	if err := ctx.Err(); err != nil {
+		return nil
 	}
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-		started := time.Now()
-		r := t.st.Renew(its, 0)[0]
-		switch keepalive.Classify(r.Outcome) {
-		case keepalive.Renewed:
-			kept.Extend(started, r.Record, t.st.ClockSkew)
-		case keepalive.Retry:
-			if !kept.LostAt.IsZero() && !time.Now().Before(kept.LostAt) {
-				return fmt.Errorf("%w: not renewed before it counted as lost: %w", ErrLost, r.Err())
-			}
-		case keepalive.Done:
-			return r.Err()
-		default:
-			return fmt.Errorf("%w: %w", ErrLost, r.Err())
-		}
+	// A store of its own: each renewal sets the store's lock wait
+	// (keepalive.Store), which the table's other calls must not see.
+	st, err := commit.Open(t.st.Root, t.st.FS, nil)
+	if err != nil {
+		return fmt.Errorf("keep-alive of %s: %w", l.ID, err)
 	}
+	st.Writers, st.ClockSkew, st.Clock, st.Retry = t.st.Writers, t.st.ClockSkew, t.st.Clock, t.st.Retry
+	skew := time.Duration(t.st.ClockSkew * float64(time.Second))
+	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout, ClockSkew: skew}
+	var failed commit.Result // the last failure that might have passed
+	end := keepalive.Keep(ctx, keepalive.Store(st), keepalive.Expiring(its[0], l.Expires, skew), cfg, func(r keepalive.Report) {
+		if r.Event == keepalive.Retry {
+			failed = r.Result
+		}
+	})
+	switch {
+	case end.Event == keepalive.Stopped:
+		return nil
+	case end.Event == keepalive.Done:
+		return end.Result.Err()
+	case end.Expired && end.Result.Outcome != commit.OK:
+		return fmt.Errorf("%w: not renewed before it counted as lost: %w", ErrLost, end.Result.Err())
+	case end.Expired && failed.Outcome != commit.OK:
+		return fmt.Errorf("%w: not renewed before it counted as lost: %w", ErrLost, failed.Err())
+	case end.Expired:
+		return fmt.Errorf("%w: not renewed before it counted as lost", ErrLost)
+	}
+	return fmt.Errorf("%w: %w", ErrLost, end.Result.Err())
 }
 
 func defaultOwner() string { return config.DefaultOwner() }

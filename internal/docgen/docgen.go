@@ -1,7 +1,7 @@
 // Package docgen writes lease's man pages (man/) and shell completions
-// (completions/) from the command definitions of commands.NewApp and the
-// hand-written text of commands.Manuals, commands.MainPage and
-// commands.FormatPage. `go run ./commands/gen` calls WriteDocs, and
+// (completions/) from the command descriptors (commands.Descriptor): the
+// command definitions of commands.NewApp and the hand-written text of
+// commands.Manuals, with commands.MainPage and commands.FormatPage. `go run ./commands/gen` calls WriteDocs, and
 // TestDocsUpToDate (commands/docs_test.go) fails when the checked-in files
 // are stale. urfave's own ToMan leaves out Description and ArgsUsage, so
 // pages are written here with a small roff writer (roff.go); the

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -74,7 +74,7 @@ type Run struct {
 // Outcome notes an outcome the command would report.
 func (r *Run) Outcome(o commit.Outcome) {
 	r.mu.Lock()
-	r.exit = commands.Worse(r.exit, commands.ExitStatus(o))
+	r.exit = exitcode.Worse(r.exit, exitcode.Of(o))
 	r.mu.Unlock()
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/fsck"
 )
 
@@ -40,7 +41,7 @@ func (Fsck) RepairExit(fsys commit.FS, now float64) (int, error) {
 	if err != nil {
 		return 8, err
 	}
-	if code := sum.Exit(); code&^1 != 0 {
+	if code := sum.Exit(); code&^exitcode.FsckCorrected != 0 {
 		return code, fmt.Errorf("exit %d, left: %s", code, strings.Join(left, "; "))
 	}
 	return sum.Exit(), nil

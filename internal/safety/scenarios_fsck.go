@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -157,12 +158,12 @@ func FsckScenarios() []*Scenario {
 	repair := fsckRun(func() *Tree { t, _ := Base(quarantine); return t })
 	quarantine.Run = func(r *Run) {
 		repair(r)
-		if r.Exit()&^1 != 0 {
+		if r.Exit()&^exitcode.FsckCorrected != 0 {
 			return
 		}
 		st, err := commit.Open(Root, r.FS, nil)
 		if err != nil {
-			r.SetExit(4)
+			r.SetExit(exitcode.IO)
 			return
 		}
 		st.Writers = 1
