@@ -34,6 +34,7 @@ func NewApp() *cli.App {
 			renewBatchCommand,
 			releaseCommand,
 			revokeCommand,
+			retryCommand,
 			completeCommand,
 			verifyCommand,
 			groupClaimCommand,

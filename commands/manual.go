@@ -66,6 +66,7 @@ func Manuals() map[string]Manual {
 		{renewBatchCommand, renewBatchManual},
 		{releaseCommand, releaseManual},
 		{revokeCommand, revokeManual},
+		{retryCommand, retryManual},
 		{completeCommand, completeManual},
 		{verifyCommand, verifyManual},
 		{groupClaimCommand, groupClaimManual},
