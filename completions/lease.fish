@@ -71,6 +71,8 @@ complete -c lease -n '__fish_seen_subcommand_from add' -l target-timeout -x -d '
 complete -c lease -n '__fish_seen_subcommand_from add' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from add' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from add' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l content -d 'the arguments are files: store each one\'s content as its item\'s input (ROOT/input/SS/ID) and queue its SHA-256'
+complete -c lease -n '__fish_seen_subcommand_from add' -l null -d 'with --content -: the paths on stdin end with NUL, not newline'
 complete -c lease -n '__fish_seen_subcommand_from add' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from add' -F
 
@@ -197,7 +199,7 @@ complete -c lease -n '__fish_seen_subcommand_from complete' -l target-timeout -x
 complete -c lease -n '__fish_seen_subcommand_from complete' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from complete' -l publish -r -F -d 'publish ROOT/stage/ID.TOKEN/NAME as ROOT/public/NAME between committing and done (NAME or that path)'
+complete -c lease -n '__fish_seen_subcommand_from complete' -l publish -r -F -d 'publish ROOT/stage/ID.TOKEN/NAME (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/'
 complete -c lease -n '__fish_seen_subcommand_from complete' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from complete' -F
 
@@ -297,9 +299,10 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l next -d 'claim the next free item of the table\'s queue (lease add) instead of a named ID; exit 123 when the queue is empty'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l max-attempts -x -d 'failed runs after which an item becomes failed (lease retry puts it back); 0: never (env LEASE_MAX_ATTEMPTS)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
-complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token)'
+complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts)'
 
 # lease status
 complete -c lease -n __fish_use_subcommand -a status -d 'show lease records: holder, token, remaining time'
