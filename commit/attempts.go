@@ -74,13 +74,26 @@ func failedDetail(r *leasefmt.Record) string {
 // no limit) becomes failed, its queue entry removed once the record is
 // durably failed.
 func (s *Store) ReleaseFailed(items []Item, f Failure, maxAttempts int) []Result {
-	res := s.apply(leasefmt.Work, items, FailDecision(f, maxAttempts, s.ClockSkew), s.settleOwn)
+	res := s.ReleaseFailedRecords(items, f, maxAttempts)
+	s.UnqueueFailed(res)
+	return res
+}
+
+// ReleaseFailedRecords is ReleaseFailed without the removal of the queue
+// entries: the records only (call UnqueueFailed with its results after).
+func (s *Store) ReleaseFailedRecords(items []Item, f Failure, maxAttempts int) []Result {
+	return s.apply(leasefmt.Work, items, FailDecision(f, maxAttempts, s.ClockSkew), s.settleOwn)
+}
+
+// UnqueueFailed removes the queue entries of the items res reports failed,
+// each under its record's lock: best effort, whose failure changes no
+// result (an entry left is removed by the next claim or lease fsck).
+func (s *Store) UnqueueFailed(res []Result) {
 	for _, r := range res {
 		if r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Failed {
 			s.unqueueFailed(s.QueuePath(r.ID), r.ID)
 		}
 	}
-	return res
 }
 
 // unqueueFailed removes the queue entry at name of id if, read under its

@@ -64,7 +64,8 @@ func (s *Store) publishState(staged, public string) (publishState, error) {
 	switch {
 	case err == nil:
 		p.public = true
-		p.same = p.staged && (pfi.Mode().IsRegular() && sfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi) || sameDir(sfi, pfi))
+		p.same = p.staged && (pfi.Mode().IsRegular() && sfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi) ||
+			pfi.IsDir() && sfi.IsDir() && (sameDir(sfi, pfi) || s.sameTree(staged, public)))
 	case !errors.Is(err, fs.ErrNotExist):
 		return p, err
 	}
@@ -91,7 +92,7 @@ func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool,
 // name staged is the same file as public/ under its base name.
 func (s *Store) SamePublished(staged string) (bool, error) {
 	p, err := s.publishState(staged, path.Join(PublicDir, path.Base(staged)))
-	return p.same, err
+	return p.same && !p.dir, err // a directory left under both names goes to lost+found/ whole
 }
 
 // settle is what an abandoned committing record that names a published

@@ -43,6 +43,60 @@ func sameDir(a, b fs.FileInfo) bool {
 	return oka && okb && ka == kb
 }
 
+// sameTree reports whether the directories a and b hold the same tree:
+// the same names, types and file bytes (at most maxCompare bytes in all
+// are compared). A crash can show a directory result under both names of
+// the rename that published it; publishing it again would change nothing.
+func (s *Store) sameTree(a, b string) bool {
+	budget := int64(maxCompare)
+	var same func(a, b string, depth int) bool
+	same = func(a, b string, depth int) bool {
+		if depth > MaxResultDepth {
+			return false
+		}
+		ea, err1 := s.FS.ReadDir(a)
+		eb, err2 := s.FS.ReadDir(b)
+		if err1 != nil || err2 != nil || len(ea) != len(eb) {
+			return false
+		}
+		names := map[string]fs.FileMode{}
+		for _, e := range eb {
+			names[e.Name()] = e.Type()
+		}
+		for _, e := range ea {
+			t, ok := names[e.Name()]
+			if !ok || t.Type() != e.Type().Type() {
+				return false
+			}
+			pa, pb := path.Join(a, e.Name()), path.Join(b, e.Name())
+			switch {
+			case e.IsDir():
+				if !same(pa, pb, depth+1) {
+					return false
+				}
+			case e.Type().IsRegular():
+				fa, err1 := s.FS.Lstat(pa)
+				fb, err2 := s.FS.Lstat(pb)
+				if err1 != nil || err2 != nil || fa.Size() != fb.Size() {
+					return false
+				}
+				if budget -= fa.Size(); budget < 0 {
+					return false
+				}
+				da, err1 := s.FS.ReadFile(pa, int(fa.Size()))
+				db, err2 := s.FS.ReadFile(pb, int(fb.Size()))
+				if err1 != nil || err2 != nil || string(da) != string(db) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	return same(a, b, 0)
+}
+
 // syncResult makes the staged result at name durable before it is
 // published: a regular file is fsynced; a directory is walked, every
 // regular file in it fsynced and every directory of it fsynced after its
