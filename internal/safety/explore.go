@@ -61,11 +61,11 @@ type Scenario struct {
 
 // Run is what an operation gets.
 type Run struct {
-	FS    commit.FS
-	Store *commit.Store // nil when the scenario starts without a table
-	Rec   *Recorder     // nil when the operation runs on another FS
-	calls func() int    // calls made so far
-	state func() *Tree  // the current state, read around the seam
+	FS      commit.FS
+	Store   *commit.Store // nil when the scenario starts without a table
+	Rec     *Recorder     // nil when the operation runs on another FS
+	calls   func() int    // calls made so far
+	state   func() *Tree  // the current state, read around the seam
 	acks    []Ack
 	exit    int  // the exit status the command would return
 	cleanup bool // calls now are best-effort cleanup (BestEffort)
