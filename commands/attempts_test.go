@@ -153,3 +153,16 @@ func TestFsckFailedItems(t *testing.T) {
 		t.Errorf("repair changed the failed record: %+v", rec)
 	}
 }
+
+// TestClaimFirstPassesOverFailed: claim --first takes the next candidate
+// after a failed one, silently, as after a done one.
+func TestClaimFirstPassesOverFailed(t *testing.T) {
+	root := coreRoot(t)
+	bad, good := coreID("first-failed"), coreID("first-free")
+	held := coreMust(t, 0, "", "claim", "--root", root, string(bad)).out
+	coreMust(t, 0, held, "release", "--root", root, "--failed=2", "--max-attempts", "1")
+	r := coreMust(t, 0, string(bad)+"\n"+string(good)+"\n", "claim", "--root", root, "--first", "1", "-")
+	if r.out != string(good)+" 1\n" || r.errOut != "" {
+		t.Errorf("claim --first past a failed item: %s", r)
+	}
+}

@@ -102,12 +102,12 @@ func (h *holder) sayAttempt(r commit.Result, why string) {
 			why, rec.ID, rec.Token, rec.Attempts, h.e.set.MaxAttempts)))
 		return
 	}
-	limit := "no limit"
+	limit := " (max_attempts 0: no limit)"
 	if h.e.set.MaxAttempts > 0 {
-		limit = fmt.Sprintf("of %d", h.e.set.MaxAttempts)
+		limit = fmt.Sprintf(" of %d", h.e.set.MaxAttempts)
 	}
-	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s: attempt %d (%s) of %s counted; released for another try",
-		why, rec.Attempts, limit, rec.ID)))
+	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s: failed attempt %d%s counted for %s token %d; released for another try",
+		why, rec.Attempts, limit, rec.ID, rec.Token)))
 }
 
 // publishStage publishes what CMD left in LEASE_STAGE as the item's
