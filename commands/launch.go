@@ -42,6 +42,7 @@ var launchPolicies = map[string]launchPolicy{
 	"renew-batch":   distributed,
 	"release":       distributed,
 	"revoke":        distributed,
+	"retry":         distributed,
 	"verify":        distributed,
 	"qualify":       distributed,
 	"status":        once,
