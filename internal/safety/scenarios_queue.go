@@ -88,8 +88,8 @@ func QueueScenarios() []*Scenario {
 
 // queuedInvariant: an ID reported added (or put back by a retry), or
 // queued before the operation, still has its entry after recovery unless
-// its record is done or failed (SPEC §3.1: an entry for every queued item
-// that is not done; docs/lease-format.md: none for a failed one).
+// its record is done or failed (docs/lease-format.md: an entry for every
+// queued item that is not done or failed).
 func (c *checker) queuedInvariant(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ack) []string {
 	if c.sc.Table == nil {
 		return nil
