@@ -26,8 +26,18 @@ var addCommand = &cli.Command{
 		"The whole input is validated before anything is written (a malformed line is exit 2).\n" +
 		"Entries are created by the writer pool without a file fsync (the name is the content),\n" +
 		"and each touched queue shard directory is fsynced once per batch (group commit) before\n" +
-		"any ID is reported added. Under mpirun the batch runs as one program, split by shard.",
-	Flags:  flags(commonFlags(), batchFlags()),
+		"any ID is reported added. Under mpirun the batch runs as one program, split by shard.\n" +
+		"\n" +
+		"With --content, the arguments are files whose content is each item's input: the ID is the\n" +
+		"SHA-256 of the content (as lease id --content prints it), and the content is stored in the\n" +
+		"table, at ROOT/input/SS/ID, durably, before the ID is queued; lease run hands CMD its path as\n" +
+		"LEASE_INPUT. With - the paths are read from stdin, one per line (or NUL-terminated with --null,\n" +
+		"as find -print0 writes them); a line `ID PATH`, as lease id --content --with-name and\n" +
+		"sha256sum print, is checked to hash to ID.",
+	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
+		&cli.BoolFlag{Name: "content", Usage: "the arguments are files: store each one's content as its item's input (ROOT/input/SS/ID) and queue its SHA-256"},
+		&cli.BoolFlag{Name: "null", Usage: "with --content -: the paths on stdin end with NUL, not newline"},
+	}),
 	Action: runAdd,
 }
 
@@ -37,6 +47,8 @@ var addManual = Manual{
 		{"Start a campaign from a corpus directory (one ID per seed file, its SHA-256):", "sha256sum corpus/* | cut -c1-64 | lease add > /dev/null"},
 		{"Add the children a fuzzer found, deduplicated by content:", "sha256sum out/queue/* | cut -c1-64 | lease add"},
 		{"Queue again what a worker held (ID TOKEN lines):", "lease add < held"},
+		{"Start a campaign whose items carry their inputs (a worker finds each one at $LEASE_INPUT):", "lease add --content corpus/* > /dev/null"},
+		{"Add the children a fuzzer found, with their content, from inside lease run:", "find out/default/queue -type f -print0 | lease add --content --null - > /dev/null"},
 	},
 	SeeAlso: []string{"lease-claim(1)", "lease-run(1)", "lease-status(1)"},
 }
@@ -46,6 +58,12 @@ func init() {
 }
 
 func runAdd(c *cli.Context) error {
+	if c.Bool("content") {
+		return runAddContent(c)
+	}
+	if c.Bool("null") {
+		return usageErr("--null is for the paths of --content -")
+	}
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			return st.Enqueue(items)

@@ -88,9 +88,12 @@ func runClaim(c *cli.Context) error {
 	return runBatch(c, spec)
 }
 
-// passedOver: with --first, a candidate that is held or done is passed
-// over, not a failure; it prints nothing (counted with -v and in --json).
-func passedOver(r commit.Result) bool { return r.Outcome == commit.Held || r.Outcome == commit.Done }
+// passedOver: with --first, a candidate that is held, done or failed is
+// passed over, not a failure; it prints nothing (counted with -v and in
+// --json).
+func passedOver(r commit.Result) bool {
+	return r.Outcome == commit.Held || r.Outcome == commit.Done || r.Outcome == commit.Failed
+}
 
 // firstCode: with --first, getting at least one is success, and so held
 // or done candidates are no failure; corrupt records, I/O errors and lock

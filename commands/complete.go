@@ -29,9 +29,16 @@ var completeCommand = &cli.Command{
 		"directory and are never published. A crash between the move and done is settled by whoever\n" +
 		"meets the record next under its lock: the next claim or lease fsck --repair rolls it forward\n" +
 		"to done when the result is in public/, or back to released when it is still staged; the same\n" +
-		"complete --publish retried with the same token resumes it.",
+		"complete --publish retried with the same token resumes it.\n" +
+		"\n" +
+		"A result is a regular file or a directory (every file of it, any names): all of it is fsynced\n" +
+		"(each file, then each directory, deepest first) before the one rename that makes it visible,\n" +
+		"so it appears in public/ whole, once. --publish . (or the staging directory's own path, e.g.\n" +
+		"\"$LEASE_STAGE\") publishes the whole staging directory as ROOT/public/ID/, a name that no other\n" +
+		"item's result can take: what lease run --complete does with what CMD left in LEASE_STAGE. A\n" +
+		"result holding a symbolic link or anything but files and directories is refused (exit 2).",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
-		&cli.StringFlag{Name: "publish", Usage: "publish ROOT/stage/ID.TOKEN/`NAME` as ROOT/public/NAME between committing and done (NAME or that path)", TakesFile: true},
+		&cli.StringFlag{Name: "publish", Usage: "publish ROOT/stage/ID.TOKEN/`NAME` (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/", TakesFile: true},
 	}),
 	Action: runComplete,
 }
@@ -41,6 +48,7 @@ var completeManual = Manual{
 	Files: []Item{
 		{"ROOT/stage/ID.TOKEN/NAME", "A result staged by the holder of token TOKEN of ID (same filesystem as the table); only that holder's directory is ever published from."},
 		{"ROOT/public/NAME", "The published result; never replaced."},
+		{"ROOT/public/ID/", "The whole staging directory of ID, published with --publish . (or by lease run --complete); never replaced."},
 	},
 	Examples: []Example{
 		{"Complete the item a worker finished, if its lease is still the worker's (exit 1 and nothing written otherwise):", "grep \"^$id \" held | lease complete"},
@@ -48,6 +56,8 @@ var completeManual = Manual{
 		{"Publish a result exactly once, only if the lease is still current (exit 1 and nothing moved otherwise):",
 			"mkdir -p \"$LEASE_ROOT/stage/$ID.$TOKEN\"\ncp crash.bin \"$LEASE_ROOT/stage/$ID.$TOKEN/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
 		{"Inside lease run, the staging directory is given:", "cp crash.bin \"$LEASE_STAGE/$LEASE_ID.crash\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.crash\""},
+		{"Publish every finding of a fuzzer (the same names in every instance) under the item's own ID, as ROOT/public/ID/:",
+			"cp -r out/default/crashes \"$LEASE_STAGE/\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_STAGE\""},
 	},
 	SeeAlso: []string{"lease-verify(1)", "lease-run(1)", "lease-fsck(1)"},
 }
@@ -94,10 +104,14 @@ func runComplete(c *cli.Context) error {
 	return e.report("complete", []commit.Result{r}, e.snapshot(st))
 }
 
-// stagedName maps --publish NAME or PATH to the name of a file in the
+// stagedName maps --publish NAME or PATH to the name of a result in the
 // staging directory of it: a bare name, or a path directly inside
-// ROOT/stage/ID.TOKEN/.
+// ROOT/stage/ID.TOKEN/; "." or that directory's own path is the whole
+// staging directory (leasefmt.PublishStage).
 func stagedName(root string, it commit.Item, p string) (string, error) {
+	if p == leasefmt.PublishStage {
+		return p, nil // the staging directory itself: ROOT/public/ID/
+	}
 	if p != "" && !strings.Contains(p, "/") {
 		if err := leasefmt.CheckPublishName(p); err != nil {
 			return "", usageErr("--publish: %v", err)
@@ -106,6 +120,9 @@ func stagedName(root string, it commit.Item, p string) (string, error) {
 	}
 	abs := mustAbs(p)
 	dir := filepath.Join(root, filepath.FromSlash(commit.StagePath(it.ID, it.Token)))
+	if abs == dir {
+		return leasefmt.PublishStage, nil
+	}
 	if filepath.Dir(abs) != dir {
 		if filepath.Dir(abs) == filepath.Join(root, commit.StageDir) {
 			return "", usageErr("--publish %s: results are staged in the holder's own directory %s/ (fenced staging), not in %s/ itself",

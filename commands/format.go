@@ -41,8 +41,11 @@ var formatSections = []Section{
 		"\tROOT/targets/SS/ID.json        target lease records\n" +
 		"\tROOT/groups/SS/GID.json        group manifests, one per claimed target group\n" +
 		"\tROOT/{work,targets,groups}/SS/.lock   lock file of shard SS\n" +
+		"\tROOT/queue/SS/ID               one empty file per queued work item that is not done or failed\n" +
+		"\tROOT/input/SS/ID               the content of work item ID (lease add --content), ID its SHA-256\n" +
 		"\tROOT/stage/ID.TOKEN/NAME       results staged by the holder of token TOKEN of ID\n" +
-		"\tROOT/public/NAME               results published by lease complete --publish\n" +
+		"\tROOT/public/NAME               results published by lease complete --publish NAME (a file or a directory)\n" +
+		"\tROOT/public/ID/                the whole staging directory of ID, published (lease run --complete)\n" +
 		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n\n" +
 		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
 		"file is touched, so no path can be built from a bad ID.\n\n" +
@@ -64,10 +67,25 @@ var formatSections = []Section{
 		"\t{\"schema\":\"lease.work/v1\",\"id\":\"<ID>\",\"status\":\"leased\",\n" +
 		"\t \"owner\":\"host-a/fuzz-3\",\"token\":7,\"claimed_at\":1764450000.5,\n" +
 		"\t \"renewed_at\":1764450030.5,\"expires_at\":1764450150.5}\n\n" +
-		"status is one of leased, committing, released, done. A committing record written by lease complete " +
-		"--publish also carries `\"publish\":\"<basename>\"`; a done record keeps it. A lease is live when its " +
+		"status is one of leased, committing, released, done, failed. A committing record written by lease complete " +
+		"--publish also carries `\"publish\":\"<basename>\"`, or `\"publish\":\".\"` when its result is the whole " +
+		"staging directory (see STAGING); a done record keeps it. A lease is live when its " +
 		"status is leased or committing and now < expires_at. Times are seconds since the Unix epoch as JSON " +
 		"numbers, written with microsecond precision.\n\n" +
+		"Attempts: a work record may carry `\"attempts\":N`, the runs of the item that ended in failure (a plain " +
+		"integer in [0, 2^53-1]; left out when 0), and from the last failed run `\"exit_status\":S` (its exit " +
+		"status, an integer in [1, 255], 128+n for a command killed by signal n; left out when not known) and " +
+		"`\"stderr_tail\":\"...\"` (the end of its standard error: at most 1024 bytes of UTF-8 whose only control " +
+		"characters are newline and tab; writers replace invalid UTF-8, turn carriage returns into newlines and " +
+		"leave other control characters out, so that the largest tail still fits a 4 KiB record, and shorten it, " +
+		"keeping its end, when unknown keys leave less room). A release after a failed run (lease release " +
+		"--failed, lease run --complete when its command fails) writes the record released with attempts + 1 " +
+		"and these fields; once attempts reaches max_attempts (default 3) it writes it `failed` instead and then " +
+		"removes the item's queue entry. failed is terminal like done: claims, renewals, releases, completes and " +
+		"revokes refuse it (reason word failed), until lease retry writes it released with the three fields " +
+		"cleared, keeping its token, after making its queue entry again, durably, under the record's lock. A " +
+		"queue entry of a failed item is removed only under the record's lock, after the record was read there " +
+		"as failed. Records without these fields (older tables) are valid: no attempts.\n\n" +
 		"The token of an ID never decreases, and every new claim of an ID gets a strictly larger token than any " +
 		"earlier claim of it (fencing): a holder that lost its lease cannot renew, release, complete or publish " +
 		"with its old token. This holds across repair too: when lease fsck --repair quarantines a record, it " +
@@ -77,7 +95,7 @@ var formatSections = []Section{
 		"An expired committing record that carries publish is never simply taken over: whoever meets it under " +
 		"its lock first (the next claim, lease revoke, lease fsck --repair) rolls it forward to done when the " +
 		"result is in public/, or back to released when the staged result is still in its staging directory " +
-		"(the file stays there), so a result is published at most once per ID.\n\n" +
+		"(the result stays there), so a result is published at most once per ID.\n\n" +
 		"A target record (targets/SS/ID.json, schema lease.target/v1) has the same fields plus " +
 		"`\"group\":\"<GID>\"`; its status is leased or released. A group manifest (groups/SS/GID.json, schema " +
 		"lease.group/v1) has the fields of a work record plus `\"targets\":[sorted unique IDs]`. All targets of a " +
@@ -85,7 +103,8 @@ var formatSections = []Section{
 		"Readers must reject: an unknown schema; missing fields or fields of the wrong type; an id different from " +
 		"the file name; non-canonical IDs; a token that is not an integer in [1, 2^53-1]; times that are not " +
 		"finite numbers >= 0 (the literals NaN and Infinity included); an owner that is empty, longer than 256 " +
-		"bytes or holds control characters; an unknown status; duplicate keys. Unknown extra keys are preserved " +
+		"bytes or holds control characters; an unknown status; duplicate keys; attempts, exit_status or " +
+		"stderr_tail out of their ranges above; a publish that is neither \".\" nor a plain file name. Unknown extra keys are preserved " +
 		"on rewrite. A record that exists but does not validate is never treated as free and never overwritten " +
 		"by normal operations: it is reported as corrupt (exit 3) and left for lease fsck."},
 	{"DURABILITY", "Every record change is: lock; re-read and validate under the lock; write a temporary file " +
@@ -98,7 +117,7 @@ var formatSections = []Section{
 		"- G5: if record i fails, the directories of records already renamed are still fsynced before the error is returned.\n" +
 		"- G6: a failed directory fsync fails the whole batch: nothing is reported as renewed.\n" +
 		"- G7: a stale token (or a done, released, missing or corrupt record) causes no write and no fsync.\n" +
-		"- G8: a batch refuses a rename whose source and destination directories differ; the move from stage/ to public/ is a durable replace that fsyncs the destination directory first, then the source directory, and never replaces an existing name.\n" +
+		"- G8: a batch refuses a rename whose source and destination directories differ; the move from stage/ to public/ is a durable replace that fsyncs the destination directory first, then the source directory, and never replaces an existing name (of a directory result too: every file and directory of it is fsynced before the move).\n" +
 		"- G9: a group is all-or-nothing: all locks in a fixed global order, all tokens validated before the first write, old records restored if any write or barrier fails."},
 	{"STAGING", "A holder stages results in its own directory ROOT/stage/ID.TOKEN/, named by its token (lease " +
 		"run makes it and passes it as LEASE_STAGE). lease complete --publish NAME fsyncs ROOT/stage/ID.TOKEN/NAME, " +
@@ -106,7 +125,30 @@ var formatSections = []Section{
 		"cross-directory replace (never over an existing name) and writes the record done, all under the record's " +
 		"lock, and only while TOKEN is current. A stale holder writing the same NAME writes into its own, " +
 		"never-published directory. Staging directories of tokens that are no longer current are garbage that " +
-		"lease fsck --repair moves to lost+found/ (never deletes)."},
+		"lease fsck --repair moves to lost+found/ (never deletes).\n\n" +
+		"A result is a regular file or a directory tree of regular files and directories (any names; a symbolic " +
+		"link or anything else in it refuses the publish, before anything is written). It becomes visible " +
+		"atomically and once: every file of it is fsynced, then every directory of it, deepest first; then the " +
+		"record is written committing; then one rename without replacing (renameat2 RENAME_NOREPLACE) moves it " +
+		"into public/, which is fsynced, then the directory it left; then the record is written done. " +
+		"`\"publish\":\".\"` names the whole staging directory: ROOT/stage/ID.TOKEN itself is renamed to " +
+		"ROOT/public/ID, a name no other item's result can take, whatever names the files in it have (what lease " +
+		"run --complete publishes of what its command left in LEASE_STAGE; lease complete --publish . or the " +
+		"staging directory's own path). A publish that fails (a name taken, a link staged, an I/O error before " +
+		"the move) leaves the item not done and everything staged in place; a committing record whose publisher " +
+		"died is settled as above (public/ID there: rolled forward; ROOT/stage/ID.TOKEN still there: rolled " +
+		"back). lease fsck counts a directory in public/ that no done or committing record names as an orphan."},
+	{"INPUT", "An item may carry its input: ROOT/input/SS/ID holds the content of work item ID, where ID is the " +
+		"SHA-256 of that content (as lease id --content and sha256sum compute it) and SS the ID's work shard " +
+		"directory name. lease add --content FILE... stores each file so: it is hashed, then copied to a temp " +
+		"file `.ID.tmp.<random>` in input/SS/ while it is hashed again (a file that changed in between is refused " +
+		"and its copy removed), fsynced, and renamed to ID without replacing (a content stored already is the " +
+		"same bytes); each input shard directory touched is fsynced once, and only then are the IDs queued, so " +
+		"that a queued item's input is durable. Contents are at most 1 GiB. lease run passes the path to its " +
+		"command as LEASE_INPUT (empty for an item without one). lease fsck hashes every file of input/: one " +
+		"whose content does not hash to its name, or that is not a regular file named by an ID, is moved to " +
+		"lost+found/; one in the wrong shard is moved to its shard; a temp file an hour old is removed. The store " +
+		"is optional: a table without input/ is fine, and other programs may store inputs the same way."},
 	{"CLOCKS", "Every operation reads the clock while it holds the record's lock, never once per process: " +
 		"input that arrives late cannot grant or renew a lease that is already over, and a claim or renewal whose " +
 		"new expires_at (less clock_skew) has passed by the time it is durable is reported expired, not granted. " +

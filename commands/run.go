@@ -27,13 +27,15 @@ var runCommand = &cli.Command{
 	ArgsUsage: "ID|--next [--wait [SECONDS]] -- CMD [ARG...]",
 	Description: "Claims ID (with --next: the next free item of the table's queue, see lease-claim(1) --next;\n" +
 		"or, with --token, adopts the lease ID already held with that token), then runs\n" +
-		"CMD with LEASE_ID, LEASE_TOKEN, LEASE_ROOT and LEASE_STAGE in its environment and renews the lease every\n" +
-		"renewal interval while CMD runs. CMD runs in its own process group; SIGINT, SIGTERM, SIGHUP,\n" +
-		"SIGQUIT, SIGUSR1 and SIGUSR2 sent to lease run are forwarded to that group. When the lease\n" +
-		"is lost (a renewal or check finds the token stale or the lease released or revoked, or no\n" +
-		"renewal succeeded before expires_at - clock_skew), the group gets SIGTERM and, --grace seconds\n" +
-		"later, SIGKILL, and lease run exits 124. When CMD exits, the lease is released, or with\n" +
-		"--complete and status 0 marked done; a lease that CMD itself completed with its LEASE_TOKEN\n" +
+		"CMD with LEASE_ID, LEASE_TOKEN, LEASE_ROOT, LEASE_STAGE and LEASE_INPUT in its environment and renews\n" +
+		"the lease every renewal interval while CMD runs. CMD runs under a supervisor, in its own process\n" +
+		"group; SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to lease run are forwarded to\n" +
+		"that group. No process CMD starts outlives it: when the lease is lost (a renewal or check finds\n" +
+		"the token stale or the lease released or revoked, or no renewal succeeded before expires_at -\n" +
+		"clock_skew), every process of CMD's tree (setsid or not) gets SIGTERM and, --grace seconds later,\n" +
+		"SIGKILL, and lease run exits 124; what CMD leaves running when it exits, and the whole tree when\n" +
+		"lease run itself dies (kill -9 included), get the same. When CMD exits, the lease is released,\n" +
+		"or with --complete and status 0 marked done; a lease that CMD itself completed with its LEASE_TOKEN\n" +
 		"counts as finished. Renewals take at most ttl - interval - clock_skew for a record lock, so a\n" +
 		"renewal that waits cannot arrive after the lease counts as lost. CMD's standard streams are\n" +
 		"lease run's own; lease run writes only to stderr.",
@@ -44,6 +46,7 @@ var runCommand = &cli.Command{
 		&cli.StringFlag{Name: "token", Usage: "adopt the lease ID already held with token `N` (from lease claim) instead of claiming it"},
 		&cli.BoolFlag{Name: "next", Usage: "claim the next free item of the table's queue (lease add) instead of a named ID; exit 123 when the queue is empty"},
 		waitFlag("ID is held by another lease, or the queue is busy (--next)"),
+		settingFlag("max-attempts"),
 	}),
 	Action: runRun,
 }
@@ -55,6 +58,19 @@ var runManual = Manual{
 		"123 without running CMD; when every remaining item is held it exits 125, or with --wait waits for one (with " +
 		"backoff; --wait=SECONDS at most that long). With --complete, CMD's status 0 marks the item done and removes " +
 		"its queue entry; any other status releases it, so that another worker takes it again.\n\n" +
+		"With --complete, what CMD left in LEASE_STAGE when it exits 0 is the item's result: it is published " +
+		"whole, once, as ROOT/public/ID/ (lease complete --publish . : every file fsynced, then one rename " +
+		"that never replaces), and the item is done only when that publish succeeded. A result that cannot be " +
+		"published (it holds a symbolic link, or ROOT/public/ID/ exists) leaves the item not done: it is " +
+		"released with an attempt counted, LEASE_STAGE stays for lease fsck (moved to lost+found/, never " +
+		"deleted), and lease run exits 125. An empty LEASE_STAGE publishes nothing.\n\n" +
+		"Attempts: with --complete, a CMD that exits non-zero (not stopped by a signal sent to lease run, " +
+		"and with its lease not lost) is a failed run: the release counts an attempt in the record, with " +
+		"CMD's exit status and the end of its standard error (which lease run then copies through a pipe); " +
+		"when the attempts reach max_attempts (--max-attempts, LEASE_MAX_ATTEMPTS; default 3, 0 for no " +
+		"limit) the item becomes failed, which claims refuse until lease retry puts it back.\n\n" +
+		"LEASE_INPUT is the path of the item's content, ROOT/input/SS/ID, when it was added with lease add " +
+		"--content; empty when the item has none.\n\n" +
 		"Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +
 		"new, larger token. With --token N it adopts a lease claimed earlier (e.g. by `lease claim --first`): " +
 		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
@@ -71,8 +87,11 @@ var runManual = Manual{
 		"exits with CMD's status. A lease that is released or revoked while CMD runs (lease release, lease " +
 		"revoke, by anyone, CMD included) is lost: lease run checks the record, read-only, about every second " +
 		"between renewals and stops CMD at once (SIGTERM, then SIGKILL after --grace; exit 124), since the item " +
-		"can be claimed again from then on. If lease run is killed, CMD gets SIGTERM (PR_SET_PDEATHSIG) and the " +
-		"lease expires after its TTL.\n\n" +
+		"can be claimed again from then on. If lease run is killed, the supervisor notices at once (the end of " +
+		"a pipe, not a signal the kernel ties to a thread) and every process of CMD's tree gets SIGTERM, then " +
+		"SIGKILL after --grace; the lease expires after its TTL. The supervisor is a child subreaper " +
+		"(PR_SET_CHILD_SUBREAPER): a process that leaves CMD's process group or session is still below it, " +
+		"and stopped with the rest.\n\n" +
 		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
 		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
 		"that last extended it (after --wait, the claim that granted it: the time spent waiting counts for nothing). When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
@@ -80,14 +99,15 @@ var runManual = Manual{
 		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
 		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
 		"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
-		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, by-command-done, " +
-		"by-command-released, lost) and stats.",
+		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, failed, publish-refused, " +
+		"by-command-done, by-command-released, lost) and stats.",
 	Exit: runExit,
 	Env: []Item{
 		{"LEASE_ID", "Set for CMD: the ID held."},
 		{"LEASE_TOKEN", "Set for CMD: the fencing token of the lease; pass it to lease complete --publish or lease verify."},
 		{"LEASE_ROOT", "Set for CMD: the absolute table root, so that lease commands run by CMD use the same table."},
-		{"LEASE_STAGE", "Set for CMD: its staging directory ROOT/stage/ID.TOKEN/, where results for lease complete --publish go."},
+		{"LEASE_STAGE", "Set for CMD: its staging directory ROOT/stage/ID.TOKEN/, where results for lease complete --publish go; with --complete, what is left there is published as ROOT/public/ID/."},
+		{"LEASE_INPUT", "Set for CMD: the path of the item's stored content, ROOT/input/SS/ID (lease add --content), or empty."},
 	},
 	Examples: []Example{
 		{"Fuzz one item for as long as it takes, keeping the lease alive every 10 s; mark it done when the fuzzer exits 0:",
@@ -188,17 +208,21 @@ func renewLockTimeout(set *config.Settings) time.Duration {
 }
 
 // childEnv is the environment of CMD: lease run's own with LEASE_ID,
-// LEASE_TOKEN, LEASE_ROOT and LEASE_STAGE set.
-func childEnv(id leasefmt.ID, token int64, root, stage string) []string {
-	set := map[string]string{"LEASE_ID": string(id), "LEASE_TOKEN": strconv.FormatInt(token, 10), "LEASE_ROOT": root, "LEASE_STAGE": stage}
+// LEASE_TOKEN, LEASE_ROOT, LEASE_STAGE and LEASE_INPUT set (LEASE_INPUT
+// empty when the item has no stored input, so that one inherited from an
+// outer lease run never names another item's).
+func childEnv(id leasefmt.ID, token int64, root, stage, input string) []string {
+	set := map[string]string{"LEASE_ID": string(id), "LEASE_TOKEN": strconv.FormatInt(token, 10), "LEASE_ROOT": root, "LEASE_STAGE": stage, "LEASE_INPUT": input}
 	var out []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); set[k] != "" {
-			continue
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LEASE_") {
+			if _, ours := set[k]; ours {
+				continue
+			}
 		}
 		out = append(out, kv)
 	}
-	for _, k := range []string{"LEASE_ID", "LEASE_TOKEN", "LEASE_ROOT", "LEASE_STAGE"} {
+	for _, k := range []string{"LEASE_ID", "LEASE_TOKEN", "LEASE_ROOT", "LEASE_STAGE", "LEASE_INPUT"} {
 		out = append(out, k+"="+set[k])
 	}
 	return out
@@ -343,6 +367,12 @@ func runRun(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
 	h.stage = stage
+	if ok, err := st.HasInput(id); err != nil {
+		h.end(false)
+		return cli.Exit(leasefmt.Bound(fmt.Sprintf("stored input of %s: %v; lease released, %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
+	} else if ok {
+		h.input = st.Abs(st.InputPath(id))
+	}
 	if e.verbose {
 		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %s, renewing every %s, staging in %s\n",
 			id, item.Token, formatSeconds(h.lease.Duration), formatSeconds(e.set.RenewInterval), stage)

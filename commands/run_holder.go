@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/proctree"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -29,15 +30,18 @@ type holder struct {
 	item  commit.Item
 	argv  []string
 	stage string // LEASE_STAGE: the staging directory of this token
+	input string // LEASE_INPUT: the item's stored content, "" when none
 	lease keepalive.Lease
 
 	renewals   int
 	byCommand  bool // CMD completed the lease itself: renewals stopped
 	lost       bool
 	lostReason string
-	finish     string // released, done, lost, or the failure's reason word
+	finish     string    // released, done, failed, lost, or the failure's reason word
+	fin        runFinish // how CMD ended, for finishing the lease (run_finish.go)
 
-	pgid  int
+	cmd   *proctree.Cmd
+	pgid  int // the supervisor's pid, for messages
 	killc <-chan time.Time // SIGKILL for CMD's group, once the lease is lost
 }
 
@@ -63,15 +67,15 @@ type childStatus struct {
 // returns lease run's exit status.
 func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (int, childStatus) {
 	e := h.e
-	cmd := exec.Command(path, h.argv[1:]...)
-	cmd.Args[0] = h.argv[0]
-	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	// Its own process group, so that signals reach CMD's children too and
-	// a terminal's ^C reaches CMD once (through us), not twice. Pdeathsig:
-	// if lease run itself is killed, CMD is told, as its lease will lapse.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	cmd.WaitDelay = time.Second
+	// Under a supervisor (internal/proctree), in a process group of its
+	// own, so that signals reach CMD's children too and a terminal's ^C
+	// reaches CMD once (through us), not twice; and no process CMD starts
+	// outlives CMD, a lost lease, or lease run itself, killed or not.
+	cmd := proctree.Command(path, h.argv...)
+	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage, h.input)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, h.fin.stderr(stderr, e.c.Bool("complete"))
+	cmd.Grace = seconds(e.set.Grace)
+	h.cmd = cmd
 
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwardedSignals...)
@@ -88,7 +92,7 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 		}
 		return code, childStatus{}
 	}
-	h.pgid = cmd.Process.Pid
+	h.pgid = cmd.Pid()
 	waitc := make(chan error, 1)
 	go func() { waitc <- cmd.Wait() }()
 
@@ -113,13 +117,14 @@ loop:
 			break loop
 		case sig := <-sigc:
 			if s, ok := sig.(syscall.Signal); ok {
-				syscall.Kill(-h.pgid, s)
+				h.fin.signalled(s)
+				cmd.Signal(s)
 			}
 		case <-h.killc:
 			h.killc = nil
-			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running after SIGTERM; sending SIGKILL to process group %d",
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running after SIGTERM; sending SIGKILL to every process below supervisor %d",
 				leasefmt.Quote(h.argv[0]), h.pgid)))
-			syscall.Kill(-h.pgid, syscall.SIGKILL)
+			cmd.Kill()
 		case r, ok := <-keeping:
 			if !ok {
 				keeping = nil // the keeping ended: lost, or done by CMD
@@ -142,7 +147,7 @@ loop:
 	var ee *exec.ExitError
 	switch {
 	case waitErr == nil || errors.As(waitErr, &ee):
-		ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		ws := cmd.WaitStatus()
 		if ws.Signaled() {
 			code = exitcode.RunSignal + int(ws.Signal())
 			status.signal = unix.SignalName(ws.Signal())
@@ -155,6 +160,7 @@ loop:
 		code = exitcode.RunFailed
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: waiting for %s: %v", leasefmt.Quote(h.argv[0]), waitErr)))
 	}
+	h.fin.exit = code
 	fc := h.end(code == exitcode.OK && e.c.Bool("complete"))
 	switch {
 	case h.lost:
@@ -212,9 +218,9 @@ func (h *holder) reported(r keepalive.Report) {
 // lose stops CMD: SIGTERM to its group now, SIGKILL after wait.
 func (h *holder) lose(why string, wait time.Duration) {
 	h.lost, h.lostReason = true, why
-	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (process group %d), SIGKILL in %s",
+	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (every process below supervisor %d), SIGKILL in %s",
 		why, leasefmt.Quote(h.argv[0]), h.pgid, wait)))
-	syscall.Kill(-h.pgid, syscall.SIGTERM)
+	h.cmd.Terminate()
 	h.killc = time.After(wait)
 }
 
@@ -236,13 +242,19 @@ func (h *holder) end(complete bool) int {
 	var res []commit.Result
 	verb := "release"
 	if complete {
+		if code, published := h.publishStage(); published {
+			return code
+		}
 		res, verb = h.st.Complete([]commit.Item{h.item}), "complete"
 	} else {
-		res = h.st.Release([]commit.Item{h.item})
+		res = h.release()
 	}
 	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
 	case r.Outcome == commit.OK:
 		h.finish = map[bool]string{true: "done", false: "released"}[complete]
+		if r.Record != nil && r.Record.Status == leasefmt.Failed {
+			h.finish = "failed"
+		}
 		return exitcode.OK
 	case h.lost:
 		h.finish = "lost"

@@ -23,7 +23,8 @@ var statusCommand = &cli.Command{
 	Description: "Shows the work records of the table (with --groups also group manifests and targets), or\n" +
 		"only those of the IDs given (as arguments, or `ID` or `ID TOKEN` lines on stdin with -), as a\n" +
 		"table for people: a header, then one row per record sorted by ID (--sort expires, owner or\n" +
-		"status), with the remaining time (2m3s, expired 41s ago) and the age since the claim.\n" +
+		"status), with the remaining time (2m3s, expired 41s ago) and the age since the claim; a\n" +
+		"`failed` record is one whose runs failed max_attempts times (lease retry puts it back).\n" +
 		"--live and --expired select leases that are or are no longer held; --owner selects one\n" +
 		"holder. A record that does not validate is reported on stderr (exit 3) and left for lease\n" +
 		"fsck; an ID given that has no record is reported as `missing ID 0 no record (PATH)` (exit 1).",
@@ -34,7 +35,7 @@ var statusCommand = &cli.Command{
 		&cli.StringFlag{Name: "sort", Value: "id", Usage: "order of the rows by `KEY`: id, expires (soonest first; released and done last), owner or status"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json)"},
 		&cli.BoolFlag{Name: "no-headers", Usage: "leave out the header line of table and wide"},
-		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner"},
+		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner"},
 	}),
 	Action: runStatus,
 }
@@ -44,16 +45,17 @@ var statusManual = Manual{
 	More: "OUTPUT: the table's columns are ID, STATUS (the record's), TOKEN, AGE (since the lease was " +
 		"claimed), REMAINING (until expires_at; `expired 41s ago` once it ran out; - for released and done) " +
 		"and OWNER, last, since an owner may contain spaces. -o wide adds CLAIMED, RENEWED and EXPIRES (UTC, " +
-		"RFC 3339) and PATH. The table is for people and may gain columns; scripts read -o id, -o id-token or " +
+		"RFC 3339), PATH, ATTEMPTS (the failed runs counted) and EXIT (the last failed run's exit status). The table is for people and may gain columns; scripts read -o id, -o id-token or " +
 		"--json.\n\n" +
 		"--json streams one JSON object per record per line, in the order of --sort when it is given and " +
 		"else in shard order (without holding the table in memory), with the fields kind (work, targets, " +
 		"groups), id, status, owner, token, claimed_at, renewed_at, expires_at (seconds since the epoch), " +
-		"remaining_s (never negative), live, group and targets (targets and groups), publish (when set) and " +
-		"path. These fields are stable: new ones may be added, none is renamed or removed. With -v a line of " +
+		"remaining_s (never negative), live, group and targets (targets and groups), publish (when set), " +
+		"path, attempts (failed runs counted), exit_status and stderr_tail (of the last failed run, when known). These fields are stable: new ones may be added, none is renamed or removed. With -v a line of " +
 		"counts goes to stderr: records read, shown, live, expired, corrupt, and the duration.\n\n" +
 		"--summary: queued counts the entries of queue/ and free the queued items without a record, both " +
-		"by listing directories only; leased, expired, committing, released, done and the live leases per " +
+		"by listing directories only; leased, expired, committing, released, done, failed, retried (items " +
+		"not done or failed with a failed run), attempts (failed runs in all) and the live leases per " +
 		"owner read every work record, in parallel over the shards, holding the names of the shards being read. Measured at " +
 		"1,000,000 records (bench/queue): 50 s and 88 MB of RSS on journaled ext4, 246 s through FUSE " +
 		"with 2 ms round trips.",

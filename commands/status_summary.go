@@ -64,6 +64,9 @@ func runStatusSummary(c *cli.Context) error {
 		row("committing", cen.Committing, "held, being completed")
 		row("released", cen.Released, "claimable again")
 		row("done", cen.Done, "finished")
+		row("failed", cen.Failed, "failed max_attempts times: lease retry puts them back")
+		row("retried", cen.Retried, "not done, with a failed run (claimable again)")
+		row("attempts", cen.Attempts, "failed runs counted in all")
 		if cen.Corrupt > 0 {
 			row("corrupt", cen.Corrupt, "records that do not validate: run lease fsck")
 		}

@@ -36,6 +36,9 @@ type statusJSON struct {
 	Targets    []string `json:"targets,omitempty"`
 	Publish    string   `json:"publish,omitempty"`
 	Path       string   `json:"path"`
+	Attempts   int64    `json:"attempts"`
+	ExitStatus int      `json:"exit_status,omitempty"`
+	StderrTail string   `json:"stderr_tail,omitempty"`
 }
 
 // statusView renders the rows of lease status: --json without --sort is
@@ -98,7 +101,8 @@ func (v *statusView) line(r statusRow) error {
 	}
 	j := statusJSON{Kind: r.kind.Dir(), ID: string(rec.ID), Status: string(rec.Status), Owner: rec.Owner, Token: rec.Token,
 		ClaimedAt: rec.ClaimedAt, RenewedAt: rec.RenewedAt, ExpiresAt: rec.ExpiresAt, RemainingS: remainingS(rec, v.e.now),
-		Live: rec.Live(v.e.now), Group: string(rec.Group), Publish: rec.Publish, Path: r.path}
+		Live: rec.Live(v.e.now), Group: string(rec.Group), Publish: rec.Publish, Path: r.path,
+		Attempts: rec.Attempts, ExitStatus: rec.ExitStatus, StderrTail: rec.StderrTail}
 	for _, t := range rec.Targets {
 		j.Targets = append(j.Targets, string(t))
 	}
@@ -123,7 +127,7 @@ func (v *statusView) table() {
 		}
 		h = append(h, "ID", "STATUS", "TOKEN", "AGE", "REMAINING")
 		if wide {
-			h = append(h, "CLAIMED", "RENEWED", "EXPIRES", "PATH")
+			h = append(h, "CLAIMED", "RENEWED", "EXPIRES", "PATH", "ATTEMPTS", "EXIT")
 		}
 		fmt.Fprintln(tw, strings.Join(append(h, "OWNER"), "\t"))
 	}
@@ -137,7 +141,11 @@ func (v *statusView) table() {
 		cols = append(cols, string(rec.ID), string(rec.Status), strconv.FormatInt(rec.Token, 10),
 			humanDuration(now-rec.ClaimedAt), remainingText(rec, now))
 		if wide {
-			cols = append(cols, utcTime(rec.ClaimedAt), utcTime(rec.RenewedAt), utcTime(rec.ExpiresAt), r.path)
+			exit := "-"
+			if rec.ExitStatus > 0 {
+				exit = strconv.Itoa(rec.ExitStatus)
+			}
+			cols = append(cols, utcTime(rec.ClaimedAt), utcTime(rec.RenewedAt), utcTime(rec.ExpiresAt), r.path, strconv.FormatInt(rec.Attempts, 10), exit)
 		}
 		fmt.Fprintln(tw, strings.Join(append(cols, rec.Owner), "\t"))
 	}
@@ -146,7 +154,7 @@ func (v *statusView) table() {
 
 // remainingText is the REMAINING column: the time left on a lease that
 // is live, how long ago one that is still leased or committing ran out,
-// and - for released and done records.
+// and - for released, done and failed records.
 func remainingText(r *leasefmt.Record, now float64) string {
 	switch {
 	case r.Live(now):
@@ -183,7 +191,7 @@ func utcTime(s float64) string {
 }
 
 // statusOrder ranks statuses for --sort status: what needs attention first.
-var statusOrder = map[leasefmt.Status]int{leasefmt.Committing: 0, leasefmt.Leased: 1, leasefmt.Released: 2, leasefmt.Done: 3}
+var statusOrder = map[leasefmt.Status]int{leasefmt.Failed: -1, leasefmt.Committing: 0, leasefmt.Leased: 1, leasefmt.Released: 2, leasefmt.Done: 3}
 
 // held reports whether r is a lease (leased or committing), live or not.
 func held(r *leasefmt.Record) bool {

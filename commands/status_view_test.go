@@ -173,7 +173,7 @@ func TestStatusOutputs(t *testing.T) {
 	}
 	// -o wide: the times, UTC, and the path.
 	header, rows := statusRows(t, uxMust(t, 0, "", append(base, "-o", "wide", string(ids["c"]))...).out)
-	if got := strings.Join(header, " "); got != "ID STATUS TOKEN AGE REMAINING CLAIMED RENEWED EXPIRES PATH OWNER" {
+	if got := strings.Join(header, " "); got != "ID STATUS TOKEN AGE REMAINING CLAIMED RENEWED EXPIRES PATH ATTEMPTS EXIT OWNER" {
 		t.Fatalf("wide header %q", got)
 	}
 	if got := strings.Join(rows[0][5:8], " "); got != "1970-01-01T00:16:40Z 1970-01-01T00:16:40Z 1970-01-01T00:17:10Z" {
@@ -181,6 +181,9 @@ func TestStatusOutputs(t *testing.T) {
 	}
 	if !strings.HasSuffix(rows[0][8], "/work/"+fmt.Sprintf("%02x", shardOf(ids["c"]))+"/"+string(ids["c"])+".json") {
 		t.Errorf("wide path %q", rows[0][8])
+	}
+	if got := strings.Join(rows[0][9:11], " "); got != "0 -" {
+		t.Errorf("wide attempts and exit status %q, want \"0 -\"", got)
 	}
 	// --no-headers.
 	r = uxMust(t, 0, "", append(base, "--no-headers", string(ids["a"]))...)

@@ -40,9 +40,12 @@ const (
 	IOError
 	// Queued: lease add of an ID that is already queued (not added again).
 	Queued
+	// Failed: the item failed max_attempts times; claims refuse it until
+	// lease retry puts it back.
+	Failed
 )
 
-var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error", "queued"}
+var reasons = [...]string{"ok", "stale-token", "expired", "held", "done", "released", "missing", "exists", "corrupt", "lock-timeout", "io-error", "queued", "failed"}
 
 // Reason is the stable reason word printed on stderr.
 func (o Outcome) Reason() string { return reasons[o] }
@@ -61,6 +64,7 @@ var (
 	ErrCorrupt  = leasefmt.ErrCorrupt
 	ErrIO       = errors.New("I/O error")
 	ErrQueued   = errors.New("already queued")
+	ErrFailed   = errors.New("work failed")
 )
 
 // The causes of items that a failed batch did not finish (G5, G6): they
@@ -75,7 +79,7 @@ var (
 	ErrBatchFailed = errors.New("batch failed")
 )
 
-var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO, ErrQueued}
+var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO, ErrQueued, ErrFailed}
 
 // Graver reports whether o is a more serious outcome than p (SPEC §7): an
 // I/O error over a corrupt record over a lock timeout over a negative

@@ -23,7 +23,10 @@ type Census struct {
 	Committing int64 `json:"committing"` // committing and live
 	Released   int64 `json:"released"`
 	Done       int64 `json:"done"`
-	Corrupt    int64 `json:"corrupt"` // records that do not validate (lease fsck)
+	Failed     int64 `json:"failed"`   // failed max_attempts times (lease retry)
+	Attempts   int64 `json:"attempts"` // failed runs counted in every record
+	Retried    int64 `json:"retried"`  // items not done or failed with a failed run
+	Corrupt    int64 `json:"corrupt"`  // records that do not validate (lease fsck)
 	// Owners counts the live leases (leased or committing) per owner.
 	Owners map[string]int64 `json:"owners"`
 }
@@ -64,6 +67,9 @@ func (s *Store) Census(workers int) (Census, error) {
 		c.Committing += part.Committing
 		c.Released += part.Released
 		c.Done += part.Done
+		c.Failed += part.Failed
+		c.Attempts += part.Attempts
+		c.Retried += part.Retried
 		c.Corrupt += part.Corrupt
 		for o, n := range part.Owners {
 			c.Owners[o] += n
@@ -136,10 +142,16 @@ func (s *Store) censusShard(sh int, now float64) (Census, error) {
 			continue
 		}
 		c.Records++
+		c.Attempts += rec.Attempts
 		live := rec.Live(now)
+		if rec.Attempts > 0 && rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed {
+			c.Retried++
+		}
 		switch {
 		case rec.Status == leasefmt.Done:
 			c.Done++
+		case rec.Status == leasefmt.Failed:
+			c.Failed++
 		case rec.Status == leasefmt.Released:
 			c.Released++
 		case !live:

@@ -300,12 +300,18 @@ func (o *OSFS) Rename(oldname, newname string) error {
 	if err := unix.Renameat(ofd, obase, nfd, nbase); err != nil {
 		return o.perr("rename", newname, err)
 	}
+	o.forgetTree(oldname)
 	return nil
 }
 
 // RenameNoReplace implements FS with renameat2(RENAME_NOREPLACE), or with
 // link(2) and unlink(2) where the filesystem lacks it (NFS): link never
-// replaces an existing name either.
+// replaces an existing name either. A directory cannot be linked: there
+// it falls back to rename(2) once the new name was found missing, and
+// rename(2) refuses to replace a directory that is not empty, so what a
+// directory moved this way can replace is at most an empty directory made
+// in between (results are published under their record's lock). A
+// directory moved away takes its cached handles with it.
 func (o *OSFS) RenameNoReplace(oldname, newname string) error {
 	ofd, obase, err := o.at(oldname)
 	if err != nil {
@@ -319,12 +325,46 @@ func (o *OSFS) RenameNoReplace(oldname, newname string) error {
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENOTSUP) {
 		if err = unix.Linkat(ofd, obase, nfd, nbase, 0); err == nil {
 			err = unix.Unlinkat(ofd, obase, 0)
+		} else if errors.Is(err, unix.EPERM) && o.isDirAt(ofd, obase) {
+			var st unix.Stat_t
+			if err = unix.Fstatat(nfd, nbase, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+				err = unix.EEXIST
+			} else if errors.Is(err, unix.ENOENT) {
+				err = unix.Renameat(ofd, obase, nfd, nbase)
+			}
 		}
 	}
 	if err != nil {
 		return o.perr("rename", newname, err)
 	}
+	o.forgetTree(oldname)
 	return nil
+}
+
+// isDirAt reports whether base in directory dfd is a directory.
+func (o *OSFS) isDirAt(dfd int, base string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR
+}
+
+// forgetTree closes the cached handles of directory name and of every
+// directory below it, after name was renamed: they would reach the
+// directory at its new name (they are closed by Close). Only directories are cached, and a cached
+// directory's parents are cached too, so a name that is not cached has
+// nothing cached below it (a record's rename costs one lookup).
+func (o *OSFS) forgetTree(name string) {
+	name = strings.Trim(path.Clean("/"+name), "/")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.dirs[name]; !ok || name == "" {
+		return
+	}
+	for k, fd := range o.dirs {
+		if k == name || strings.HasPrefix(k, name+"/") {
+			o.stale = append(o.stale, fd) // another writer may be using it this moment (see Refresh)
+			delete(o.dirs, k)
+		}
+	}
 }
 
 // Remove implements FS.

@@ -47,6 +47,8 @@ func fenced(it Item, cur *leasefmt.Record, now, skew float64) (Outcome, string) 
 		return StaleToken, fmt.Sprintf("current token is %d (%s, owner %s)", cur.Token, cur.Status, leasefmt.Quote(cur.Owner))
 	case cur.Status == leasefmt.Done:
 		return Done, "work is done"
+	case cur.Status == leasefmt.Failed:
+		return Failed, failedDetail(cur)
 	case cur.Status == leasefmt.Released:
 		return Released, "lease was released"
 	case !StillHeld(cur, now, skew):
@@ -71,6 +73,8 @@ func ClaimDecision(k leasefmt.Kind, owner string, ttl, skew float64) Decide {
 		switch {
 		case cur.Status == leasefmt.Done:
 			return nil, Done, fmt.Sprintf("work is done (token %d)", cur.Token)
+		case cur.Status == leasefmt.Failed:
+			return nil, Failed, failedDetail(cur)
 		case Taken(cur, now, skew):
 			return nil, Held, heldDetail(cur, now)
 		case cur.Token >= leasefmt.MaxToken:
@@ -129,6 +133,8 @@ func RevokeDecision() Decide {
 			return nil, Missing, "no record"
 		case cur.Status == leasefmt.Done:
 			return nil, Done, fmt.Sprintf("work is done (token %d)", cur.Token)
+		case cur.Status == leasefmt.Failed:
+			return nil, Failed, failedDetail(cur)
 		case cur.Status == leasefmt.Released:
 			return nil, Released, fmt.Sprintf("already released (token %d)", cur.Token)
 		}

@@ -20,9 +20,10 @@ var ErrStaged = errors.New("staged result")
 
 // publishState is what a publish finds of its result.
 type publishState struct {
-	staged bool // a regular file at stage/ID.TOKEN/NAME
-	public bool // something at public/NAME
+	staged bool // a regular file or a directory where the result is staged
+	public bool // something at its public/ name
 	same   bool // both, and one file (a link left by an interrupted move)
+	dir    bool // the staged result is a directory
 }
 
 func (p publishState) moved() bool { return p.public && (!p.staged || p.same) }
@@ -55,7 +56,7 @@ func (s *Store) publishState(staged, public string) (publishState, error) {
 	sfi, err := s.FS.Lstat(staged)
 	switch {
 	case err == nil:
-		p.staged = sfi.Mode().IsRegular()
+		p.staged, p.dir = sfi.Mode().IsRegular() || sfi.IsDir(), sfi.IsDir()
 	case !errors.Is(err, fs.ErrNotExist):
 		return p, err
 	}
@@ -63,7 +64,8 @@ func (s *Store) publishState(staged, public string) (publishState, error) {
 	switch {
 	case err == nil:
 		p.public = true
-		p.same = p.staged && pfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi)
+		p.same = p.staged && (pfi.Mode().IsRegular() && sfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi) ||
+			pfi.IsDir() && sfi.IsDir() && (sameDir(sfi, pfi) || s.sameTree(staged, public)))
 	case !errors.Is(err, fs.ErrNotExist):
 		return p, err
 	}
@@ -82,7 +84,7 @@ func (s *Store) dropStage(id leasefmt.ID, token int64) {
 // of id staged has reached public/: public/NAME is there and
 // stage/ID.TOKEN/NAME is gone or is the same file (SPEC §3.2).
 func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool, error) {
-	p, err := s.publishState(path.Join(StagePath(id, token), name), path.Join(PublicDir, name))
+	p, err := s.publishState(ResultPaths(id, token, name))
 	return p.moved(), err
 }
 
@@ -90,7 +92,7 @@ func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool,
 // name staged is the same file as public/ under its base name.
 func (s *Store) SamePublished(staged string) (bool, error) {
 	p, err := s.publishState(staged, path.Join(PublicDir, path.Base(staged)))
-	return p.same, err
+	return p.same && !p.dir, err // a directory left under both names goes to lost+found/ whole
 }
 
 // settle is what an abandoned committing record that names a published
@@ -98,15 +100,14 @@ func (s *Store) SamePublished(staged string) (bool, error) {
 // forward), else released (rolled back: the staged file stays in its
 // stage/ID.TOKEN/ directory), so a result is published at most once per ID.
 func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, string, error) {
-	staged := path.Join(StagePath(cur.ID, cur.Token), cur.Publish)
-	public := path.Join(PublicDir, cur.Publish)
+	staged, public := ResultPaths(cur.ID, cur.Token, cur.Publish)
 	p, err := s.publishState(staged, public)
 	if err != nil {
 		return nil, "", fmt.Errorf("settle the publish of %s token %d: %w", cur.ID, cur.Token, err)
 	}
 	if p.moved() {
 		return doneRecord(cur, now), fmt.Sprintf("an interrupted publish was rolled forward: %s is in %s/, the record is done (token %d)",
-			leasefmt.Quote(cur.Publish), PublicDir, cur.Token), nil
+			leasefmt.Quote(path.Base(public)), PublicDir, cur.Token), nil
 	}
 	return released(cur, now), fmt.Sprintf("an interrupted publish was rolled back: %s was not published, the record was released (token %d)",
 		leasefmt.Quote(cur.Publish), cur.Token), nil
@@ -151,21 +152,24 @@ func abandonedPublish(cur *leasefmt.Record) bool {
 }
 
 // CompletePublish completes one lease and publishes its staged result
-// ROOT/stage/ID.TOKEN/name as ROOT/public/name between committing and done,
-// holding the record's lock throughout: the staged file is fsynced, then
-// committing (with "publish") is made durable, then the file is moved with
-// a durable cross-directory replace that never overwrites, and done is
-// written after it. A crash at any point leaves a state that the next claim
+// ROOT/stage/ID.TOKEN/name (a regular file or a directory) as
+// ROOT/public/name, or with name leasefmt.PublishStage the whole staging
+// directory as ROOT/public/ID (see ResultPaths), between committing and
+// done, holding the record's lock throughout: the staged result is
+// fsynced (every file and directory of a tree), then committing (with
+// "publish") is made durable, then the result is moved with a durable
+// cross-directory rename that never replaces, and done is written after
+// it. A crash at any point leaves a state that the next claim
 // or lease fsck settles (SPEC §3). Retried with the same token and name it
 // resumes an interrupted publish, or succeeds again when it finished. An
 // error wrapping ErrStaged means the staged file is unusable and nothing
 // was written.
 func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	r := Result{Item: it, Path: s.Abs(s.RecordPath(leasefmt.Work, it.ID))}
-	if err := leasefmt.CheckPublishName(name); err != nil {
+	if err := leasefmt.CheckPublish(name); err != nil {
 		return r, fmt.Errorf("%w: %v", ErrStaged, err)
 	}
-	staged, public := path.Join(StagePath(it.ID, it.Token), name), path.Join(PublicDir, name)
+	staged, public := ResultPaths(it.ID, it.Token, name)
 	unlock, err := s.Lock(leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.lockFailed(err, &r, "lock")
@@ -207,7 +211,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		r.Outcome = Missing
 		what := "no such file"
 		if fi, err := s.FS.Lstat(staged); err == nil {
-			what = "not a regular file"
+			what = "not a regular file or a directory"
 			if fi.Mode()&fs.ModeSymlink != 0 {
 				what = "a symbolic link, never followed"
 			}
@@ -225,15 +229,17 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	}
 	s.Stats.Batches.Add(1)
 	if !resumed {
-		s.shareResult(staged)
-		// G1 for the result itself: its bytes are durable before its name
-		// moves into public/.
-		if err := s.FS.SyncFile(staged); err != nil {
+		// G1 for the result itself: its bytes (every file of a
+		// directory, and its entries) are durable before its name moves
+		// into public/.
+		if err := s.syncResult(staged); errors.Is(err, ErrStaged) {
+			r.Outcome = Missing
+			return r, err
+		} else if err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("fsync staged result %s: %v", s.Abs(staged), err)
 			s.count(IOError)
 			return r, err
 		}
-		s.Stats.FileSyncs.Add(1)
 		if err := s.WriteOne(next); err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("write committing record: %v", err)
 			s.count(IOError)
@@ -241,6 +247,9 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		}
 	}
 	switch {
+	case p.same && p.dir:
+		// A directory under both names of its rename (a crash): it is
+		// published; the staged name is lease fsck's.
 	case p.same:
 		// A link left by a move that died between link and unlink.
 		if err := s.FS.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -249,7 +258,11 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 			return r, err
 		}
 	case !p.public:
-		if err := s.DurableMove(staged, public); err != nil {
+		err := s.DurableMove(staged, public)
+		if p.dir {
+			s.forgetDir(staged)
+		}
+		if err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("record is committing, publish %s failed: %v", s.Abs(public), err)
 			s.count(IOError)
 			return r, err

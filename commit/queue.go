@@ -144,6 +144,12 @@ func (s *Store) Enqueue(items []Item) []Result {
 				return
 			}
 			r.Outcome, r.Token, r.Record, r.Detail = Done, rec.Token, rec, fmt.Sprintf("work is done (token %d); not queued", rec.Token)
+		case rec != nil && rec.Status == leasefmt.Failed:
+			// Taken back under the record's lock, where a lease retry
+			// makes its entry (see attempts.go).
+			if s.unqueueFailed(name, it.ID) {
+				r.Outcome, r.Token, r.Record, r.Detail = Failed, rec.Token, rec, failedDetail(rec)+"; not queued"
+			}
 		case rec != nil:
 			r.Token = rec.Token
 		}
@@ -267,6 +273,7 @@ type Next struct {
 	// Counts of what the claim passed over.
 	Held     int // held by another lease (or its lock wait timed out)
 	Cleaned  int // entries of done items, removed
+	Failed   int // entries of failed items, removed
 	Foreign  int // names in queue/ that are not IDs (lease fsck reports them)
 	Read     int // queue entries read
 	Shards   int // queue shards opened
@@ -345,6 +352,9 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 								nx.Expiring = t
 							}
 						}
+					case Failed:
+						nx.Failed++
+						s.unqueueFailed(dirName+"/"+string(r.ID), r.ID)
 					case Done:
 						nx.Cleaned++
 						// The entry was found in this shard's directory, even

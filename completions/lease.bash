@@ -43,7 +43,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke retry complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -55,7 +55,7 @@ _lease() {
         args=none
         ;;
     add)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --content --null -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
         dirs=" --root "
         files=" --config "
@@ -76,14 +76,21 @@ _lease() {
         args=files
         ;;
     release)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --failed --stderr --max-attempts -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --stderr --max-attempts "
         dirs=" --root "
-        files=" --config "
+        files=" --config --stderr "
         args=files
         ;;
     revoke)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
+        dirs=" --root "
+        files=" --config "
+        args=ids
+        ;;
+    retry)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --failed -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
         dirs=" --root "
         files=" --config "
@@ -125,8 +132,8 @@ _lease() {
         args=files
         ;;
     run)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait --max-attempts -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts "
         dirs=" --root "
         files=" --config "
         args=id-cmd

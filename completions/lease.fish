@@ -71,6 +71,8 @@ complete -c lease -n '__fish_seen_subcommand_from add' -l target-timeout -x -d '
 complete -c lease -n '__fish_seen_subcommand_from add' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from add' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from add' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from add' -l content -d 'the arguments are files: store each one\'s content as its item\'s input (ROOT/input/SS/ID) and queue its SHA-256'
+complete -c lease -n '__fish_seen_subcommand_from add' -l null -d 'with --content -: the paths on stdin end with NUL, not newline'
 complete -c lease -n '__fish_seen_subcommand_from add' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from add' -F
 
@@ -136,6 +138,9 @@ complete -c lease -n '__fish_seen_subcommand_from release' -l target-timeout -x 
 complete -c lease -n '__fish_seen_subcommand_from release' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from release' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from release' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from release' -l failed -x -d 'release after a failed run: count an attempt (failed at max_attempts); --failed=STATUS keeps the run\'s exit status STATUS (1-255)'
+complete -c lease -n '__fish_seen_subcommand_from release' -l stderr -r -F -d 'with --failed: keep the end of FILE (the run\'s standard error; its last 1 KiB, control characters left out) in the record'
+complete -c lease -n '__fish_seen_subcommand_from release' -l max-attempts -x -d 'failed runs after which an item becomes failed (lease retry puts it back); 0: never (env LEASE_MAX_ATTEMPTS)'
 complete -c lease -n '__fish_seen_subcommand_from release' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from release' -F
 
@@ -158,6 +163,26 @@ complete -c lease -n '__fish_seen_subcommand_from revoke' -l mpi-timeout -x -d '
 complete -c lease -n '__fish_seen_subcommand_from revoke' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from revoke' -a '(__lease_ids work)'
 
+# lease retry
+complete -c lease -n __fish_use_subcommand -a retry -d 'put failed items back in the queue (operator): released, attempts reset'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l json -d 'print one JSON document with every result, the counts and the statistics instead of text'
+complete -c lease -n '__fish_seen_subcommand_from retry' -s v -l verbose -d 'print statistics on stderr'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -l failed -d 'retry every failed item of the table (every work record is read)'
+complete -c lease -n '__fish_seen_subcommand_from retry' -s h -l help -d 'show help'
+complete -c lease -n '__fish_seen_subcommand_from retry' -a '(__lease_ids work)'
+
 # lease complete
 complete -c lease -n __fish_use_subcommand -a complete -d 'finish held leases (fenced): leased -> committing -> done, optionally publishing a result'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
@@ -174,7 +199,7 @@ complete -c lease -n '__fish_seen_subcommand_from complete' -l target-timeout -x
 complete -c lease -n '__fish_seen_subcommand_from complete' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
-complete -c lease -n '__fish_seen_subcommand_from complete' -l publish -r -F -d 'publish ROOT/stage/ID.TOKEN/NAME as ROOT/public/NAME between committing and done (NAME or that path)'
+complete -c lease -n '__fish_seen_subcommand_from complete' -l publish -r -F -d 'publish ROOT/stage/ID.TOKEN/NAME (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/'
 complete -c lease -n '__fish_seen_subcommand_from complete' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from complete' -F
 
@@ -274,9 +299,10 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l token -x -d 'adopt the lease ID already held with token N (from lease claim) instead of claiming it'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l next -d 'claim the next free item of the table\'s queue (lease add) instead of a named ID; exit 123 when the queue is empty'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l max-attempts -x -d 'failed runs after which an item becomes failed (lease retry puts it back); 0: never (env LEASE_MAX_ATTEMPTS)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
-complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token)'
+complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts)'
 
 # lease status
 complete -c lease -n __fish_use_subcommand -a status -d 'show lease records: holder, token, remaining time'
@@ -298,7 +324,7 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also sho
 complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expires owner status' -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
 complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
-complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, and live leases per owner'
+complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
 

@@ -75,6 +75,13 @@ const (
 	DefaultMPITimeout    = 60.0
 	DefaultGrace         = 10.0
 	DefaultClockSkew     = 1.0
+	// DefaultMaxAttempts: an item whose runs fail this many times becomes
+	// failed. Three lets a run that failed for its node's sake (out of
+	// memory, a full disk, a killed worker) be tried twice more elsewhere,
+	// while a poison item that fails every time costs at most three runs.
+	DefaultMaxAttempts = 3
+	// MaxMaxAttempts bounds max_attempts.
+	MaxMaxAttempts = 1000000
 )
 
 // All is the table of settings, in the order lease config prints them.
@@ -91,6 +98,7 @@ var All = []Setting{
 	{"mpi_timeout", "LEASE_MPI_TIMEOUT", "mpi-timeout", Float, "under mpirun, longest wait in seconds for one collective before every rank aborts", ftoa(DefaultMPITimeout)},
 	{"grace", "LEASE_GRACE", "grace", Float, "lease run: seconds between SIGTERM and SIGKILL when the lease is lost", ftoa(DefaultGrace)},
 	{"clock_skew", "LEASE_CLOCK_SKEW", "clock-skew", Float, "bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew", ftoa(DefaultClockSkew)},
+	{"max_attempts", "LEASE_MAX_ATTEMPTS", "max-attempts", Int, "failed runs after which an item becomes failed (lease retry puts it back); 0: never", strconv.Itoa(DefaultMaxAttempts)},
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -130,6 +138,7 @@ type Settings struct {
 	MPITimeout    float64
 	Grace         float64
 	ClockSkew     float64
+	MaxAttempts   int
 
 	// File is the TOML file read, "" when none.
 	File string
@@ -271,6 +280,7 @@ func (s *Settings) resolve(vals map[string]any) error {
 	s.MPITimeout = num("mpi_timeout", DefaultMPITimeout)
 	s.Grace = num("grace", DefaultGrace)
 	s.ClockSkew = num("clock_skew", DefaultClockSkew)
+	s.MaxAttempts = integer("max_attempts", DefaultMaxAttempts)
 
 	if err := leasefmt.CheckOwner(s.Owner); err != nil {
 		return usagef("owner (%s): %v", s.origin["owner"], err)
@@ -343,6 +353,8 @@ func (s *Settings) Value(key string) any {
 		return s.Grace
 	case "clock_skew":
 		return s.ClockSkew
+	case "max_attempts":
+		return s.MaxAttempts
 	}
 	return nil
 }
@@ -418,6 +430,10 @@ func checkValue(d Setting, v any) error {
 		case "writers":
 			if n < 1 || n > 4096 {
 				return fmt.Errorf("writers %d is not in [1, 4096]", n)
+			}
+		case "max_attempts":
+			if n < 0 || n > MaxMaxAttempts {
+				return fmt.Errorf("max_attempts %d is not in [0, %d]", n, MaxMaxAttempts)
 			}
 		}
 	case String:

@@ -13,10 +13,13 @@ import (
 )
 
 // TestFuzzWrapper runs examples/fuzz-wrapper.sh as its header says: once
-// with a corpus directory, beside a second wrapper on the same table. The
-// campaign grows (children are added as they are found) and ends when the
-// queue is empty: every input kept is done exactly once, with one
-// published result each, and fsck finds the table clean.
+// with a corpus directory, which adds the seeds and returns (before any
+// fuzzing: the seeds are queued, none claimed), twice (the same seeds are
+// the same items: no error, nothing added), then two wrappers as workers on
+// the same table. The campaign grows (children are added as they are
+// found) and ends when the queue is empty: every input stored is done
+// exactly once, with one published result each, and fsck finds the table
+// clean.
 func TestFuzzWrapper(t *testing.T) {
 	testenv.NeedTools(t, "bash", "go", "sha256sum", "od")
 	if testing.Short() {
@@ -48,16 +51,38 @@ func TestFuzzWrapper(t *testing.T) {
 		cmd.Env = env
 		return cmd
 	}
-	first, second := run(corpus), run()
+	// Adding the seeds returns, having fuzzed nothing; adding them again
+	// adds nothing and says nothing on stderr.
+	for i, want := range []string{"3 seeds added", "0 seeds added"} {
+		var stdout, stderr strings.Builder
+		add := run(corpus)
+		add.Stdout, add.Stderr = &stdout, &stderr
+		done := make(chan error, 1)
+		if err := add.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() { done <- add.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil || !strings.Contains(stdout.String(), want) || stderr.String() != "" {
+				t.Fatalf("fuzz-wrapper.sh CORPUS (%d): %v\nstdout: %s\nstderr: %s", i+1, err, stdout.String(), stderr.String())
+			}
+		case <-time.After(4 * time.Minute): // a hang, not a slow machine
+			add.Process.Kill()
+			t.Fatalf("fuzz-wrapper.sh CORPUS did not return:\n%s%s", stdout.String(), stderr.String())
+		}
+		if s := lease("status", "--summary", "--root", root, "--json"); !strings.Contains(s, `"queued":3,`) || !strings.Contains(s, `"records":0,`) {
+			t.Fatalf("after adding the seeds (%d): %s; want 3 queued, none claimed", i+1, s)
+		}
+	}
+	first, second := run(), run()
 	var out1, out2 strings.Builder
 	first.Stdout, first.Stderr = &out1, &out1
 	second.Stdout, second.Stderr = &out2, &out2
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // the seeds are queued first
-	if err := second.Start(); err != nil {
-		t.Fatal(err)
+	for _, c := range []*exec.Cmd{first, second} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for i, c := range []*exec.Cmd{first, second} {
 		done := make(chan error, 1)
@@ -77,7 +102,12 @@ func TestFuzzWrapper(t *testing.T) {
 			t.Errorf("a wrapper did not end on an empty queue:\n%s", o)
 		}
 	}
-	inputs, _ := os.ReadDir(filepath.Join(root, "..", "inputs"))
+	var inputs []os.DirEntry
+	shards, _ := os.ReadDir(filepath.Join(root, "input"))
+	for _, sh := range shards {
+		ents, _ := os.ReadDir(filepath.Join(root, "input", sh.Name()))
+		inputs = append(inputs, ents...)
+	}
 	public, _ := os.ReadDir(filepath.Join(root, "public"))
 	summary := lease("status", "--summary", "--root", root, "--json")
 	if len(inputs) < 3 || len(public) != len(inputs) {

@@ -64,6 +64,11 @@ const (
 	// named by an ID (moved to lost+found/), an entry of a done item
 	// (removed), an entry in the wrong shard (moved to its shard).
 	KindQueue Kind = "queue"
+	// KindInput: something wrong in the input store input/: a name that
+	// is not an input shard directory, a file not named by an ID or not
+	// regular, a file whose content does not hash to its name (all moved
+	// to lost+found/), a file in the wrong shard (moved to its shard).
+	KindInput Kind = "input"
 	// KindGroup: a group manifest whose targets disagree with it (group,
 	// token, owner, expiry, status). Repair releases the group and its
 	// targets that still carry its token, so the group can be claimed
@@ -84,7 +89,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindGroup, KindPermission, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int

@@ -17,7 +17,8 @@
 //  4. publish: abandoned publishes settled (rolled forward or back), stage/
 //     against the current leases, public/ against the records that name
 //     its results (see publish.go);
-//  5. queue: the entries of queue/ (see queue.go).
+//  5. queue: the entries of queue/ (see queue.go);
+//  6. input: the stored contents of input/, each hashed (see input.go).
 //
 // A read-only run changes nothing: it takes record locks only on lock files
 // that exist (to tell a stray temp file from one a live writer holds, and to
@@ -178,6 +179,7 @@ func (c *checker) run() error {
 	c.scanRecords(tasks)
 	c.checkPublish()
 	c.checkQueue(tasks)
+	c.checkInput(tasks)
 	return nil
 }
 

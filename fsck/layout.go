@@ -124,7 +124,7 @@ func (c *checker) checkTop() {
 }
 
 // optionalDirs are top-level directories a table may lack: made on demand.
-var optionalDirs = []string{commit.QueueDir}
+var optionalDirs = []string{commit.QueueDir, commit.InputDir}
 
 func isTopDir(name string) bool {
 	for _, d := range append(topDirs, optionalDirs...) {

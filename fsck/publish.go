@@ -26,8 +26,10 @@ import (
 //     left when a no-replace move fell back to link and unlink) is
 //     removed, an empty directory is removed, and the rest is moved to
 //     lost+found/, never deleted;
-//  3. every result in public/ must be named by a done or committing work
-//     record (its "publish"); an orphan is moved to lost+found/;
+//  3. every result in public/ (a file or a directory) must be named by a
+//     done or committing work record (its "publish"; "." names public/ID,
+//     the whole staging directory of ID); an orphan is moved to
+//     lost+found/;
 //  4. links anywhere below stage/ or public/ are reported.
 
 // listPublic reads the names in public/ before the record scan, so that
@@ -46,7 +48,7 @@ func (c *checker) listPublic() {
 	}
 	c.public = map[string]bool{}
 	for _, e := range ents {
-		if e.Type().IsRegular() {
+		if e.Type().IsRegular() || e.IsDir() { // a result is a file or a directory
 			c.public[e.Name()] = false
 		}
 	}
@@ -57,10 +59,14 @@ func (c *checker) namePublished(rec *leasefmt.Record) {
 	if rec.Publish == "" || (rec.Status != leasefmt.Done && rec.Status != leasefmt.Committing) {
 		return
 	}
+	name := rec.Publish
+	if name == leasefmt.PublishStage {
+		name = string(rec.ID) // the whole staging directory, published as public/ID
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.public[rec.Publish]; ok {
-		c.public[rec.Publish] = true
+	if _, ok := c.public[name]; ok {
+		c.public[name] = true
 	}
 }
 

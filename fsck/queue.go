@@ -19,7 +19,10 @@ import (
 //   - entries in the wrong shard (moved to their shard, or removed when
 //     the right one is there too);
 //   - entries of done items (a complete killed between done and the
-//     removal; removed).
+//     removal; removed), and of failed items (a release that failed the
+//     item killed before the removal, or a retry killed between its entry
+//     and its record; removed under the record's lock, where lease retry
+//     makes its entry, once the record is read there as still failed).
 // The queue is optional: a table without queue/ is fine.
 
 // checkQueue checks queue/ when it exists: every queue shard without SHARD
@@ -134,6 +137,9 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 		}
 		return f
 	}
+	if rec != nil && rec.Status == leasefmt.Failed {
+		return c.failedEntry(rel, id, rec)
+	}
 	if home := id.Shard(c.st.Table.WorkShards); home != sh {
 		want := c.st.QueuePath(id)
 		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: "an entry in the wrong shard directory",
@@ -174,4 +180,36 @@ func (c *checker) moveQueueEntry(f *Finding, rel, want string) {
 		return
 	}
 	fixed(f, "moved to "+want)
+}
+
+// failedEntry is the finding about the queue entry of a failed item; a
+// repair removes it under the record's lock, after reading the record
+// there as still failed (lease retry makes the entry under that lock
+// before it writes the record released).
+func (c *checker) failedEntry(rel string, id leasefmt.ID, rec *leasefmt.Record) *Finding {
+	f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: fmt.Sprintf("the entry of a failed item (token %d, %d attempts)", rec.Token, rec.Attempts),
+		Expected: "entries of items that are not done or failed (a release killed before it removed the entry)", Repair: "remove it (lease retry queues the item again)"}
+	if !c.opt.Repair {
+		return f
+	}
+	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table.WorkShards)), id)
+	if err != nil {
+		failed(f, fmt.Errorf("record lock: %w", err))
+		return f
+	}
+	defer unlock()
+	cur, err := c.st.Read(leasefmt.Work, id)
+	switch {
+	case err != nil && !errors.Is(err, leasefmt.ErrCorrupt):
+		failed(f, err)
+		return f
+	case cur == nil || cur.Status != leasefmt.Failed:
+		return nil // retried meanwhile: the entry is the item's again
+	}
+	if err := c.fs.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		failed(f, err)
+	} else {
+		fixed(f, "removed")
+	}
+	return f
 }

@@ -116,6 +116,17 @@ func decodeCases() []decodeCase {
 		{name: "unknown keys", kind: Work, data: w.set("x_campaign", `{"a":[1,2]}`).set("z", "null").String(), field: "ok"},
 		{name: "publish on a target is an unknown key", kind: Target, data: tg.set("publish", "17").String(), field: "ok"},
 		{name: "4096 bytes", kind: Work, data: padTo(w, 4096), field: "ok"},
+		{name: "work failed", kind: Work, data: w.set("status", q("failed")).set("attempts", "3").set("exit_status", "139").set("stderr_tail", `"Segmentation fault\n\tat parse"`).String(), field: "ok"},
+		{name: "work released with attempts", kind: Work, data: w.set("status", q("released")).set("attempts", "1").String(), field: "ok"},
+		{name: "attempts 0", kind: Work, data: w.set("attempts", "0").String(), field: "ok"},
+		{name: "attempts 2^53-1", kind: Work, data: w.set("attempts", "9007199254740991").String(), field: "ok"},
+		{name: "exit_status 255", kind: Work, data: w.set("exit_status", "255").String(), field: "ok"},
+		{name: "stderr_tail 1024 bytes", kind: Work, data: w.set("stderr_tail", q(strings.Repeat("e", 1024))).String(), field: "ok"},
+		{name: "committing the whole staging directory", kind: Work, data: w.set("status", q("committing")).set("publish", q(".")).String(), field: "ok"},
+		{name: "attempts on a target is an unknown key", kind: Target, data: tg.set("attempts", q("x")).String(), field: "ok"},
+		{name: "largest failure fields fit", kind: Work, data: w.set("owner", q(strings.Repeat("\u2028", 85))).set("status", q("failed")).
+			set("publish", q(strings.Repeat(`\"`, 255))).set("attempts", "9007199254740991").set("exit_status", "255").
+			set("stderr_tail", q(strings.Repeat(`\"`, 1024))).String(), field: "ok"},
 
 		// Schema.
 		{name: "schema v2", kind: Work, data: w.set("schema", q("lease.work/v2")).String(), field: "schema"},
@@ -160,6 +171,27 @@ func decodeCases() []decodeCase {
 		{name: "publish with slash", kind: Work, data: w.set("publish", q("../etc/passwd")).String(), field: "publish"},
 		{name: "publish dot dot", kind: Work, data: w.set("publish", q("..")).String(), field: "publish"},
 		{name: "publish control", kind: Work, data: w.set("publish", `"a\nb"`).String(), field: "publish"},
+
+		{name: "attempts -1", kind: Work, data: w.set("attempts", "-1").String(), field: "attempts"},
+		{name: "attempts 1.0", kind: Work, data: w.set("attempts", "1.0").String(), field: "attempts"},
+		{name: "attempts 1e1", kind: Work, data: w.set("attempts", "1e1").String(), field: "attempts"},
+		{name: "attempts 01", kind: Work, data: w.set("attempts", "01").String()},
+		{name: "attempts quoted", kind: Work, data: w.set("attempts", q("2")).String(), field: "attempts"},
+		{name: "attempts null", kind: Work, data: w.set("attempts", "null").String(), field: "attempts"},
+		{name: "attempts 2^53", kind: Work, data: w.set("attempts", "9007199254740992").String(), field: "attempts"},
+		{name: "attempts NaN", kind: Work, data: w.set("attempts", "NaN").String(), field: "*"},
+		{name: "duplicate attempts", kind: Work, data: w.add("attempts", "1").add("attempts", "2").String(), field: "attempts"},
+		{name: "exit_status 0", kind: Work, data: w.set("exit_status", "0").String(), field: "exit_status"},
+		{name: "exit_status 256", kind: Work, data: w.set("exit_status", "256").String(), field: "exit_status"},
+		{name: "exit_status -1", kind: Work, data: w.set("exit_status", "-1").String(), field: "exit_status"},
+		{name: "exit_status string", kind: Work, data: w.set("exit_status", q("139")).String(), field: "exit_status"},
+		{name: "stderr_tail 1025 bytes", kind: Work, data: w.set("stderr_tail", q(strings.Repeat("e", 1025))).String(), field: "stderr_tail"},
+		{name: "stderr_tail escape", kind: Work, data: w.set("stderr_tail", `"\u001b[31mred"`).String(), field: "stderr_tail"},
+		{name: "stderr_tail carriage return", kind: Work, data: w.set("stderr_tail", `"a\rb"`).String(), field: "stderr_tail"},
+		{name: "stderr_tail number", kind: Work, data: w.set("stderr_tail", "1").String(), field: "stderr_tail"},
+		{name: "publish dot on a work record done is fine, slash dot is not", kind: Work, data: w.set("publish", q("./")).String(), field: "publish"},
+		{name: "target failed", kind: Target, data: tg.set("status", q("failed")).String(), field: "status"},
+		{name: "group failed", kind: Group, data: g.set("status", q("failed")).String(), field: "status"},
 
 		// IDs.
 		{name: "id differs from file name", kind: Work, data: w.String(), file: idB, field: "id"},

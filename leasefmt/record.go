@@ -68,13 +68,17 @@ const (
 	Committing Status = "committing"
 	Released   Status = "released"
 	Done       Status = "done"
+	// Failed is terminal like Done (claims refuse it) until an operator
+	// puts the item back (lease retry): its runs failed max_attempts
+	// times (docs/lease-format.md).
+	Failed Status = "failed"
 )
 
 func (k Kind) allows(s Status) bool {
 	switch s {
 	case Leased, Released:
 		return true
-	case Committing, Done:
+	case Committing, Done, Failed:
 		return k == Work
 	}
 	return false
@@ -97,8 +101,18 @@ type Record struct {
 	ClaimedAt float64
 	RenewedAt float64
 	ExpiresAt float64
-	// Publish is the staged basename a committing work record publishes.
+	// Publish is the staged basename a committing work record publishes,
+	// or PublishStage for the whole staging directory.
 	Publish string
+	// Attempts counts the runs of a work item that ended in failure
+	// (0: none, and the key is left out).
+	Attempts int64
+	// ExitStatus is the exit status of the last failed run, 1 to 255 (0:
+	// not known, and the key is left out).
+	ExitStatus int
+	// StderrTail is the end of the last failed run's standard error, as
+	// Tail makes it ("" when none).
+	StderrTail string
 	// Group is the group a target record belongs to.
 	Group ID
 	// Targets are the sorted unique targets of a group manifest.
@@ -190,6 +204,20 @@ func CheckTime(name string, t float64) error {
 	return nil
 }
 
+// PublishStage is the publish value of a work record whose result is its
+// whole staging directory stage/ID.TOKEN/, published as public/ID/
+// (docs/lease-format.md): "." names the staging directory itself.
+const PublishStage = "."
+
+// CheckPublish validates the publish value of a record: a staged basename
+// or PublishStage.
+func CheckPublish(s string) error {
+	if s == PublishStage {
+		return nil
+	}
+	return CheckPublishName(s)
+}
+
 // CheckPublishName validates the basename of a staged result.
 func CheckPublishName(s string) error {
 	if s == "" || s == "." || s == ".." || len(s) > 255 {
@@ -207,6 +235,9 @@ var knownKeys = map[string]bool{
 	"schema": true, "id": true, "status": true, "owner": true, "token": true,
 	"claimed_at": true, "renewed_at": true, "expires_at": true,
 }
+
+// workKeys are the optional keys of work records.
+var workKeys = map[string]bool{"publish": true, "attempts": true, "exit_status": true, "stderr_tail": true}
 
 // Decode reads a record of kind k from data, which was read from the file
 // of name. Every rule of SPEC §3 is checked; the error wraps ErrCorrupt.
@@ -268,11 +299,14 @@ func Decode(data []byte, k Kind, name ID) (*Record, error) {
 			if r.Publish, err = o.str("publish"); err != nil {
 				return nil, err
 			}
-			if err := CheckPublishName(r.Publish); err != nil {
+			if err := CheckPublish(r.Publish); err != nil {
 				return nil, bad("publish", "%v", err)
 			}
 		}
-		own = func(key string) bool { return knownKeys[key] || key == "publish" }
+		if r.Attempts, r.ExitStatus, r.StderrTail, err = o.failure(); err != nil {
+			return nil, err
+		}
+		own = func(key string) bool { return knownKeys[key] || workKeys[key] }
 	case Target:
 		if r.Group, err = o.id("group"); err != nil {
 			return nil, err
@@ -329,6 +363,18 @@ func Encode(r *Record) ([]byte, error) {
 			b = append(b, `,"publish":`...)
 			b = appendString(b, r.Publish)
 		}
+		if r.Attempts > 0 {
+			b = append(b, `,"attempts":`...)
+			b = strconv.AppendInt(b, r.Attempts, 10)
+		}
+		if r.ExitStatus > 0 {
+			b = append(b, `,"exit_status":`...)
+			b = strconv.AppendInt(b, int64(r.ExitStatus), 10)
+		}
+		if r.StderrTail != "" {
+			b = append(b, `,"stderr_tail":`...)
+			b = appendString(b, r.StderrTail)
+		}
 	case Target:
 		b = append(b, `,"group":"`...)
 		b = append(b, r.Group...)
@@ -380,9 +426,21 @@ func (r *Record) validate() error {
 		}
 	}
 	if r.Publish != "" {
-		if err := CheckPublishName(r.Publish); err != nil {
+		if err := CheckPublish(r.Publish); err != nil {
 			return bad("publish", "%v", err)
 		}
+	}
+	if r.Kind != Work && (r.Attempts != 0 || r.ExitStatus != 0 || r.StderrTail != "") {
+		return bad("attempts", "only work records count attempts")
+	}
+	if r.Attempts < 0 || r.Attempts > MaxToken {
+		return bad("attempts", "%d is not in [0, 2^53-1]", r.Attempts)
+	}
+	if r.ExitStatus < 0 || r.ExitStatus > MaxExitStatus {
+		return bad("exit_status", "%d is not in [1, %d]", r.ExitStatus, MaxExitStatus)
+	}
+	if err := CheckTail(r.StderrTail); err != nil {
+		return bad("stderr_tail", "%v", err)
 	}
 	if r.Kind == Target {
 		if _, err := ParseID(string(r.Group)); err != nil {

@@ -33,6 +33,9 @@ func sampleRecords() []*Record {
 		{Kind: Target, ID: idA, Status: Leased, Owner: "h", Token: 3, ClaimedAt: 1.25, RenewedAt: 1.25, ExpiresAt: 31.25, Group: idG},
 		{Kind: Target, ID: idB, Status: Released, Owner: "h", Token: 3, ClaimedAt: 1, RenewedAt: 1, ExpiresAt: 1, Group: idG, Extra: []Field{{"publish", json.RawMessage(`1`)}}},
 		{Kind: Group, ID: idG, Status: Leased, Owner: "h", Token: 9, ClaimedAt: 5, RenewedAt: 6, ExpiresAt: 7, Targets: []ID{idA, idB, idC}},
+		{Kind: Work, ID: idB, Status: Failed, Owner: "w", Token: 4, ClaimedAt: 1, RenewedAt: 2, ExpiresAt: 2, Attempts: 3, ExitStatus: 139,
+			StderrTail: "==1== ERROR: AddressSanitizer: \"heap-buffer-overflow\"\n\tat parse \u2028 é"},
+		{Kind: Work, ID: idC, Status: Committing, Owner: "w", Token: 2, ClaimedAt: 1, RenewedAt: 2, ExpiresAt: 9, Publish: PublishStage, Attempts: 1},
 	}
 }
 

@@ -48,6 +48,9 @@ var (
 	ErrDone = commit.ErrDone
 	// ErrReleased: the lease was released (or revoked).
 	ErrReleased = commit.ErrReleased
+	// ErrFailed: the work failed max_attempts times; claims refuse it until
+	// lease retry puts it back.
+	ErrFailed = commit.ErrFailed
 	// ErrMissing: the ID has no record.
 	ErrMissing = commit.ErrMissing
 	// ErrExists: a result of that name was already published.

@@ -74,8 +74,8 @@ func publicFiles(sc *Scenario, base *Tree) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	t.Walk(func(p string, dir bool, data []byte) {
-		if name, ok := strings.CutPrefix(p, commit.PublicDir+"/"); ok && !dir && !strings.Contains(name, "/") {
-			out[name] = data
+		if name, ok := strings.CutPrefix(p, commit.PublicDir+"/"); ok && !dir {
+			out[name] = data // a file result, or a file of a directory result
 		}
 	})
 	return out

@@ -39,5 +39,5 @@ func TestCrashStates(t *testing.T) {
 }
 
 func allScenarios() []*Scenario {
-	return append(append(append(append(WorkScenarios(), AbandonedScenarios()...), GroupScenarios()...), FsckScenarios()...), QueueScenarios()...)
+	return append(append(append(append(append(WorkScenarios(), AbandonedScenarios()...), GroupScenarios()...), FsckScenarios()...), QueueScenarios()...), CampaignScenarios()...)
 }

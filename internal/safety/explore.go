@@ -61,14 +61,15 @@ type Scenario struct {
 
 // Run is what an operation gets.
 type Run struct {
-	FS    commit.FS
-	Store *commit.Store // nil when the scenario starts without a table
-	Rec   *Recorder     // nil when the operation runs on another FS
-	calls func() int    // calls made so far
-	state func() *Tree  // the current state, read around the seam
-	acks  []Ack
-	exit  int // the exit status the command would return
-	mu    sync.Mutex
+	FS      commit.FS
+	Store   *commit.Store // nil when the scenario starts without a table
+	Rec     *Recorder     // nil when the operation runs on another FS
+	calls   func() int    // calls made so far
+	state   func() *Tree  // the current state, read around the seam
+	acks    []Ack
+	exit    int  // the exit status the command would return
+	cleanup bool // calls now are best-effort cleanup (BestEffort)
+	mu      sync.Mutex
 }
 
 // Outcome notes an outcome the command would report.
@@ -101,6 +102,10 @@ type Ack struct {
 	// as published, and its bytes.
 	Published     string
 	PublishedData []byte
+	// PublishedFiles are the files of a directory result reported as
+	// published, by path below public/ (a whole staging directory as
+	// ID/..., a directory NAME as NAME/...).
+	PublishedFiles map[string][]byte
 	// Table is set when the operation reported the table created.
 	Table *leasefmt.Table
 	// Queued is an ID lease add reported added to the queue.
@@ -111,6 +116,26 @@ type Ack struct {
 	// store's clock then.
 	call int
 	at   float64
+}
+
+// BestEffort runs fn, whose calls are best-effort cleanup after the
+// operation reported (the removal of a failed item's queue entry, under
+// its lock): a fault in them need not change the exit status.
+func (r *Run) BestEffort(fn func()) {
+	r.mu.Lock()
+	r.cleanup = true
+	r.mu.Unlock()
+	fn()
+	r.mu.Lock()
+	r.cleanup = false
+	r.mu.Unlock()
+}
+
+// inCleanup reports whether the calls made now are best-effort cleanup.
+func (r *Run) inCleanup() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cleanup
 }
 
 // Ack records a as reported now.

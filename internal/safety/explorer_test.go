@@ -32,10 +32,28 @@ func (s skipSync) CreateExcl(name string) (commit.File, error) {
 
 type noSyncFile struct{ commit.File }
 
+// skipStageSync drops the fsyncs of what is staged: a directory result's
+// files and directories.
+type skipStageSync struct{ commit.FS }
+
+func (s skipStageSync) SyncFile(name string) error {
+	if strings.HasPrefix(name, commit.StageDir+"/") {
+		return nil
+	}
+	return s.FS.SyncFile(name)
+}
+
+func (s skipStageSync) SyncDir(name string) error {
+	if strings.HasPrefix(name, commit.StageDir+"/") {
+		return nil
+	}
+	return s.FS.SyncDir(name)
+}
+
 func (noSyncFile) Sync() error { return nil }
 
 func scenario(name string) *Scenario {
-	for _, sc := range WorkScenarios() {
+	for _, sc := range append(WorkScenarios(), CampaignScenarios()...) {
 		if sc.Name == name {
 			return sc
 		}
@@ -59,6 +77,8 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
 		{name: "no file fsync, publish", scenario: "complete --publish",
 			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "holder alice (token 3) acknowledged live until 6000, but after recovery the token is"},
+		{name: "no fsync of a directory result", scenario: "run --complete, whole staging directory",
+			wrap: func(f commit.FS) commit.FS { return skipStageSync{f} }, want: "acknowledged as published (a directory result)"},
 		{name: "success before the barrier", scenario: "claim", run: func(r *Run) {
 			// report each claim as soon as it is decided, before its write
 			// and its directory fsync

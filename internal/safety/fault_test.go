@@ -61,7 +61,7 @@ func runWithFaultWrap(sc *Scenario, base *Tree, at int, errno syscall.Errno, sti
 			fr.rec.Injected(op, name, err)
 			mu.Lock()
 			fr.fired++
-			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) {
+			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) || fr.run != nil && fr.run.inCleanup() {
 				fr.cleanup++
 			}
 			mu.Unlock()

@@ -7,7 +7,6 @@ package safety
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -182,14 +181,22 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 	}
 	perID := map[leasefmt.ID][]string{}
 	for rel, data := range c.staged {
-		dir, name := path.Split(rel)
-		id, _, isStage := commit.ParseStageName(strings.TrimSuffix(dir, "/"))
+		// rel is ID.TOKEN/REST: published as public/REST (a file or a
+		// directory NAME, REST = NAME[/...]) or, the whole staging
+		// directory, as public/ID/REST.
+		top, rest, _ := strings.Cut(rel, "/")
+		id, _, isStage := commit.ParseStageName(top)
 		s, _, inStage := t.Get(commit.StageDir + "/" + rel)
-		p, _, inPublic := t.Get(commit.PublicDir + "/" + name)
 		if inStage && string(s) != string(data) {
 			v = append(v, fmt.Sprintf("stage/%s changed: %q", rel, trunc(s, 80)))
 		}
-		published := inPublic && string(p) == string(data)
+		published := false
+		name, _, _ := strings.Cut(rest, "/")
+		if p, _, ok := t.Get(commit.PublicDir + "/" + rest); ok && string(p) == string(data) {
+			published = true
+		} else if p, _, ok := t.Get(commit.PublicDir + "/" + string(id) + "/" + rest); isStage && ok && string(p) == string(data) {
+			published, name = true, leasefmt.PublishStage
+		}
 		if published && isStage {
 			perID[id] = append(perID[id], name)
 		}
@@ -208,10 +215,19 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 			if r != nil {
 				st = fmt.Sprintf("%s token %d publish %q", r.Status, r.Token, r.Publish)
 			}
-			v = append(v, fmt.Sprintf("work/%s has public/%s, but after recovery its record is %s, not done naming it", id, names[0], st))
+			shown := names[0]
+			if shown == leasefmt.PublishStage {
+				shown = string(id) + "/"
+			}
+			v = append(v, fmt.Sprintf("work/%s has public/%s, but after recovery its record is %s, not done naming it", id, shown, st))
 		}
 	}
 	for _, a := range acks {
+		for name, data := range a.PublishedFiles {
+			if p, _, ok := t.Get(commit.PublicDir + "/" + name); !ok || string(p) != string(data) {
+				v = append(v, fmt.Sprintf("public/%s acknowledged as published (a directory result) but missing or different after recovery", name))
+			}
+		}
 		if a.Published == "" {
 			continue
 		}
@@ -222,8 +238,12 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 	}
 	for k, r := range recs {
 		if k.kind == leasefmt.Work && r.Status == leasefmt.Done && r.Publish != "" {
-			if _, _, ok := t.Get(commit.PublicDir + "/" + r.Publish); !ok {
-				v = append(v, fmt.Sprintf("%s is done with publish %s, but public/%s is missing", k, r.Publish, r.Publish))
+			name := r.Publish
+			if name == leasefmt.PublishStage {
+				name = string(k.id)
+			}
+			if _, _, ok := t.Get(commit.PublicDir + "/" + name); !ok {
+				v = append(v, fmt.Sprintf("%s is done with publish %s, but public/%s is missing", k, r.Publish, name))
 			}
 		}
 	}
@@ -272,7 +292,7 @@ func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 			if r.Token <= maxTok[r.ID] {
 				v = append(v, fmt.Sprintf("work/%s: a claim after recovery got token %d, not above %d", r.ID, r.Token, maxTok[r.ID]))
 			}
-		case commit.Done:
+		case commit.Done, commit.Failed:
 		default:
 			v = append(v, fmt.Sprintf("work/%s: a claim after recovery got %s: %s", r.ID, r.Outcome.Reason(), r.Detail))
 		}

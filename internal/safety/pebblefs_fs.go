@@ -86,13 +86,24 @@ func (m *Mem) Rename(oldname, newname string) error {
 }
 
 // RenameNoReplace implements FS as link then unlink, like the NFS
-// fallback of the kernel FS: the link fails when newname exists.
+// fallback of the kernel FS: the link fails when newname exists. A
+// directory (a published result) cannot be linked: it is renamed once
+// newname was found missing, as the kernel FS falls back for one.
 func (m *Mem) RenameNoReplace(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	op, np, err := m.renamePaths(oldname, newname)
 	if err != nil {
 		return err
+	}
+	if fi, ok, _ := m.stat(op); ok && fi.IsDir() {
+		if _, exists, _ := m.stat(np); exists {
+			return memErr("rename", newname, fs.ErrExist)
+		}
+		if err := m.fs.Rename(op, np); err != nil {
+			return memErr("rename", newname, err)
+		}
+		return nil
 	}
 	if err := m.fs.Link(op, np); err != nil {
 		return memErr("rename", newname, err)

@@ -86,9 +86,10 @@ func QueueScenarios() []*Scenario {
 	}
 }
 
-// queuedInvariant: an ID reported added, or queued before the operation,
-// still has its entry after recovery unless its record is done (SPEC §3.1:
-// an entry for every queued item that is not done).
+// queuedInvariant: an ID reported added (or put back by a retry), or
+// queued before the operation, still has its entry after recovery unless
+// its record is done or failed (docs/lease-format.md: an entry for every
+// queued item that is not done or failed).
 func (c *checker) queuedInvariant(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ack) []string {
 	if c.sc.Table == nil {
 		return nil
@@ -112,8 +113,8 @@ func (c *checker) queuedInvariant(t *Tree, recs map[recKey]*leasefmt.Record, ack
 		}
 	})
 	for id, why := range want {
-		if r := recs[recKey{leasefmt.Work, id}]; r != nil && r.Status == leasefmt.Done {
-			continue
+		if r := recs[recKey{leasefmt.Work, id}]; r != nil && (r.Status == leasefmt.Done || r.Status == leasefmt.Failed) {
+			continue // done, or failed until a retry queues it again
 		}
 		if data, dir, ok := t.Get(entry(id)); !ok || dir || len(data) != 0 {
 			v = append(v, "queue/"+id.Short()+": "+why+", not done, but its entry is gone after recovery")

@@ -26,8 +26,9 @@ var tableName = regexp.MustCompile(`^(` +
 	`|TABLE|\.TABLE\.tmp\.[0-9a-f]+` +
 	`|(work|targets|groups)(/[0-9a-f]{2,4}(/(\.lock|[0-9a-f]{64}\.json|\.[0-9a-f]{64}\.json\.tmp\.[0-9a-f]+))?)?` +
 	`|queue(/[0-9a-f]{2,4}(/[0-9a-f]{64})?)?` +
-	`|stage(/[0-9a-f]{64}\.[1-9][0-9]*(/[^/\x00]+)?|/[^/\x00]+)?` +
-	`|public(/[^/\x00]+)?` +
+	`|input(/[0-9a-f]{2,4}(/([0-9a-f]{64}|\.[0-9a-f]{64}\.tmp\.[0-9a-f]+))?)?` +
+	`|stage(/[0-9a-f]{64}\.[1-9][0-9]*(/[^/\x00]+)*|/[^/\x00]+)?` + // a directory result has any names below ID.TOKEN/
+	`|public(/[^/\x00]+)*` +
 	`|lost\+found(/[^/\x00]+)?` +
 	`)$`)
 

@@ -1,0 +1,208 @@
+package commit
+
+// Whole results (docs/lease-format.md, Staging): a published result is a
+// regular file or a directory tree of regular files, moved into public/ by
+// one rename that never replaces. "publish":"NAME" moves
+// stage/ID.TOKEN/NAME to public/NAME; "publish":"." moves the staging
+// directory stage/ID.TOKEN itself to public/ID, a name no other item's
+// result can take. Before the move every file of the result is fsynced and
+// every directory of it too (deepest first), so the tree that appears in
+// public/ is whole; after it public/ is fsynced, then the directory the
+// result left (G8).
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// MaxResultDepth bounds the depth of a directory published as a result.
+const MaxResultDepth = 32
+
+// ResultPaths are the table-relative names of the result that the holder
+// of token of id publishes as publish: where it is staged and its name in
+// public/.
+func ResultPaths(id leasefmt.ID, token int64, publish string) (staged, public string) {
+	if publish == leasefmt.PublishStage {
+		return StagePath(id, token), path.Join(PublicDir, string(id))
+	}
+	return path.Join(StagePath(id, token), publish), path.Join(PublicDir, publish)
+}
+
+// sameDir reports whether a and b describe one directory (one inode): a
+// crash may show a directory under both names of a rename it was in.
+func sameDir(a, b fs.FileInfo) bool {
+	if a == nil || b == nil || !a.IsDir() || !b.IsDir() {
+		return false
+	}
+	ka, oka := inodeOf(a)
+	kb, okb := inodeOf(b)
+	return oka && okb && ka == kb
+}
+
+// sameTree reports whether the directories a and b hold the same tree:
+// the same names, types and file bytes (at most maxCompare bytes in all
+// are compared). A crash can show a directory result under both names of
+// the rename that published it; publishing it again would change nothing.
+func (s *Store) sameTree(a, b string) bool {
+	budget := int64(maxCompare)
+	var same func(a, b string, depth int) bool
+	same = func(a, b string, depth int) bool {
+		if depth > MaxResultDepth {
+			return false
+		}
+		ea, err1 := s.FS.ReadDir(a)
+		eb, err2 := s.FS.ReadDir(b)
+		if err1 != nil || err2 != nil || len(ea) != len(eb) {
+			return false
+		}
+		names := map[string]fs.FileMode{}
+		for _, e := range eb {
+			names[e.Name()] = e.Type()
+		}
+		for _, e := range ea {
+			t, ok := names[e.Name()]
+			if !ok || t.Type() != e.Type().Type() {
+				return false
+			}
+			pa, pb := path.Join(a, e.Name()), path.Join(b, e.Name())
+			switch {
+			case e.IsDir():
+				if !same(pa, pb, depth+1) {
+					return false
+				}
+			case e.Type().IsRegular():
+				fa, err1 := s.FS.Lstat(pa)
+				fb, err2 := s.FS.Lstat(pb)
+				if err1 != nil || err2 != nil || fa.Size() != fb.Size() {
+					return false
+				}
+				if budget -= fa.Size(); budget < 0 {
+					return false
+				}
+				da, err1 := s.FS.ReadFile(pa, int(fa.Size()))
+				db, err2 := s.FS.ReadFile(pb, int(fb.Size()))
+				if err1 != nil || err2 != nil || string(da) != string(db) {
+					return false
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	return same(a, b, 0)
+}
+
+// syncResult makes the staged result at name durable before it is
+// published: a regular file is fsynced; a directory is walked, every
+// regular file in it fsynced and every directory of it fsynced after its
+// entries (deepest first, the result's own directory last). Anything but
+// regular files and directories (a symbolic link, a FIFO) is refused with
+// ErrStaged, before anything is written: a result is data, and links are
+// never followed in a table.
+func (s *Store) syncResult(name string) error {
+	fi, err := s.FS.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().IsRegular() {
+		s.shareResult(name)
+		if err := s.FS.SyncFile(name); err != nil {
+			return err
+		}
+		s.Stats.FileSyncs.Add(1)
+		return nil
+	}
+	if err := s.checkResultTree(name, 0); err != nil {
+		return err
+	}
+	return s.syncTree(name)
+}
+
+// checkResultTree refuses a staged directory holding anything but regular
+// files and directories, or nested deeper than MaxResultDepth.
+func (s *Store) checkResultTree(dir string, depth int) error {
+	if depth > MaxResultDepth {
+		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), MaxResultDepth)
+	}
+	ents, err := s.FS.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := path.Join(dir, e.Name())
+		switch t := e.Type(); {
+		case t.IsDir():
+			if err := s.checkResultTree(p, depth+1); err != nil {
+				return err
+			}
+		case t.IsRegular():
+		case t&fs.ModeSymlink != 0:
+			return fmt.Errorf("%w %s: a symbolic link (a result holds regular files and directories only; links are never followed)", ErrStaged, s.Abs(p))
+		default:
+			return fmt.Errorf("%w %s: not a regular file or a directory", ErrStaged, s.Abs(p))
+		}
+	}
+	return nil
+}
+
+// syncTree fsyncs every file below dir, then each directory after its
+// entries, dir itself last.
+func (s *Store) syncTree(dir string) error {
+	ents, err := s.FS.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		p := path.Join(dir, e.Name())
+		if e.IsDir() {
+			if err := s.syncTree(p); err != nil {
+				return err
+			}
+			continue
+		}
+		s.shareResult(p)
+		if err := s.FS.SyncFile(p); err != nil {
+			return err
+		}
+		s.Stats.FileSyncs.Add(1)
+	}
+	if err := s.FS.SyncDir(dir); err != nil {
+		return err
+	}
+	s.Stats.DirectorySyncs.Add(1)
+	return nil
+}
+
+// forgetDir drops what the store remembers of a directory that a publish
+// moved away (EnsureDir's cache), so that a later staging directory of the
+// same name is made again.
+func (s *Store) forgetDir(dir string) {
+	s.ensured.Range(func(k, _ any) bool {
+		if d := k.(string); d == dir || len(d) > len(dir) && d[:len(dir)] == dir && d[len(dir)] == '/' {
+			s.ensured.Delete(k)
+		}
+		return true
+	})
+}
+
+// CompleteStage completes one lease and publishes its whole staging
+// directory stage/ID.TOKEN/ as public/ID/ (lease run --complete with a
+// non-empty LEASE_STAGE): CompletePublish with leasefmt.PublishStage.
+func (s *Store) CompleteStage(it Item) (Result, error) {
+	return s.CompletePublish(it, leasefmt.PublishStage)
+}
+
+// StageEmpty reports whether the staging directory of token of id is
+// missing or empty.
+func (s *Store) StageEmpty(id leasefmt.ID, token int64) (bool, error) {
+	ents, err := s.FS.ReadDir(StagePath(id, token))
+	if errors.Is(err, fs.ErrNotExist) {
+		return true, nil
+	}
+	return len(ents) == 0, err
+}

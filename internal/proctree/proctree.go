@@ -1,0 +1,221 @@
+// Package proctree runs a command so that no process it starts outlives
+// it, its holder's request, or its holder's death: the whole tree, not
+// only the direct child. There are no cgroups to lean on, so a small
+// supervisor process sits between the holder (lease run) and the command:
+//
+//	lease run ── supervisor (child subreaper) ── CMD ── sh ── fuzzer ...
+//
+// The supervisor is the holder's own executable, started again (as
+// /proc/self/exe) with a marker in its environment that this package's
+// init recognises before main runs. It makes itself a child subreaper
+// (PR_SET_CHILD_SUBREAPER), so every process below it that loses its
+// parent is reparented to it, even one that called setsid(2): the tree is
+// always the supervisor's descendants, found in /proc. It starts CMD in a
+// process group of its own and then obeys the holder over a pipe:
+// forward a signal to CMD's process group, SIGTERM every process of the
+// tree, SIGKILL every process of the tree. Whatever ends the run, the
+// supervisor leaves nothing behind:
+//
+//   - CMD exits: what it left running gets SIGTERM, then SIGKILL after the
+//     grace; then the supervisor reports CMD's wait status and exits;
+//   - the holder dies (even by SIGKILL): the pipe's write end closes with
+//     it, the supervisor reads end of file, and the whole tree gets
+//     SIGTERM, then SIGKILL after the grace (a pipe, not PDEATHSIG, which
+//     the kernel ties to the thread that forked);
+//   - the holder asks (its lease was lost or revoked): Terminate, Kill.
+//
+// Signals go through pidfds (pidfd_open, then the process's parent is
+// checked again), so a recycled process ID is never signalled.
+package proctree
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// markerEnv carries the supervisor's settings into the supervisor: its
+// presence is what makes a started executable a supervisor.
+const markerEnv = "LEASE_PROCTREE_SUPERVISE"
+
+// The commands of the control pipe, one byte each (a signal to forward
+// is followed by its number).
+const (
+	opSignal    = 's'
+	opTerminate = 'T'
+	opKill      = 'K'
+)
+
+// The messages of the status pipe: the start (started, or the errno of a
+// failed exec), then CMD's wait status at the end.
+const (
+	msgStarted    = 0
+	msgExecFailed = 1
+	msgExited     = 2
+)
+
+// DefaultGrace is the time between SIGTERM and SIGKILL when the
+// supervisor stops what is left of the tree on its own (CMD exited, the
+// holder died).
+const DefaultGrace = 10 * time.Second
+
+// Cmd is a command run under a supervisor. Set Env, Stdin, Stdout, Stderr
+// and Grace before Start; Args[0] is the name CMD sees as its argv[0].
+type Cmd struct {
+	// Path is CMD's executable, Args its argv (Args[0] what CMD sees).
+	Path string
+	Args []string
+	// Env is CMD's environment (nil: the holder's).
+	Env []string
+	// Stdin, Stdout and Stderr are CMD's standard streams (nil: /dev/null).
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
+	// Grace is the time between SIGTERM and SIGKILL for what the
+	// supervisor stops on its own (0: DefaultGrace).
+	Grace time.Duration
+	// WaitDelay bounds the wait for CMD's output after the supervisor
+	// exited (see exec.Cmd.WaitDelay).
+	WaitDelay time.Duration
+
+	sup     *exec.Cmd
+	ctl     *os.File // control pipe, write end
+	status  *os.File // status pipe, read end
+	mu      sync.Mutex
+	ws      syscall.WaitStatus
+	haveWS  bool
+	stopped bool
+}
+
+// Command returns the Cmd that runs path with argv (argv[0] is the name
+// CMD sees).
+func Command(path string, argv ...string) *Cmd {
+	return &Cmd{Path: path, Args: argv}
+}
+
+// Start starts the supervisor and, through it, CMD; it returns once CMD
+// was started, or with the error of its exec (an *os.PathError whose Err
+// is the errno: fs.ErrNotExist for a missing program).
+func (c *Cmd) Start() error {
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("proctree: control pipe: %w", err)
+	}
+	stR, stW, err := os.Pipe()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		return fmt.Errorf("proctree: status pipe: %w", err)
+	}
+	grace := c.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	sup := exec.Command("/proc/self/exe", append([]string{c.Path}, c.Args...)...)
+	sup.Path = "/proc/self/exe" // the running binary, even if self was replaced on disk
+	sup.Args[0] = "lease-supervisor"
+	sup.Env = append(append([]string(nil), env...), markerEnv+"="+strconv.FormatInt(int64(grace), 10))
+	sup.Stdin, sup.Stdout, sup.Stderr = c.Stdin, c.Stdout, c.Stderr
+	sup.ExtraFiles = []*os.File{ctlR, stW} // fd 3: commands in; fd 4: status out
+	// Its own process group: a terminal's signals reach the holder, which
+	// forwards them, never the supervisor directly.
+	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	sup.WaitDelay = c.WaitDelay
+	if err := sup.Start(); err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		stR.Close()
+		stW.Close()
+		return fmt.Errorf("proctree: start the supervisor: %w", err)
+	}
+	ctlR.Close()
+	stW.Close()
+	c.sup, c.ctl, c.status = sup, ctlW, stR
+	var msg [8]byte
+	if _, err := io.ReadFull(stR, msg[:]); err != nil {
+		// The supervisor died before it could start CMD.
+		c.ctl.Close()
+		c.sup.Wait()
+		c.status.Close()
+		return fmt.Errorf("proctree: the supervisor exited before starting %s: %v", c.Path, c.sup.ProcessState)
+	}
+	if binary.LittleEndian.Uint32(msg[:4]) == msgExecFailed {
+		errno := syscall.Errno(binary.LittleEndian.Uint32(msg[4:]))
+		c.ctl.Close()
+		c.sup.Wait()
+		c.status.Close()
+		return &os.PathError{Op: "fork/exec", Path: c.Path, Err: errno}
+	}
+	return nil
+}
+
+// Pid is the supervisor's process ID (CMD's parent).
+func (c *Cmd) Pid() int { return c.sup.Process.Pid }
+
+func (c *Cmd) send(b ...byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return os.ErrProcessDone
+	}
+	_, err := c.ctl.Write(b)
+	return err
+}
+
+// Signal sends sig to CMD's process group, as a terminal or a job
+// control would.
+func (c *Cmd) Signal(sig syscall.Signal) error {
+	if sig <= 0 || sig > 64 {
+		return fmt.Errorf("proctree: signal %d out of range", sig)
+	}
+	return c.send(opSignal, byte(sig))
+}
+
+// Terminate sends SIGTERM (and SIGCONT, so that a stopped process gets
+// it) to every process of the tree, CMD included, whatever its process
+// group or session.
+func (c *Cmd) Terminate() error { return c.send(opTerminate) }
+
+// Kill sends SIGKILL to every process of the tree until none is left.
+func (c *Cmd) Kill() error { return c.send(opKill) }
+
+// Wait waits for the supervisor, which exits once CMD exited and nothing
+// of the tree is left; the error is that of exec.Cmd.Wait for CMD's wait
+// status (an *exec.ExitError when CMD failed).
+func (c *Cmd) Wait() error {
+	werr := c.sup.Wait()
+	c.mu.Lock()
+	c.stopped = true
+	c.ctl.Close()
+	c.mu.Unlock()
+	var msg [8]byte
+	_, err := io.ReadFull(c.status, msg[:])
+	c.status.Close()
+	if err == nil && binary.LittleEndian.Uint32(msg[:4]) == msgExited {
+		c.ws, c.haveWS = syscall.WaitStatus(binary.LittleEndian.Uint32(msg[4:])), true
+	} else if ws, ok := c.sup.ProcessState.Sys().(syscall.WaitStatus); ok {
+		// The supervisor itself was killed: its own status is all there is.
+		c.ws, c.haveWS = ws, true
+	}
+	var ee *exec.ExitError
+	if werr != nil && !errors.As(werr, &ee) {
+		return werr // an I/O copying error or WaitDelay
+	}
+	if c.ws.Exited() && c.ws.ExitStatus() == 0 {
+		return nil
+	}
+	return &exec.ExitError{ProcessState: c.sup.ProcessState}
+}
+
+// WaitStatus is CMD's wait status, once Wait returned.
+func (c *Cmd) WaitStatus() syscall.WaitStatus { return c.ws }

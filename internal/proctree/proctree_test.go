@@ -1,0 +1,256 @@
+package proctree_test
+
+// Real process trees: a command that backgrounds `sleep 600` under sh -c,
+// one that calls setsid, one that ignores SIGTERM; stopped when the
+// command exits, on Terminate and Kill, and when the holder itself is
+// killed with SIGKILL. No process of the tree may survive.
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/leasetool/lease/internal/proctree"
+)
+
+// holderEnv makes the test binary a holder: it starts the command of its
+// arguments under a supervisor and waits, so that the test can kill it.
+const holderEnv = "PROCTREE_TEST_HOLDER"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" {
+		c := proctree.Command("/bin/sh", "sh", "-c", os.Args[1])
+		c.Grace = 500 * time.Millisecond
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		fmt.Printf("supervisor %d\n", c.Pid())
+		c.Wait()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// alive reports whether pid is a running process (not a zombie).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
+}
+
+// waitGone waits (bounded: a hang is a failure, not a slow machine) until
+// none of pids runs, and fails naming those that do.
+func waitGone(t *testing.T, what string, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var left []int
+		for _, p := range pids {
+			if alive(p) {
+				left = append(left, p)
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline")
+				t.Errorf("%s: process %d survived: %q", what, p, strings.ReplaceAll(string(cmdline), "\x00", " "))
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readPids waits for n process IDs, one per line, in file.
+func readPids(t *testing.T, file string, n int) []int {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, _ := os.ReadFile(file)
+		var pids []int
+		for _, f := range strings.Fields(string(data)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, p)
+			}
+		}
+		if len(pids) >= n {
+			return pids
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d of %d process IDs", file, len(pids), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// tree is a script that starts a process tree and writes the IDs of its
+// processes (its shell, a background sleep, a setsid'd shell and its
+// sleep) to pids, then waits.
+func tree(pids string) string {
+	return fmt.Sprintf(`echo $$ >> %[1]s
+sleep 600 & echo $! >> %[1]s
+setsid sh -c 'echo $$ >> %[1]s; sleep 600 & echo $! >> %[1]s; wait' &
+wait`, pids)
+}
+
+func start(t *testing.T, script string) *proctree.Cmd {
+	t.Helper()
+	c := proctree.Command("/bin/sh", "sh", "-c", script)
+	c.Grace = 500 * time.Millisecond
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestExitStatus(t *testing.T) {
+	c := start(t, "exit 3")
+	var ee *exec.ExitError
+	if err := c.Wait(); !errors.As(err, &ee) || !c.WaitStatus().Exited() || c.WaitStatus().ExitStatus() != 3 {
+		t.Errorf("exit 3: %v, status %v", err, c.WaitStatus())
+	}
+	c = start(t, "kill -SEGV $$")
+	c.Wait()
+	if ws := c.WaitStatus(); !ws.Signaled() || ws.Signal() != syscall.SIGSEGV {
+		t.Errorf("killed by SIGSEGV: status %v", ws)
+	}
+	c = start(t, "true")
+	if err := c.Wait(); err != nil || c.WaitStatus().ExitStatus() != 0 {
+		t.Errorf("true: %v %v", err, c.WaitStatus())
+	}
+	c = proctree.Command(filepath.Join(t.TempDir(), "missing"), "missing")
+	if err := c.Start(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing program: %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestOutputAndEnvironment: CMD gets the standard streams and environment
+// given, without the supervisor's marker.
+func TestOutputAndEnvironment(t *testing.T) {
+	var out strings.Builder
+	c := proctree.Command("/bin/sh", "sh", "-c", `echo "$GREETING"; env | grep -c LEASE_PROCTREE || true`)
+	c.Env = append(os.Environ(), "GREETING=hello")
+	c.Stdout = &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "hello\n0\n" {
+		t.Errorf("output %q, want hello and no marker", out.String())
+	}
+}
+
+// TestLeftoversStopWithCommand: what CMD leaves running (a background
+// sleep, a setsid'd shell and its sleep) is stopped when CMD exits.
+func TestLeftoversStopWithCommand(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	c := start(t, fmt.Sprintf(`sleep 600 & echo $! >> %[1]s
+setsid sh -c 'echo $$ >> %[1]s; exec sleep 600' &
+sleep 0.2; exit 7`, pids))
+	got := readPids(t, pids, 2)
+	c.Wait()
+	if c.WaitStatus().ExitStatus() != 7 {
+		t.Errorf("status %v, want CMD's 7", c.WaitStatus())
+	}
+	waitGone(t, "after CMD exited", got)
+}
+
+func TestTerminate(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	c := start(t, tree(pids))
+	got := readPids(t, pids, 4)
+	if err := c.Terminate(); err != nil {
+		t.Fatal(err)
+	}
+	c.Wait()
+	if ws := c.WaitStatus(); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("status %v, want killed by SIGTERM", ws)
+	}
+	waitGone(t, "after Terminate", got)
+}
+
+// TestKill: a tree that ignores SIGTERM goes on Kill.
+func TestKill(t *testing.T) {
+	pids := filepath.Join(t.TempDir(), "pids")
+	c := proctree.Command("/bin/sh", "sh", "-c", "trap '' TERM; "+tree(pids))
+	c.Grace = time.Hour // only Kill may end it
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got := readPids(t, pids, 4)
+	c.Terminate()
+	time.Sleep(200 * time.Millisecond)
+	if !alive(got[0]) {
+		t.Fatal("the shell that ignores SIGTERM died of it")
+	}
+	c.Kill()
+	c.Wait()
+	waitGone(t, "after Kill", got)
+}
+
+// TestSignalForwarded: Signal reaches CMD's process group.
+func TestSignalForwarded(t *testing.T) {
+	dir := t.TempDir()
+	c := start(t, fmt.Sprintf(`trap 'echo usr1 > %s/got; exit 0' USR1; echo $$ > %s/pid; while :; do sleep 0.05; done`, dir, dir))
+	readPids(t, filepath.Join(dir, "pid"), 1)
+	if err := c.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Errorf("wait: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "got")); string(data) != "usr1\n" {
+		t.Errorf("CMD did not get SIGUSR1: %q", data)
+	}
+}
+
+// TestHolderKilled: kill -9 of the holder stops the whole tree, the
+// supervisor too; a process that ignores SIGTERM gets SIGKILL after the
+// grace.
+func TestHolderKilled(t *testing.T) {
+	for _, script := range []string{"", "trap '' TERM; "} {
+		pids := filepath.Join(t.TempDir(), "pids")
+		h := exec.Command(os.Args[0], script+tree(pids))
+		h.Env = append(os.Environ(), holderEnv+"=1")
+		out, err := h.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Stderr = os.Stderr
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		sup, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "supervisor ")))
+		got := readPids(t, pids, 4)
+		if err := h.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		h.Wait()
+		waitGone(t, fmt.Sprintf("after kill -9 of the holder (%q)", script), append(got, sup))
+	}
+}

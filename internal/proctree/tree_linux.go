@@ -1,0 +1,112 @@
+//go:build linux
+
+package proctree
+
+// The tree below a process, read from /proc, and signals that reach the
+// process that was read, never one that recycled its ID.
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// proc is one process of a tree.
+type proc struct {
+	pid, ppid int
+	state     byte // R, S, D, Z, T, ... (proc(5))
+}
+
+// readStat reads pid's parent and state from /proc/PID/stat.
+func readStat(pid int) (proc, bool) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return proc{}, false
+	}
+	// "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses,
+	// so the fields are read after the last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 || i+2 >= len(data) {
+		return proc{}, false
+	}
+	f := bytes.Fields(data[i+1:])
+	if len(f) < 2 || len(f[0]) != 1 {
+		return proc{}, false
+	}
+	ppid, err := strconv.Atoi(string(f[1]))
+	if err != nil {
+		return proc{}, false
+	}
+	return proc{pid: pid, ppid: ppid, state: f[0][0]}, true
+}
+
+// descendants lists every process below root, read from /proc: children
+// first found by their parent, then theirs.
+func descendants(root int) []proc {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	kids := map[int][]proc{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		if p, ok := readStat(pid); ok {
+			kids[p.ppid] = append(kids[p.ppid], p)
+		}
+	}
+	var out []proc
+	queue := []int{root}
+	seen := map[int]bool{root: true}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		for _, k := range kids[pid] {
+			if !seen[k.pid] {
+				seen[k.pid] = true
+				out = append(out, k)
+				queue = append(queue, k.pid)
+			}
+		}
+	}
+	return out
+}
+
+// Descendants lists the process IDs below pid (for tests and reports).
+func Descendants(pid int) []int {
+	var out []int
+	for _, p := range descendants(pid) {
+		if p.state != 'Z' {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
+
+// signalProc sends sig to pid if it is still a process of the tree: a
+// pidfd is opened first, then its parent is read again and must be one
+// of tree (an ID recycled since the tree was read has another parent),
+// and the signal goes through the pidfd, which names that process only.
+func signalProc(pid int, sig syscall.Signal, tree map[int]bool) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if errors.Is(err, unix.ENOSYS) {
+		if p, ok := readStat(pid); ok && tree[p.ppid] {
+			syscall.Kill(pid, sig)
+		}
+		return
+	}
+	if err != nil {
+		return // gone
+	}
+	defer unix.Close(fd)
+	if p, ok := readStat(pid); !ok || !tree[p.ppid] {
+		return
+	}
+	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
