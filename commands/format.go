@@ -58,7 +58,7 @@ var formatSections = []Section{
 		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
 		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +
 		"nothing there, so a mistyped root or an unset LEASE_ROOT never starts a second campaign. Missing " +
-		"directories of an existing table (stage/, public/, a shard) are created on demand, durably (mkdir, then " +
+		"directories of an existing table (queue/, stage/, public/, a shard) are created on demand, durably (mkdir, then " +
 		"an fsync of the parent), since other programs make tables too."},
 	{"RECORDS", "One JSON object per file, UTF-8, newline-terminated, at most 4 KiB. A work record:\n\n" +
 		"\t{\"schema\":\"lease.work/v1\",\"id\":\"<ID>\",\"status\":\"leased\",\n" +
@@ -106,7 +106,9 @@ var formatSections = []Section{
 		"cross-directory replace (never over an existing name) and writes the record done, all under the record's " +
 		"lock, and only while TOKEN is current. A stale holder writing the same NAME writes into its own, " +
 		"never-published directory. Staging directories of tokens that are no longer current are garbage that " +
-		"lease fsck --repair moves to lost+found/ (never deletes)."},
+		"lease fsck --repair moves to lost+found/ (never deletes): a stale staged file whose bytes equal a published " +
+		"result is moved too. Only a staged name that is the same file (one inode) as its published result, a link " +
+		"left by a move that fell back to link and unlink, is removed, since no byte goes with it."},
 	{"CLOCKS", "Every operation reads the clock while it holds the record's lock, never once per process: " +
 		"input that arrives late cannot grant or renew a lease that is already over, and a claim or renewal whose " +
 		"new expires_at (less clock_skew) has passed by the time it is durable is reported expired, not granted. " +
@@ -121,7 +123,12 @@ var formatSections = []Section{
 		"is bounded (--lock-timeout, default 10 s; exit 5 past it). Groups take the manifest's lock first, then " +
 		"the targets' locks in ascending ID order.\n\n" +
 		"A program that changes records without lease must take the same lock, follow the durability protocol " +
-		"above, and never write a token smaller than the record's."},
+		"above, and never write a token smaller than the record's.\n\n" +
+		"lease fsck --repair holds, from its start to its end, an exclusive lock on the byte at offset 2^60 " +
+		"(1152921504606846976) of work shard 0's .lock file (ROOT/work/00/.lock with up to 256 work shards): beyond " +
+		"the byte of every record, so it excludes other repairs and nothing else. A second repair waits for it " +
+		"(--lock-timeout), then exits 8 saying that another repair runs; a check without --repair takes no such " +
+		"lock. A program that repairs a table on its own should take the same byte."},
 }
 
 var formatExamples = []Example{
