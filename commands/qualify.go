@@ -114,7 +114,7 @@ func runQualify(c *cli.Context) error {
 	}
 	defer w.Finalize()
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	p := qualify.Run(w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
 	shortOfMembers(&p, launch())

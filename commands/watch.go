@@ -84,7 +84,7 @@ func runWatch(c *cli.Context) error {
 		setErr = watchSettings(c, e, w.Size())
 	}
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	var wt *watcher
 	var items []commit.Item
@@ -93,11 +93,11 @@ func runWatch(c *cli.Context) error {
 		wt, items, inErr = newWatcher(c, e)
 	}
 	if err := cluster.Agree(w, inErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	sess.Store.LockTimeout = renewLockTimeout(e.set)
 	ticks := (<-chan os.Signal)(sigc)
@@ -109,15 +109,16 @@ func runWatch(c *cli.Context) error {
 	}
 	stopped, err := watchLoop(e, sess, wt, items, ticks)
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	var reported error
 	if wt != nil {
 		reported = wt.finishOnce(stopped, sess.Stats(time.Since(e.started)))
 	}
+	reported = sayFirst(c, w, reported)
 	code, err := sess.Exit(exitOf(reported))
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	if wt != nil {
 		return reported
