@@ -53,7 +53,12 @@ var formatSections = []Section{
 		"A table shared by a group (lease init --shared) also has `\"shared\":\"group\"` (or \"all\", or an octal mode such as " +
 		"\"0660\"): every program that creates directories or files in the table must then make directories setgid and " +
 		"readable, writable and searchable by the group, lock files writable by the group, and other files readable by " +
-		"it (see lease-init(1)). Other unknown keys are preserved by lease and may be ignored by readers.\n\n" +
+		"it (see lease-init(1)). A table that lease init --force created on a filesystem lease knows is unsafe has " +
+		"the filesystem type and the options that made it unsafe:\n\n" +
+		"\t\"unsafe_filesystem\":{\"fstype\":\"fuse.glusterfs\",\"options\":[\"performance.open-behind\",...],\n" +
+		"\t  \"accepted_by\":\"lease init --force\",\"accepted_at\":T}\n\n" +
+		"It changes nothing in the protocol; lease warns on every command there. Other unknown keys are preserved by " +
+		"lease and may be ignored by readers.\n\n" +
 		"It is authoritative: shard counts from the configuration apply only when the table is created, and an explicit " +
 		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
 		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +

@@ -17,6 +17,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/qualify"
 )
 
 var fsckCommand = &cli.Command{
@@ -126,6 +127,7 @@ func runFsck(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), fsckOperational)
 	}
 	defer f.Close()
+	e.warnUnsafe(qualify.Inspect(root), nil)
 
 	p := &fsckPrinter{root: root, json: e.json, w: bufio.NewWriter(e.out), repairCmd: repairCommand(root, opt)}
 	if showProgress(mode, e.errw) {

@@ -237,7 +237,7 @@ func (c *checker) lockRepair(t *leasefmt.Table) (later bool, err error) {
 	dir := path.Join(leasefmt.Work.Dir(), leasefmt.ShardDirName(0, t.WorkShards))
 	lf := path.Join(dir, commit.LockFile)
 	if err := c.st.EnsureDir(dir); err != nil {
-		if errors.Is(err, commit.ErrNotRegular) {
+		if errors.Is(err, commit.ErrNotRegular) || errors.Is(err, fs.ErrPermission) {
 			return true, nil
 		}
 		return false, fmt.Errorf("the repair lock %s: %w", c.st.Abs(lf), err)
@@ -247,8 +247,12 @@ func (c *checker) lockRepair(t *leasefmt.Table) (later bool, err error) {
 	case errors.Is(err, commit.ErrLockTimeout):
 		return false, fmt.Errorf("%w: it holds the repair lock (byte 2^60 of %s), still held after %s (--lock-timeout); run the repair again once it is done",
 			ErrRepairRunning, c.st.Abs(lf), c.opt.LockTimeout)
-	case errors.Is(err, commit.ErrNotRegular):
-		return true, nil // the lock file is not a regular file: checkKindDirs' scan repairs it
+	case errors.Is(err, commit.ErrNotRegular), errors.Is(err, fs.ErrPermission):
+		// The lock file is not a regular file, or its mode keeps this
+		// account out (a shared table whose modes went wrong): the scan
+		// and the mode checks report and repair that; the repair runs
+		// without the lock when they cannot.
+		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("the repair lock %s: %w", c.st.Abs(lf), err)
 	}
