@@ -27,6 +27,9 @@ type batchSpec struct {
 	input func(c *cli.Context) ([]commit.Item, error)
 	// run applies the command to this rank's items.
 	run func(e *env, st *commit.Store, items []commit.Item) []commit.Result
+	// before, when set, sees the whole input once the table is open,
+	// before anything is written (rank 0 only; lease add's warning).
+	before func(e *env, st *commit.Store, items []commit.Item)
 	reportOpts
 }
 
@@ -47,6 +50,9 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 	st, err := e.open(false)
 	if err != nil {
 		return err
+	}
+	if spec.before != nil {
+		spec.before(e, st, items)
 	}
 	flush := bufferedOutput(c, e)
 	res := spec.run(e, st, items)
@@ -170,6 +176,9 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
 	if err != nil {
 		return ranked(c, w, err)
+	}
+	if spec.before != nil && w.Rank() == 0 {
+		spec.before(e, sess.Store, items)
 	}
 	res, err := sess.Batch(cluster.Batch{Kind: spec.kind, Spread: spec.spread, Records: e.json,
 		Run: func(mine []commit.Item) []commit.Result { return spec.run(e, sess.Store, mine) }}, items)

@@ -22,7 +22,8 @@ var qualifyCommand = &cli.Command{
 	Description: "Runs, in a scratch directory ROOT/.qualify.<nonce> removed afterwards, the checks a lease\n" +
 		"table depends on: what the mount tells (the filesystem, from /proc/self/mountinfo, and on a\n" +
 		"GlusterFS FUSE mount the client translators whose caches serve stale records across clients),\n" +
-		"O_EXCL create, atomic rename-over, file fsync, directory fsync, fcntl lock\n" +
+		"the inodes left (statfs: free of total and the items they hold, two each: a queue entry and a\n" +
+		"record; fails only when none is free), O_EXCL create, atomic rename-over, file fsync, directory fsync, fcntl lock\n" +
 		"exclusion against a real second process, lock release when that holder is killed, and the\n" +
 		"clock skew between this host and the filesystem's timestamps (mtime of a fresh file).\n" +
 		"Under mpirun (built with -tags mpi) it also gathers the membership (rank, host), runs\n" +
