@@ -15,8 +15,9 @@ import (
 // fails every record after the first that met it the same way, for the
 // same reason: `lease add` of 10^5 IDs on a filesystem out of inodes
 // printed 10^5 identical lines. The report says it once, with the count of
-// what was not done and whether inodes or bytes ran out; --json keeps
-// every result.
+// what was not done and whether inodes or bytes ran out; a single record
+// that failed so keeps its own line (its path and what was left) beside
+// it. --json keeps every result.
 
 // notDone is the word of what a command did not do to a record.
 var notDone = map[string]string{
@@ -29,9 +30,9 @@ func outOfSpace(r commit.Result) bool {
 	return r.Outcome == commit.IOError && errors.Is(r.Cause, unix.ENOSPC)
 }
 
-// noSpace takes the rows that failed for want of space out of rows and
-// returns the others and the one line that says it for all of them ("" when
-// none did).
+// noSpace takes the rows that failed for want of space out of rows (all
+// but one, when only one did) and returns the others and the one line that
+// says it for all of them ("" when none did).
 func (e *env) noSpace(cmd string, rows []row) ([]row, string) {
 	var kept []row
 	var first *row
@@ -48,6 +49,9 @@ func (e *env) noSpace(cmd string, rows []row) ([]row, string) {
 	}
 	if n == 0 {
 		return rows, ""
+	}
+	if n == 1 {
+		kept = rows
 	}
 	verb := notDone[cmd]
 	if verb == "" {
