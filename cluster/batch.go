@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -40,6 +42,9 @@ type wireResult struct {
 	// C is the cause kind: "" none or an error of the item's own, "n" not
 	// attempted, "b" batch failed (see commit.Result.Derived).
 	C string `json:"c,omitempty"`
+	// F: the cause is a full filesystem (ENOSPC), which rank 0's report
+	// says once for every record it failed.
+	F bool `json:"f,omitempty"`
 }
 
 type wireRank struct {
@@ -122,6 +127,7 @@ func toWire(i int, r commit.Result, records bool) wireResult {
 	case errors.Is(r.Cause, commit.ErrBatchFailed):
 		x.C = "b"
 	}
+	x.F = errors.Is(r.Cause, unix.ENOSPC)
 	if r.Record != nil {
 		if records {
 			if data, err := leasefmt.Encode(r.Record); err == nil {
@@ -211,6 +217,13 @@ func fromWire(it commit.Item, x wireResult, k leasefmt.Kind) commit.Result {
 		r.Cause = commit.ErrBatchFailed
 	default:
 		r.Cause = x.O.Err()
+	}
+	if x.F {
+		if r.Cause == nil {
+			r.Cause = unix.ENOSPC
+		} else {
+			r.Cause = fmt.Errorf("%w: %w", r.Cause, unix.ENOSPC)
+		}
 	}
 	switch {
 	case x.R != "":

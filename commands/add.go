@@ -68,6 +68,7 @@ func runAdd(c *cli.Context) error {
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			return st.Enqueue(items)
 		}}
+	spec.before = warnInodes
 	spec.idOnly = true
 	spec.silent = func(r commit.Result) bool { return r.Outcome == commit.Queued || r.Outcome == commit.Done }
 	spec.code = addCode

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,6 +28,9 @@ type batchSpec struct {
 	input func(c *cli.Context) ([]commit.Item, error)
 	// run applies the command to this rank's items.
 	run func(e *env, st *commit.Store, items []commit.Item) []commit.Result
+	// before, when set, sees the whole input once the table is open,
+	// before anything is written (rank 0 only; lease add's warning).
+	before func(e *env, st *commit.Store, items []commit.Item)
 	reportOpts
 }
 
@@ -47,6 +51,9 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 	st, err := e.open(false)
 	if err != nil {
 		return err
+	}
+	if spec.before != nil {
+		spec.before(e, st, items)
 	}
 	flush := bufferedOutput(c, e)
 	res := spec.run(e, st, items)
@@ -102,19 +109,47 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 // ranked turns an error of a step across ranks into the command's: an
 // agreed error keeps the status it called for, a failed collective exits
 // 4. Rank 0 says it; every other rank exits with the status, silently.
-func ranked(w *mpi.World, err error) error {
+// An agreed error is said before any rank exits (cluster.Say): every rank
+// has it, so every rank can wait for rank 0 to have written it.
+func ranked(c *cli.Context, w *mpi.World, err error) error {
 	if err == nil {
 		return nil
 	}
 	code, msg := exitcode.IO, err.Error() // a collective's error says "mpi:"
 	var ce *cluster.Error
 	if errors.As(err, &ce) {
-		code, msg = ce.Code, ce.Error()
+		cluster.Say(w, c.App.ErrWriter, exitLine(c, ce.Error()))
+		return cli.Exit("", ce.Code)
 	}
 	if w.Rank() != 0 {
 		msg = ""
 	}
 	return cli.Exit(leasefmt.Bound(msg), code)
+}
+
+// exitLine is the line Run prints for an action's error msg.
+func exitLine(c *cli.Context, msg string) string {
+	return leasefmt.Bound(commandName(c) + ": " + leasefmt.Bound(msg))
+}
+
+// sayFirst writes the message of rank 0's final error err now and returns
+// err without it, with its status: the collective that agrees on the exit
+// status comes next, so no rank exits before the message was written
+// (the launcher would kill rank 0 before it printed the reason).
+func sayFirst(c *cli.Context, w *mpi.World, err error) error {
+	if err == nil || w.Rank() != 0 {
+		return err
+	}
+	msg, code := err.Error(), 1
+	var ec cli.ExitCoder
+	if errors.As(err, &ec) {
+		code = ec.ExitCode()
+	}
+	if msg == "" {
+		return err
+	}
+	fmt.Fprintln(c.App.ErrWriter, exitLine(c, msg))
+	return cli.Exit("", code)
 }
 
 // runDistributed runs a batch as one program across the ranks of an
@@ -129,7 +164,7 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 	}
 	defer w.Finalize()
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	var items []commit.Item
 	var inErr error
@@ -137,16 +172,19 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 		items, inErr = spec.input(c)
 	}
 	if err := cluster.Agree(w, inErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
+	}
+	if spec.before != nil && w.Rank() == 0 {
+		spec.before(e, sess.Store, items)
 	}
 	res, err := sess.Batch(cluster.Batch{Kind: spec.kind, Spread: spec.spread, Records: e.json,
 		Run: func(mine []commit.Item) []commit.Result { return spec.run(e, sess.Store, mine) }}, items)
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	var reported error
 	if w.Rank() == 0 {
@@ -156,9 +194,10 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 			reported = err
 		}
 	}
+	reported = sayFirst(c, w, reported)
 	code, err := sess.Exit(exitOf(reported))
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	if w.Rank() == 0 {
 		return reported

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
@@ -100,6 +101,9 @@ func runComplete(c *cli.Context) error {
 	r, err := st.CompletePublish(items[0], name)
 	if errors.Is(err, commit.ErrStaged) {
 		return usageErr("--publish: %v; nothing written", err)
+	}
+	if r.Cause == nil && errors.Is(err, unix.ENOSPC) {
+		r.Cause = err // a full filesystem, said as such by the report (nospace.go)
 	}
 	return e.report("complete", []commit.Result{r}, e.snapshot(st))
 }

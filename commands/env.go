@@ -31,7 +31,12 @@ func usageErr(format string, args ...any) error {
 // env is what an action works with: its settings, its clock and its output.
 type env struct {
 	// share is lease init --shared: how the table it creates is shared.
-	share   *commit.Sharing
+	share *commit.Sharing
+	// extra are the keys lease init records in a TABLE it creates
+	// besides the shard counts (see guard.go).
+	extra []leasefmt.Field
+	// warned: the warning of a table on an unsafe filesystem was given.
+	warned  bool
 	c       *cli.Context
 	set     *config.Settings
 	now     float64
@@ -119,7 +124,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	}
 	var tmpl *leasefmt.Table
 	if create {
-		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now}
+		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now, Extra: e.extra}
 		if e.share != nil {
 			tmpl = commit.WithSharing(tmpl, *e.share)
 			if _, err := f.Lstat(commit.TableFile); isNotExist(err) {
@@ -181,6 +186,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		}
 		st.Strategy = s
 	}
+	e.guard(st)
 	return st, nil
 }
 

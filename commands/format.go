@@ -56,12 +56,17 @@ var formatSections = []Section{
 		"A table shared by a group (lease init --shared) also has `\"shared\":\"group\"` (or \"all\", or an octal mode such as " +
 		"\"0660\"): every program that creates directories or files in the table must then make directories setgid and " +
 		"readable, writable and searchable by the group, lock files writable by the group, and other files readable by " +
-		"it (see lease-init(1)). Other unknown keys are preserved by lease and may be ignored by readers.\n\n" +
+		"it (see lease-init(1)). A table that lease init --force created on a filesystem lease knows is unsafe has " +
+		"the filesystem type and the options that made it unsafe:\n\n" +
+		"\t\"unsafe_filesystem\":{\"fstype\":\"fuse.glusterfs\",\"options\":[\"performance.open-behind\",...],\n" +
+		"\t  \"accepted_by\":\"lease init --force\",\"accepted_at\":T}\n\n" +
+		"It changes nothing in the protocol; lease warns on every command there. Other unknown keys are preserved by " +
+		"lease and may be ignored by readers.\n\n" +
 		"It is authoritative: shard counts from the configuration apply only when the table is created, and an explicit " +
 		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
 		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +
 		"nothing there, so a mistyped root or an unset LEASE_ROOT never starts a second campaign. Missing " +
-		"directories of an existing table (stage/, public/, a shard) are created on demand, durably (mkdir, then " +
+		"directories of an existing table (queue/, stage/, public/, a shard) are created on demand, durably (mkdir, then " +
 		"an fsync of the parent), since other programs make tables too."},
 	{"RECORDS", "One JSON object per file, UTF-8, newline-terminated, at most 4 KiB. A work record:\n\n" +
 		"\t{\"schema\":\"lease.work/v1\",\"id\":\"<ID>\",\"status\":\"leased\",\n" +
@@ -125,7 +130,9 @@ var formatSections = []Section{
 		"cross-directory replace (never over an existing name) and writes the record done, all under the record's " +
 		"lock, and only while TOKEN is current. A stale holder writing the same NAME writes into its own, " +
 		"never-published directory. Staging directories of tokens that are no longer current are garbage that " +
-		"lease fsck --repair moves to lost+found/ (never deletes).\n\n" +
+		"lease fsck --repair moves to lost+found/ (never deletes): a stale staged file whose bytes equal a published " +
+		"result is moved too. Only a staged name that is the same file (one inode) as its published result, a link " +
+		"left by a move that fell back to link and unlink, is removed, since no byte goes with it.\n\n" +
 		"A result is a regular file or a directory tree of regular files and directories (any names; a symbolic " +
 		"link or anything else in it refuses the publish, before anything is written). It becomes visible " +
 		"atomically and once: every file of it is fsynced, then every directory of it, deepest first; then the " +
@@ -163,7 +170,12 @@ var formatSections = []Section{
 		"is bounded (--lock-timeout, default 10 s; exit 5 past it). Groups take the manifest's lock first, then " +
 		"the targets' locks in ascending ID order.\n\n" +
 		"A program that changes records without lease must take the same lock, follow the durability protocol " +
-		"above, and never write a token smaller than the record's."},
+		"above, and never write a token smaller than the record's.\n\n" +
+		"lease fsck --repair holds, from its start to its end, an exclusive lock on the byte at offset 2^60 " +
+		"(1152921504606846976) of work shard 0's .lock file (ROOT/work/00/.lock with up to 256 work shards): beyond " +
+		"the byte of every record, so it excludes other repairs and nothing else. A second repair waits for it " +
+		"(--lock-timeout), then exits 8 saying that another repair runs; a check without --repair takes no such " +
+		"lock. A program that repairs a table on its own should take the same byte."},
 }
 
 var formatExamples = []Example{

@@ -18,6 +18,7 @@ import (
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/qualify"
 )
 
 var fsckCommand = &cli.Command{
@@ -30,11 +31,14 @@ var fsckCommand = &cli.Command{
 		"stage/ and public/, and the queue (queue/SS/ID entries). It prints a line per finding (path, ID, what was found and what was\n" +
 		"expected), a summary with counts by kind, and the exact command that repairs what is left.\n" +
 		"Without --repair nothing is written. With --repair each error is fixed under the record's\n" +
-		"lock with the same durable writes as the other commands, so workers may keep running:\n" +
+		"lock with the same durable writes as the other commands, so workers may keep running (a name\n" +
+		"they remove or rename during the check is no error), and repairs run one at a time: a second\n" +
+		"--repair waits for the first, up to --lock-timeout, then exits 8 saying so (lease-format(5), LOCKS):\n" +
 		"stray temp files are removed; records that do not validate, symbolic links and anything\n" +
 		"in the way of the layout are moved to lost+found/ beside a NAME.why note (never deleted);\n" +
 		"misplaced records are moved to their shard; committing records whose result is published\n" +
-		"are rolled forward to done; leftover staged results are removed; groups whose targets\n" +
+		"are rolled forward to done; staged names still linked to their published result are removed\n" +
+		"(a staged file that only holds the same bytes is moved with its directory); groups whose targets\n" +
 		"disagree are released; queue entries of done items are removed, entries in the wrong shard\n" +
 		"moved to their shard, and anything in queue/ that is not an empty file named by an ID moved\n" +
 		"to lost+found/. Unknown files are reported and left alone; expired leases are\n" +
@@ -128,6 +132,7 @@ func runFsck(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), fsckOperational)
 	}
 	defer f.Close()
+	e.warnUnsafe(qualify.Inspect(root), nil)
 
 	p := &fsckPrinter{root: root, json: e.json, w: bufio.NewWriter(e.out), repairCmd: repairCommand(root, opt)}
 	if showProgress(mode, e.errw) {

@@ -31,6 +31,7 @@ var initCommand = &cli.Command{
 		"fixed when the table is created.",
 	Flags: flags(withJSON(commonFlags(), "print the table's root, shard counts and creation time as one JSON object"), []cli.Flag{
 		&cli.StringFlag{Name: "shared", Usage: "share the table with the accounts of a group: `MODE` group, all or an octal file mode such as 0660 (see SHARED TABLES)"},
+		&cli.BoolFlag{Name: "force", Usage: "create the table even on a filesystem lease knows is unsafe (recorded in TABLE; see UNSAFE FILESYSTEMS)"},
 	}),
 	Action: runInit,
 }
@@ -50,7 +51,18 @@ var initManual = Manual{
 		"there for staged files that others must read before they are published. The sharing is fixed when the table " +
 		"is created; lease fsck checks the modes of a shared table and --repair restores them.\n\n" +
 		"Without --shared a table is its owner's: another account's command that must write it stops with exit 2 " +
-		"before writing anything, naming the file it cannot open and the fix.",
+		"before writing anything, naming the file it cannot open and the fix.\n\n" +
+		"UNSAFE FILESYSTEMS: before it creates a table, lease init runs the cheap local checks of lease qualify on the " +
+		"filesystem that would hold it (its type and mount options, and what its client shows of itself: on a GlusterFS " +
+		"FUSE mount, the client's translators) and refuses a filesystem lease knows is unsafe (exit 2, nothing made), " +
+		"naming the options to change: GlusterFS with open-behind, quick-read, md-cache (performance.stat-prefetch), " +
+		"io-cache or nl-cache in the client, whose caches let two clients be granted the same lease. --force creates the " +
+		"table anyway and records it in TABLE (\"unsafe_filesystem\", see lease-format(5)); every command that opens a " +
+		"table on such a filesystem warns once on stderr, forced or not. On a GlusterFS FUSE mount batches run at most " +
+		"client.event-threads - 1 record writers (1 with GlusterFS's default of 2): a process killed with as many lock " +
+		"requests in flight as the client has event threads deadlocks the client for good (gluster issue 4371); " +
+		"--writers, LEASE_WRITERS or writers in the configuration file sets them anyway (-v says when they were capped). " +
+		"lease qualify remains the proof that a filesystem is fit: the guard knows only what it can see locally.",
 	Examples: []Example{
 		{"Create a table with 64 work shards on a shared filesystem:", "lease init --root /scratch/campaign/table --shards 64"},
 		{"Check that an existing table has the shard count a script expects (exit 2 if not):", "lease init --shards 64"},
@@ -77,6 +89,9 @@ func runInit(c *cli.Context) error {
 			return usageErr("%v", err)
 		}
 		e.share = &sh
+	}
+	if e.extra, err = e.initGuard(c.Bool("force")); err != nil {
+		return err
 	}
 	st, err := e.open(true)
 	if err != nil {

@@ -23,7 +23,8 @@ var qualifyCommand = &cli.Command{
 	Description: "Runs, in a scratch directory ROOT/.qualify.<nonce> removed afterwards, the checks a lease\n" +
 		"table depends on: what the mount tells (the filesystem, from /proc/self/mountinfo, and on a\n" +
 		"GlusterFS FUSE mount the client translators whose caches serve stale records across clients),\n" +
-		"O_EXCL create, atomic rename-over, file fsync, directory fsync, fcntl lock\n" +
+		"the inodes left (statfs: free of total and the items they hold, two each: a queue entry and a\n" +
+		"record; fails only when none is free), O_EXCL create, atomic rename-over, file fsync, directory fsync, fcntl lock\n" +
 		"exclusion against a real second process, lock release when that holder is killed, and the\n" +
 		"clock skew between this host and the filesystem's timestamps (mtime of a fresh file).\n" +
 		"Under mpirun (built with -tags mpi) it also gathers the membership (rank, host), runs\n" +
@@ -78,9 +79,11 @@ deadlocked that client for good: every later call on the mount hung, until the c
 and the volume remounted (gluster issue 4371: each interrupted lock request holds an event thread until
 an answer that needs a free one; 10.3 has no --fuse-setlk-handle-interrupt=no). A renew-batch with 64
 writers killed part way hung the mount in 1 of 2 runs here; with --writers 1 it never did (5 of 5).
-Where workers may be killed on GlusterFS, give batches fewer --writers than the client's event threads
+On a GlusterFS FUSE mount lease therefore runs batches with fewer writers than the client's event threads
+(client.event-threads - 1, read from the client's volfile) unless --writers or LEASE_WRITERS sets them
 (raising client.event-threads above the writers should also avoid it, by the issue's analysis; not tried
-here).
+here). lease init refuses a volume whose client loads the caching translators above (--force overrides it,
+recorded in TABLE), and every command warns once on a table there: see lease-init(1), UNSAFE FILESYSTEMS.
 
 - NFS and Lustre: not tried here (no server on the machines these checks ran on); qualify reports
 the mount but has no client-cache rule for them, so run it under mpirun with ranks on different
@@ -119,7 +122,7 @@ func runQualify(c *cli.Context) error {
 	}
 	defer w.Finalize()
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	p := qualify.Run(w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
 	shortOfMembers(&p, launch())

@@ -41,7 +41,7 @@ type qualProof struct {
 }
 
 // qualLocalChecks are the checks every rank makes on its own.
-var qualLocalChecks = []string{"filesystem", "o-excl-create", "file-fsync", "atomic-rename", "directory-fsync",
+var qualLocalChecks = []string{"filesystem", "inodes", "o-excl-create", "file-fsync", "atomic-rename", "directory-fsync",
 	"lock-exclusion", "lock-release-on-death", "filesystem-clock-skew"}
 
 // qualDecode decodes the one line qualify prints.

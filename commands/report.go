@@ -171,7 +171,8 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 	} else {
 		w := bufio.NewWriter(e.out)
 		ew := bufio.NewWriter(e.errw)
-		for _, r := range rows {
+		shown, full := e.noSpace(cmd, rows) // a full filesystem is said once (nospace.go)
+		for _, r := range shown {
 			if r.Outcome == commit.OK {
 				if o.idOnly {
 					fmt.Fprintf(w, "%s\n", r.ID)
@@ -191,6 +192,9 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 			for _, is := range r.issues {
 				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s target %s: %s (%s)", is.Outcome.Reason(), r.ID, tok, is.Target, is.Detail, is.Path)))
 			}
+		}
+		if full != "" {
+			fmt.Fprintln(ew, full)
 		}
 		if err := w.Flush(); err != nil {
 			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), exitcode.IO)

@@ -4,6 +4,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -70,7 +71,7 @@ func failedItems(c *cli.Context) ([]commit.Item, error) {
 	}
 	ids, err := st.FailedIDs()
 	if err != nil {
-		return nil, cli.Exit(leasefmt.Bound("list the failed items: "+err.Error()), 4)
+		return nil, cli.Exit(leasefmt.Bound("list the failed items: "+err.Error()), exitcode.IO)
 	}
 	items := make([]commit.Item, len(ids))
 	for i, id := range ids {

@@ -41,7 +41,7 @@ type holder struct {
 	fin        runFinish // how CMD ended, for finishing the lease (run_finish.go)
 
 	cmd   *proctree.Cmd
-	pgid  int // the supervisor's pid, for messages
+	pgid  int              // the supervisor's pid, for messages
 	killc <-chan time.Time // SIGKILL for CMD's group, once the lease is lost
 }
 

@@ -58,7 +58,12 @@ var statusManual = Manual{
 		"not done or failed with a failed run), attempts (failed runs in all) and the live leases per " +
 		"owner read every work record, in parallel over the shards, holding the names of the shards being read. Measured at " +
 		"1,000,000 records (bench/queue): 50 s and 88 MB of RSS on journaled ext4, 246 s through FUSE " +
-		"with 2 ms round trips.",
+		"with 2 ms round trips. Beside queued it shows the inodes left on the table's filesystem (one statfs) and how " +
+		"many more items they hold: each takes two, its queue entry and its record, and a filesystem can run out of " +
+		"inodes long before bytes (a 1 GiB ext4 has 65,536; per-user inode quotas, as Lustre and GPFS sites set, are " +
+		"not in statfs); in --json as inodes {known, free, total, room_items}. An add, claim or publish that runs out of " +
+		"space says so once, with the count of what was not done and whether inodes or bytes ran out, and lease add " +
+		"warns before it queues more items than the free inodes hold.",
 	Exit: []Item{
 		{"0", "Every record read was shown or filtered out, and every ID given has a record."},
 		{"1", "An ID given has no record (reported on stderr as `missing ID 0 no record (PATH)`)."},

@@ -11,6 +11,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/qualify"
 )
 
 // lease status --summary: the table counted (commit.Census), for an
@@ -19,8 +20,21 @@ import (
 // censusJSON is status --summary --json: one document.
 type censusJSON struct {
 	commit.Census
-	Now       float64 `json:"now"`
-	DurationS float64 `json:"duration_s"`
+	// Inodes are the inodes left on the table's filesystem, beside the
+	// items queued (each takes two); absent when statfs cannot tell.
+	Inodes    *inodesJSON `json:"inodes,omitempty"`
+	Now       float64     `json:"now"`
+	DurationS float64     `json:"duration_s"`
+}
+
+// inodesJSON is the inodes of status --summary --json; free and total are
+// 0 on a filesystem without a fixed number of inodes (known false).
+type inodesJSON struct {
+	Known bool   `json:"known"`
+	Free  uint64 `json:"free"`
+	Total uint64 `json:"total"`
+	// RoomItems is how many more items the free inodes hold.
+	RoomItems uint64 `json:"room_items"`
 }
 
 // censusWorkers is how many shards a summary reads at once: enough to
@@ -50,14 +64,28 @@ func runStatusSummary(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
+	ino, inoErr := qualify.InodesOf(st.Root)
 	if e.json {
-		if err := json.NewEncoder(e.out).Encode(censusJSON{Census: cen, Now: st.Now(), DurationS: time.Since(start).Seconds()}); err != nil {
+		doc := censusJSON{Census: cen, Now: st.Now(), DurationS: time.Since(start).Seconds()}
+		if inoErr == nil {
+			doc.Inodes = &inodesJSON{Known: ino.Known, Free: ino.Free, Total: ino.Total, RoomItems: ino.Room()}
+		}
+		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
 			return cli.Exit(fmt.Sprintf("lease status: stdout: %v", err), exitcode.IO)
 		}
 	} else {
 		w := e.out
 		row := func(name string, n int64, what string) { fmt.Fprintf(w, "%-11s %9d  %s\n", name, n, what) }
 		row("queued", cen.Queued, "items not done (queue/)")
+		switch {
+		case inoErr != nil:
+			fmt.Fprintf(w, "%-11s %9s  cannot tell: %v\n", "inodes", "?", inoErr)
+		case ino.Known:
+			row("inodes", int64(ino.Free), fmt.Sprintf("free of %d on the table's filesystem: room for about %d more items (each takes %d: its queue entry and its record)",
+				ino.Total, ino.Room(), qualify.ItemInodes))
+		default:
+			fmt.Fprintf(w, "%-11s %9s  the table's filesystem makes inodes as needed\n", "inodes", "-")
+		}
 		row("free", cen.Free, "queued, never claimed")
 		row("leased", cen.Leased, "held now")
 		row("expired", cen.Expired, "leased or committing, time ran out (claimable)")

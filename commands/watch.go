@@ -86,7 +86,7 @@ func runWatch(c *cli.Context) error {
 		setErr = watchSettings(c, e, w.Size())
 	}
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	var wt *watcher
 	var items []commit.Item
@@ -95,11 +95,11 @@ func runWatch(c *cli.Context) error {
 		wt, items, inErr = newWatcher(c, e)
 	}
 	if err := cluster.Agree(w, inErr, exitOf); err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	sess.Store.LockTimeout = renewLockTimeout(e.set)
 	ticks := (<-chan os.Signal)(sigc)
@@ -113,15 +113,16 @@ func runWatch(c *cli.Context) error {
 	defer stop()
 	stopped, err := watchLoop(ctx, e, sess, wt, items)
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	var reported error
 	if wt != nil {
 		reported = wt.finishOnce(stopped, sess.Stats(time.Since(e.started)))
 	}
+	reported = sayFirst(c, w, reported)
 	code, err := sess.Exit(exitOf(reported))
 	if err != nil {
-		return ranked(w, err)
+		return ranked(c, w, err)
 	}
 	if wt != nil {
 		return reported

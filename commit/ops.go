@@ -146,10 +146,14 @@ func RevokeDecision() Decide {
 // staged result it publishes ("" for none). A record already committing
 // under the same token and name is rewritten unchanged (a resumed
 // complete); one already done under the same token is a completed retry:
-// success, nothing written.
+// success, nothing written. A plain complete ("") is such a retry of any
+// complete with that token, --publish included: completing again
+// succeeds (lease-complete(1)), and it asks for nothing the done
+// record lacks. A publish retried after a plain complete is not: its
+// result was never published.
 func CommittingDecision(publish string, skew float64) Decide {
 	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
-		if cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Done && cur.Publish == publish {
+		if cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Done && (cur.Publish == publish || publish == "") {
 			return nil, OK, "already done with this token"
 		}
 		if out, d := fenced(it, cur, now, skew); out != OK {

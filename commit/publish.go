@@ -227,6 +227,14 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		s.count(Exists)
 		return r, nil
 	}
+	// public/ of a table another program made may not exist yet: made
+	// durably before committing is written, so that a publish never stops
+	// half way for want of its destination (docs/lease-format.md, Layout).
+	if err := s.EnsureDir(PublicDir); err != nil {
+		r.Outcome, r.Detail = IOError, fmt.Sprintf("make %s: %v", s.Abs(PublicDir), err)
+		s.count(IOError)
+		return r, err
+	}
 	s.Stats.Batches.Add(1)
 	if !resumed {
 		// G1 for the result itself: its bytes (every file of a

@@ -53,6 +53,7 @@ complete -c lease -n '__fish_seen_subcommand_from init' -l target-shards -x -d '
 complete -c lease -n '__fish_seen_subcommand_from init' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from init' -l shared -x -a 'group all 0660 0664' -d 'share the table with the accounts of a group: MODE group, all or an octal file mode such as 0660 (see SHARED TABLES)'
+complete -c lease -n '__fish_seen_subcommand_from init' -l force -d 'create the table even on a filesystem lease knows is unsafe (recorded in TABLE; see UNSAFE FILESYSTEMS)'
 complete -c lease -n '__fish_seen_subcommand_from init' -s h -l help -d 'show help'
 
 # lease add

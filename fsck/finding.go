@@ -45,8 +45,10 @@ const (
 	// already in public/. Repair rolls it forward to done.
 	KindUnfinishedPublish Kind = "unfinished-publish"
 	// KindPublishLeftover: a staged result whose publication finished (the
-	// same file is in public/, a link left by a crash mid-move). Repair
-	// removes the stage/ name; the bytes stay in public/.
+	// same file, one inode, is in public/: a link left by a crash
+	// mid-move). Repair removes the stage/ name; the bytes stay in public/.
+	// A staged file that only holds the same bytes as a published one is
+	// another file: it goes to lost+found/ with its staging directory.
 	KindPublishLeftover Kind = "publish-leftover"
 	// KindAbandonedPublish: an expired committing record whose result never
 	// reached public/ (its publisher died before the move). Repair rolls it
@@ -54,7 +56,8 @@ const (
 	KindAbandonedPublish Kind = "abandoned-publish"
 	// KindStaleStage: something in stage/ that is not the staging
 	// directory ID.TOKEN of a current lease. Repair removes an empty
-	// directory and moves anything else to lost+found/.
+	// directory and moves anything else to lost+found/: no staged file is
+	// ever deleted.
 	KindStaleStage Kind = "stale-stage"
 	// KindOrphanResult: a result in public/ that no done or committing work
 	// record names. Repair moves it to lost+found/.
@@ -149,6 +152,10 @@ type Finding struct {
 	// MovedTo is the table-relative name in lost+found/ (or the shard) the
 	// file was moved to.
 	MovedTo string
+
+	// gone is set when the name vanished before the repair could move it
+	// (a worker renamed or removed it meanwhile): then it is no finding.
+	gone bool
 }
 
 // Severity is the severity of f's kind.

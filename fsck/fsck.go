@@ -79,7 +79,18 @@ var (
 	ErrNoTable = errors.New("not a lease table")
 	// ErrUsage: a SHARD argument or an explicit shard count is wrong.
 	ErrUsage = errors.New("usage")
+	// ErrRepairRunning: another repair held the repair lock for longer
+	// than LockTimeout.
+	ErrRepairRunning = errors.New("another lease fsck --repair is running on this table")
 )
+
+// RepairLockOffset is the byte of work shard 0's lock file that a repair
+// holds from its start to its end (docs/lease-format.md, Locks): 2^60,
+// beyond the byte of every record (int(ID[0:15], 16) < 2^60), so it
+// excludes other repairs and nothing else. Two repairs at once would each
+// move what the other is checking (a staging directory, a queue entry)
+// and report the vanished name as damage; the second waits instead.
+const RepairLockOffset int64 = 1 << 60
 
 // checker is one run of Check.
 type checker struct {
@@ -88,6 +99,9 @@ type checker struct {
 	opt    Options
 	sum    *Summary
 	report func(*Finding)
+
+	// unlockRepair releases the repair lock; nil while it is not held.
+	unlockRepair func()
 
 	mu         sync.Mutex
 	committing []committingRec
@@ -127,14 +141,18 @@ func Check(root string, fsys commit.FS, opt Options, report func(*Finding)) (*Su
 		sum:    newSummary(opt.Repair),
 		report: report,
 	}
-	if err := c.run(); err != nil {
+	err := c.run()
+	if c.unlockRepair != nil {
+		c.unlockRepair()
+	}
+	if err != nil {
 		return c.sum, err
 	}
 	return c.sum, nil
 }
 
 func (c *checker) emit(f *Finding) {
-	if f == nil {
+	if f == nil || f.gone {
 		return
 	}
 	if f.Kind == KindIO {
@@ -146,6 +164,19 @@ func (c *checker) emit(f *Finding) {
 
 func (c *checker) ioFinding(rel string, what string, err error) *Finding {
 	return &Finding{Kind: KindIO, Path: rel, Found: what + ": " + err.Error(), Err: err}
+}
+
+// listFailed is the finding about a directory that could not be listed:
+// none when it is gone. Workers remove and rename names while a check
+// runs (a staging directory emptied by a publish and removed by its lease
+// run, a temp file renamed over its record), and a name that vanished
+// since its parent was listed is not damage: whatever replaced it is
+// checked by the next run.
+func (c *checker) listFailed(rel string, what string, err error) *Finding {
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return c.ioFinding(rel, what, err)
 }
 
 func (c *checker) run() error {
@@ -162,6 +193,13 @@ func (c *checker) run() error {
 	if err != nil {
 		return err
 	}
+	// The repair lock, before anything is changed; where the layout keeps
+	// its lock file from being made (work/ is not a directory), after the
+	// layout was repaired.
+	layoutFirst, err := c.lockRepair(hdr.tableOrInferred())
+	if err != nil {
+		return err
+	}
 	c.checkLostFound()
 	c.emit(c.fixHeader(hdr))
 	t := hdr.tableOrInferred()
@@ -175,12 +213,53 @@ func (c *checker) run() error {
 	if tasks == nil {
 		tasks = c.checkKindDirs()
 	}
+	if layoutFirst {
+		if _, err := c.lockRepair(t); err != nil {
+			return err
+		}
+	}
 	c.listPublic()
 	c.scanRecords(tasks)
 	c.checkPublish()
 	c.checkQueue(tasks)
 	c.checkInput(tasks)
 	return nil
+}
+
+// lockRepair takes the repair lock on a repair run (RepairLockOffset of
+// work shard 0's lock file, made durably if missing), waiting up to
+// LockTimeout. It reports later when the lock file cannot be made for the
+// table's layout (work/ or its shard 0 is not a directory: the layout
+// repair fixes that), and does nothing when the shard counts are unknown
+// (there are no records to repair) or the lock is already held.
+func (c *checker) lockRepair(t *leasefmt.Table) (later bool, err error) {
+	if !c.opt.Repair || t == nil || c.unlockRepair != nil {
+		return false, nil
+	}
+	dir := path.Join(leasefmt.Work.Dir(), leasefmt.ShardDirName(0, t.WorkShards))
+	lf := path.Join(dir, commit.LockFile)
+	if err := c.st.EnsureDir(dir); err != nil {
+		if errors.Is(err, commit.ErrNotRegular) || errors.Is(err, fs.ErrPermission) {
+			return true, nil
+		}
+		return false, fmt.Errorf("the repair lock %s: %w", c.st.Abs(lf), err)
+	}
+	unlock, err := c.fs.Lock(lf, RepairLockOffset, c.opt.LockTimeout)
+	switch {
+	case errors.Is(err, commit.ErrLockTimeout):
+		return false, fmt.Errorf("%w: it holds the repair lock (byte 2^60 of %s), still held after %s (--lock-timeout); run the repair again once it is done",
+			ErrRepairRunning, c.st.Abs(lf), c.opt.LockTimeout)
+	case errors.Is(err, commit.ErrNotRegular), errors.Is(err, fs.ErrPermission):
+		// The lock file is not a regular file, or its mode keeps this
+		// account out (a shared table whose modes went wrong): the scan
+		// and the mode checks report and repair that; the repair runs
+		// without the lock when they cannot.
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("the repair lock %s: %w", c.st.Abs(lf), err)
+	}
+	c.unlockRepair = unlock
+	return false, nil
 }
 
 func (c *checker) checkExplicit(t *leasefmt.Table) error {

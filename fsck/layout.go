@@ -165,6 +165,10 @@ func (c *checker) rootTemp(name string, typ fs.FileMode) *Finding {
 func (c *checker) quarantineInto(rel string, f *Finding, why string) bool {
 	moved, err := c.quarantine(rel, f, why)
 	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) && c.vanished(rel) {
+			f.gone = true // renamed or removed meanwhile: nothing to move
+			return false
+		}
 		failed(f, err)
 		return false
 	}
@@ -217,7 +221,7 @@ func (c *checker) walkLinks(dir string, depth int) {
 	}
 	ents, err := c.readDirSorted(dir)
 	if err != nil {
-		c.emit(c.ioFinding(dir, "cannot list", err))
+		c.emit(c.listFailed(dir, "cannot list", err))
 		return
 	}
 	for _, e := range ents {
@@ -248,7 +252,7 @@ func (c *checker) checkKindDirs() []task {
 		}
 		ents, err := c.readDirSorted(k.Dir())
 		if err != nil {
-			c.emit(c.ioFinding(k.Dir(), "cannot list", err))
+			c.emit(c.listFailed(k.Dir(), "cannot list", err))
 			continue
 		}
 		var other []task

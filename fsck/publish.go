@@ -7,6 +7,8 @@ import (
 	"path"
 	"sort"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -22,10 +24,11 @@ import (
 //     did not and the lease expired (with clock_skew);
 //  2. every entry of stage/ must be a staging directory ID.TOKEN of a
 //     current lease (leased or committing with that token); anything else
-//     is stale: a name that is the same file as its public/ name (a link
-//     left when a no-replace move fell back to link and unlink) is
-//     removed, an empty directory is removed, and the rest is moved to
-//     lost+found/, never deleted;
+//     is stale: a name that is the same file (one inode) as its public/
+//     name (a link left when a no-replace move fell back to link and
+//     unlink) is removed, an empty directory is removed, and the rest is
+//     moved to lost+found/, never deleted (a staged file that merely holds
+//     the bytes of a published one included);
 //  3. every result in public/ (a file or a directory) must be named by a
 //     done or committing work record (its "publish"; "." names public/ID,
 //     the whole staging directory of ID); an orphan is moved to
@@ -43,7 +46,7 @@ func (c *checker) listPublic() {
 	}
 	ents, err := c.readDirSorted(commit.PublicDir)
 	if err != nil {
-		c.emit(c.ioFinding(commit.PublicDir, "cannot list", err))
+		c.emit(c.listFailed(commit.PublicDir, "cannot list", err))
 		return
 	}
 	c.public = map[string]bool{}
@@ -78,7 +81,7 @@ func (c *checker) checkPublish() {
 	if c.isDir(commit.StageDir) {
 		ents, err := c.readDirSorted(commit.StageDir)
 		if err != nil {
-			c.emit(c.ioFinding(commit.StageDir, "cannot list", err))
+			c.emit(c.listFailed(commit.StageDir, "cannot list", err))
 		}
 		for _, e := range ents {
 			c.checkStageEntry(e.Name(), e.Type())
@@ -201,7 +204,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 	}
 	ents, lerr := c.readDirSorted(rel)
 	if lerr != nil {
-		c.emit(c.ioFinding(rel, "cannot list", lerr))
+		c.emit(c.listFailed(rel, "cannot list", lerr))
 		return
 	}
 	// Names that are the same file as their public/ name: a publication
@@ -209,7 +212,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 	kept := ents[:0]
 	for _, e := range ents {
 		name := e.Name()
-		same, err := c.st.SamePublished(path.Join(rel, name))
+		same, err := c.linkedPublished(path.Join(rel, name))
 		if err != nil {
 			c.emit(c.ioFinding(path.Join(rel, name), "cannot stat", err))
 			return
@@ -222,7 +225,9 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 			Found:    "the same file as " + path.Join(commit.PublicDir, name) + " (a publication that finished but did not remove the staged name)",
 			Expected: "no staged name once the result is published", Repair: "remove the stage/ name (the bytes stay in public/)"}
 		if c.opt.Repair {
-			if err := c.removeDurably(path.Join(rel, name)); err != nil {
+			if err := c.removeDurably(path.Join(rel, name)); errors.Is(err, fs.ErrNotExist) {
+				continue // removed meanwhile
+			} else if err != nil {
 				failed(lf, err)
 				kept = append(kept, e)
 			} else {
@@ -237,22 +242,57 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 	if len(kept) == 0 {
 		f.Found += " (empty)"
 		f.Repair = "remove the empty directory"
-		if c.opt.Repair {
-			if err := c.removeDurably(rel); err != nil {
-				failed(f, err)
-			} else {
-				fixed(f, "removed the empty directory")
-			}
+		if !c.opt.Repair {
+			c.emit(f)
+			return
 		}
-		c.emit(f)
-		return
+		err := c.removeDurably(rel)
+		switch {
+		case err == nil:
+			fixed(f, "removed the empty directory")
+			c.emit(f)
+			return
+		case errors.Is(err, fs.ErrNotExist):
+			return // removed meanwhile (by the lease run that made it)
+		case !errors.Is(err, unix.ENOTEMPTY) && !errors.Is(err, unix.EEXIST):
+			failed(f, err)
+			c.emit(f)
+			return
+		}
+		// A stale holder staged a file since the listing: its directory is
+		// moved, never removed with what it holds.
+		f.Found = fmt.Sprintf("the staging directory of token %d, but %s (a file was staged in it during the check)", token, why)
+	} else {
+		f.Found += fmt.Sprintf(" (%d entries)", len(kept))
 	}
-	f.Found += fmt.Sprintf(" (%d entries)", len(kept))
 	f.Repair = "move it to lost+found/ (never deleted)"
 	if c.opt.Repair {
 		c.quarantineInto(rel, f, "a staging directory of a token that is no longer current: "+why)
 	}
 	c.emit(f)
+}
+
+// linkedPublished reports whether the staged file at the table-relative
+// name staged is one file (one inode) with public/ under its base name: a
+// publication that finished and left the staged name, whose removal loses
+// no byte. Equal bytes in two files are not enough: the staged copy is
+// then a file of its own, and a repair never deletes a staged file.
+func (c *checker) linkedPublished(staged string) (bool, error) {
+	sfi, err := c.fs.Lstat(staged)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	pfi, err := c.fs.Lstat(path.Join(commit.PublicDir, path.Base(staged)))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return commit.SameFile(sfi, pfi), nil
 }
 
 // orphan is the finding about a result in public/ that no done or

@@ -48,7 +48,7 @@ func (c *checker) checkQueue(tasks []task) {
 	}
 	ents, err := c.readDirSorted(commit.QueueDir)
 	if err != nil {
-		c.emit(c.ioFinding(commit.QueueDir, "cannot list", err))
+		c.emit(c.listFailed(commit.QueueDir, "cannot list", err))
 		return
 	}
 	n := c.st.Table.WorkShards
@@ -129,9 +129,12 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: fmt.Sprintf("the entry of a done item (token %d)", rec.Token),
 			Expected: "entries of items that are not done (a complete killed between done and removing the entry)", Repair: "remove it"}
 		if c.opt.Repair {
-			if err := c.fs.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			switch err := c.fs.Remove(rel); {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil // removed meanwhile (the complete that made it done)
+			case err != nil:
 				failed(f, err)
-			} else {
+			default:
 				fixed(f, "removed")
 			}
 		}

@@ -144,6 +144,12 @@ func (c *checker) writeNew(name string, data []byte) error {
 	return err
 }
 
+// vanished reports whether rel is gone now.
+func (c *checker) vanished(rel string) bool {
+	_, err := c.fs.Lstat(rel)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
 // removeDurably removes name and fsyncs its directory.
 func (c *checker) removeDurably(name string) error {
 	if err := c.fs.Remove(name); err != nil {

@@ -26,7 +26,7 @@ type shardResult struct {
 }
 
 func (r *shardResult) add(f *Finding) {
-	if f != nil {
+	if f != nil && !f.gone {
 		r.findings = append(r.findings, f)
 	}
 }
@@ -117,7 +117,7 @@ func (c *checker) scanDir(t task) *shardResult {
 	r := &shardResult{}
 	ents, err := c.readDirSorted(t.dir)
 	if err != nil {
-		r.add(c.ioFinding(t.dir, "cannot list the shard directory", err))
+		r.add(c.listFailed(t.dir, "cannot list the shard directory", err))
 		return r
 	}
 	n := c.st.Table.Shards(t.kind)

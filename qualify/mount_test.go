@@ -79,3 +79,45 @@ func TestGlusterCheck(t *testing.T) {
 		t.Errorf("detail is %d bytes, over the 512 of a bounded message", len(ch.Detail))
 	}
 }
+
+// TestGlusterHazards: the guard's rule for GlusterFS FUSE mounts finds the
+// caching translators of the client graph (unsafe, naming the options)
+// and bounds the writers below the client's event threads, read from its
+// volfile (2, GlusterFS's default, when the volfile does not say).
+func TestGlusterHazards(t *testing.T) {
+	types := map[string]string{"v-client-0": "protocol/client", "v-open-behind": "performance/open-behind",
+		"v-quick-read": "performance/quick-read", "v-md-cache": "performance/md-cache", "v": "debug/io-stats"}
+	point := fakeGraph(t, types)
+	hz := glusterHazards(Mount{Point: point, FSType: "fuse.glusterfs", Source: "host:v"})
+	g := Guard{Hazards: hz}
+	unsafe := g.Unsafe()
+	if len(unsafe) != 1 || strings.Join(unsafe[0].Options, ",") != "performance.open-behind,performance.quick-read,performance.stat-prefetch" {
+		t.Fatalf("unsafe hazards %+v, want one naming the three options", unsafe)
+	}
+	if len(unsafe[0].What) > 400 {
+		t.Errorf("the hazard's text is %d bytes: it must fit a bounded message with its context", len(unsafe[0].What))
+	}
+	if n, _ := g.MaxWriters(); n != 1 {
+		t.Errorf("writers bounded at %d with the default 2 event threads, want 1", n)
+	}
+	volfile := "volume v-client-0\n    type protocol/client\n    option event-threads 6\nend-volume\n" +
+		"volume v-client-1\n    type protocol/client\n    option event-threads 5\nend-volume\n"
+	if err := os.WriteFile(filepath.Join(point, ".meta", "graphs", "active", "volfile"), []byte(volfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := (Guard{Hazards: glusterHazards(Mount{Point: point, Source: "host:v"})}).MaxWriters(); n != 4 {
+		t.Errorf("writers bounded at %d with 5 event threads, want 4", n)
+	}
+	safe := fakeGraph(t, map[string]string{"v-client-0": "protocol/client", "v": "debug/io-stats"})
+	if u := (Guard{Hazards: glusterHazards(Mount{Point: safe, Source: "host:v"})}).Unsafe(); len(u) != 0 {
+		t.Errorf("a client graph without caching translators is unsafe: %+v", u)
+	}
+	// A graph that cannot be read is not known to be unsafe.
+	if u := (Guard{Hazards: glusterHazards(Mount{Point: t.TempDir(), Source: "host:v"})}).Unsafe(); len(u) != 0 {
+		t.Errorf("an unreadable graph is reported unsafe: %+v", u)
+	}
+	// A root on a filesystem no rule names costs a statfs and finds nothing.
+	if g := Inspect(filepath.Join(t.TempDir(), "not", "yet")); len(g.Hazards) != 0 || g.Mount.FSType != "" {
+		t.Errorf("Inspect of a local directory: %+v", g)
+	}
+}

@@ -228,7 +228,7 @@ func localChecks(dir string, rank int, maxSkew float64, holder func(string) *exe
 	}
 	// What the mount tells: the filesystem, and client caches known to
 	// serve stale records across clients (GlusterFS).
-	out := mountChecks(sub)
+	out := append(mountChecks(sub), inodeCheck(sub))
 	add := func(name string, err error, detail string) {
 		if err != nil {
 			out = append(out, Check{Name: name, Pass: false, Detail: err.Error()})

@@ -83,12 +83,17 @@ func need(t *testing.T) *glustertest.Cluster {
 }
 
 // table is a fresh table directory on vol, as its two mounts name it; the
-// table is created through mount A with 16 work shards.
+// table is created through mount A with 16 work shards (on the volume with
+// the default options with --force: lease init refuses it otherwise).
 func table(t *testing.T, vol glustertest.Volume) (a, b string) {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()), tableSeq.Add(1))
 	a, b = filepath.Join(vol.A, name), filepath.Join(vol.B, name)
-	if r := lease(t, "", "init", "--root", a, "--shards", "16"); r.code != 0 {
+	args := []string{"init", "--root", a, "--shards", "16"}
+	if !vol.Safe {
+		args = append(args, "--force")
+	}
+	if r := lease(t, "", args...); r.code != 0 {
 		t.Fatalf("init: %s", r)
 	}
 	return a, b

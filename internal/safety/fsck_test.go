@@ -124,3 +124,50 @@ func TestFsckReportsIOErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentRepairs runs the scenario of two fsck --repair at once
+// (their calls interleaved) several times: each run must exit 0 or 1 (the
+// second repair waits for the first on the repair lock), leave a table
+// that a check finds clean with every staged file kept, and every crash
+// state of it must recover (TestCrashStates explores it with the others;
+// here once more on its own, so that a failure names it).
+func TestConcurrentRepairs(t *testing.T) {
+	var sc *Scenario
+	for _, s := range FsckScenarios() {
+		if s.Name == ConcurrentRepairs {
+			sc = s
+		}
+	}
+	if sc == nil {
+		t.Fatalf("no scenario %q", ConcurrentRepairs)
+	}
+	base, err := Base(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := explorer()
+	for i := 0; i < 10; i++ {
+		run, _, err := Record(sc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := run.Exit(); code&^1 != 0 {
+			t.Fatalf("run %d: two repairs at once exit %d (or-ed), want 0 or 1", i, code)
+		}
+		if n, err := (Fsck{}).Check(NewRecorder(run.Rec.Snapshot()), Now); n != 0 || err != nil {
+			t.Fatalf("run %d: fsck after the two repairs finds %d errors: %v", i, n, err)
+		}
+		chk := newChecker(x, sc, base, run.acks, run.Rec.Written(), run.Rec.Calls())
+		for _, v := range chk.check(run.Rec.Snapshot(), run.Rec.NumCalls(), true) {
+			t.Errorf("run %d, as left: %s", i, v)
+		}
+	}
+	res, err := x.Explore(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range res.Violations {
+		t.Error(v)
+	}
+	t.Logf("%d calls, %d crash states checked", res.Calls, res.States)
+}

@@ -8,6 +8,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
@@ -170,5 +171,44 @@ func FsckScenarios() []*Scenario {
 		r.Store = st
 		r.AckResults("claim", at(st, Now).Claim(items(0, 82, 83), "carol", TTL))
 	}
-	return []*Scenario{damaged, noTable, quarantine}
+	return []*Scenario{damaged, noTable, quarantine, concurrentRepairs()}
+}
+
+// ConcurrentRepairs is the name of the scenario of two fsck --repair at
+// once.
+const ConcurrentRepairs = "fsck --repair x2 at once"
+
+// concurrentRepairs runs two fsck --repair at once on the damaged table,
+// as an operator and a cron job might, their calls interleaved one by one
+// (Writers 2: the Recorder yields before every call). The second waits for
+// the first on the repair lock and then finds nothing left to do; without
+// the lock each moved what the other was checking and reported the
+// vanished names as damage. Its exit status is the two statuses or-ed.
+func concurrentRepairs() *Scenario {
+	var sc *Scenario
+	sc = &Scenario{Name: ConcurrentRepairs, Table: workTable(), Setup: setupDamaged, Damage: damageTable, Now: Now, Writers: 2, NoStore: true}
+	sc.Run = func(r *Run) {
+		var wg sync.WaitGroup
+		codes := make([]int, 2)
+		for i := range codes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				codes[i], _ = (Fsck{}).RepairExit(r.FS, Now)
+			}()
+		}
+		wg.Wait()
+		r.SetExit(codes[0] | codes[1])
+		base, _ := Base(sc)
+		b := records(base)
+		for p, data := range records(r.state()) {
+			if string(b[p]) == string(data) {
+				continue
+			}
+			if _, rec := decodeAny(data); rec != nil {
+				r.Ack(Ack{Op: "fsck --repair", Record: rec})
+			}
+		}
+	}
+	return sc
 }

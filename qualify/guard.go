@@ -1,0 +1,214 @@
+package qualify
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The guard: the cheap, local part of qualify that every command can
+// afford (one statfs of the root; the mount's type and options, and what
+// its client shows of itself, only on a filesystem a rule names), so that
+// a table is never used on a filesystem lease knows is unsafe without a
+// word. lease init refuses to create a table there (unless --force), the
+// other commands warn once, and batches keep their writers below what
+// deadlocks the client.
+
+// Hazard is one thing the guard found wrong with a table's filesystem.
+type Hazard struct {
+	// Unsafe: two clients can be granted the same lease there (lease
+	// qualify fails); lease init refuses the filesystem, every command
+	// warns.
+	Unsafe bool
+	// What says what is wrong and how to fix it, on one line.
+	What string
+	// Options are the settings that remove the hazard, as the
+	// filesystem's administrator names them.
+	Options []string
+	// MaxWriters, when more than 0, is the most record writers a batch
+	// may run at once there: more can deadlock the filesystem's client.
+	MaxWriters int
+}
+
+// Guard is what the guard found for one table root.
+type Guard struct {
+	// Mount is the mount holding the root; FSType is "" when no rule
+	// needed it read.
+	Mount   Mount
+	Hazards []Hazard
+}
+
+// Unsafe returns the hazards that make the filesystem unsafe.
+func (g Guard) Unsafe() []Hazard {
+	var out []Hazard
+	for _, h := range g.Hazards {
+		if h.Unsafe {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// MaxWriters is the smallest writer bound of the hazards, 0 when none
+// bounds the writers.
+func (g Guard) MaxWriters() (int, string) {
+	n, why := 0, ""
+	for _, h := range g.Hazards {
+		if h.MaxWriters > 0 && (n == 0 || h.MaxWriters < n) {
+			n, why = h.MaxWriters, h.What
+		}
+	}
+	return n, why
+}
+
+// guardRule is one filesystem the guard knows.
+type guardRule struct {
+	// Magic is the statfs f_type of the filesystem: only a root on a
+	// filesystem of a rule's magic costs more than the statfs.
+	Magic int64
+	// FSType is the filesystem type as /proc/self/mountinfo names it.
+	FSType string
+	// Hazards inspects the mount.
+	Hazards func(m Mount) []Hazard
+}
+
+// guardRules are the filesystems the guard knows, by statfs magic and
+// mount type. A rule reads only what is local and cheap: the mount's
+// options (Mount.Options) and what the client shows of itself; whatever
+// needs a second client or a round of locks is lease qualify's. Add a row
+// per filesystem type (a kernel client and a FUSE client are two).
+var guardRules = []guardRule{
+	{Magic: unix.FUSE_SUPER_MAGIC, FSType: "fuse.glusterfs", Hazards: glusterHazards},
+}
+
+// Inspect runs the guard on the filesystem holding root. root need not
+// exist yet: its nearest existing ancestor is inspected (lease init checks
+// before it makes anything). A filesystem no rule names costs one statfs;
+// what cannot be read is no hazard (the guard only reports what it knows).
+func Inspect(root string) Guard {
+	var g Guard
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return g
+	}
+	var st unix.Statfs_t
+	for {
+		err = unix.Statfs(abs, &st)
+		if err == nil || !errors.Is(err, unix.ENOENT) || abs == filepath.Dir(abs) {
+			break
+		}
+		abs = filepath.Dir(abs)
+	}
+	if err != nil {
+		return g
+	}
+	var rules []guardRule
+	for _, r := range guardRules {
+		if r.Magic == int64(st.Type) {
+			rules = append(rules, r)
+		}
+	}
+	if len(rules) == 0 {
+		return g
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return g
+	}
+	defer f.Close()
+	m, ok := FindMount(f, abs)
+	if !ok {
+		return g
+	}
+	g.Mount = m
+	for _, r := range rules {
+		if r.FSType == m.FSType {
+			g.Hazards = append(g.Hazards, r.Hazards(m)...)
+		}
+	}
+	return g
+}
+
+// glusterVolume is the volume name of a GlusterFS mount's source
+// (host:volume or host:/volume).
+func glusterVolume(m Mount) string {
+	vol := m.Source
+	if i := strings.LastIndexByte(vol, ':'); i >= 0 {
+		vol = vol[i+1:]
+	}
+	return strings.TrimPrefix(vol, "/")
+}
+
+// glusterHazards are the hazards of a GlusterFS FUSE mount: client
+// translators whose caches make records stale across clients (unsafe; the
+// translators of glusterUnsafe, read from the client's own graph as
+// qualify's client-caches check reads them), and the client's event
+// threads, below which the writers of a batch are kept: a process killed
+// with as many lock requests in flight as the client has event threads
+// deadlocks the client for good (gluster issue 4371).
+func glusterHazards(m Mount) []Hazard {
+	vol := glusterVolume(m)
+	var out []Hazard
+	if types, err := GlusterTranslators(m.Point); err == nil {
+		var found, opts []string
+		for _, t := range types {
+			if o, bad := glusterUnsafe[t]; bad {
+				found = append(found, strings.TrimPrefix(t, "performance/"))
+				opts = append(opts, o)
+			}
+		}
+		if len(found) > 0 {
+			sort.Strings(found)
+			sort.Strings(opts)
+			out = append(out, Hazard{Unsafe: true, Options: opts,
+				What: fmt.Sprintf("GlusterFS volume %s at %s: the client loads %s, whose caches serve records stale across clients "+
+					"(two holders get one token); turn off %s (gluster volume set %s OPTION off) and remount",
+					vol, m.Point, strings.Join(found, ", "), strings.Join(opts, ", "), vol)})
+		}
+	}
+	threads := glusterEventThreads(m.Point)
+	out = append(out, Hazard{MaxWriters: max(1, threads-1),
+		What: fmt.Sprintf("GlusterFS volume %s at %s: its client has %d event threads (client.event-threads), and a process killed with as many "+
+			"lock requests in flight deadlocks it (gluster issue 4371)", vol, m.Point, threads)})
+	return out
+}
+
+// glusterDefaultEventThreads is client.event-threads when the volume does
+// not set it (GlusterFS 10).
+const glusterDefaultEventThreads = 2
+
+// glusterEventThreads reads the client's event threads from the volfile of
+// its active graph (MOUNT/.meta/graphs/active/volfile): the option
+// event-threads of its protocol/client translators, which the volume sets
+// from client.event-threads; the default when none says.
+func glusterEventThreads(point string) int {
+	f, err := os.Open(filepath.Join(point, ".meta", "graphs", "active", "volfile"))
+	if err != nil {
+		return glusterDefaultEventThreads
+	}
+	defer f.Close()
+	n := 0
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fl := strings.Fields(sc.Text())
+		if len(fl) == 3 && fl[0] == "option" && fl[1] == "event-threads" {
+			if v, err := strconv.Atoi(fl[2]); err == nil && v > 0 && (n == 0 || v < n) {
+				n = v
+			}
+		}
+	}
+	if n == 0 {
+		return glusterDefaultEventThreads
+	}
+	return n
+}
