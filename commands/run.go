@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -355,30 +356,17 @@ func runRun(c *cli.Context) error {
 		}
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
-	item.Token = res[0].Token
-	// The release or completion after CMD waits for a lock no longer than
-	// a renewal would (keepalive.LockWait).
-	st.LockTimeout = renewLockTimeout(e.set)
-	h := &holder{e: e, st: st, item: item, argv: argv,
-		lease: keepalive.Granted(item, start, res[0].Record, seconds(e.set.ClockSkew))}
-	stage, err := st.MakeStage(id, item.Token)
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwardedSignals...)
+	defer signal.Stop(sigc)
+	spec := itemSpec{who: "lease run", path: path, argv: argv, complete: c.Bool("complete"),
+		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: sigc}
+	ir, err := holdItem(e, st, spec, res[0], start)
 	if err != nil {
-		h.end(false)
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
+		return err
 	}
-	h.stage = stage
-	if ok, err := st.HasInput(id); err != nil {
-		h.end(false)
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("stored input of %s: %v; lease released, %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
-	} else if ok {
-		h.input = st.Abs(st.InputPath(id))
-	}
-	if e.verbose {
-		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %s, renewing every %s, staging in %s\n",
-			id, item.Token, formatSeconds(h.lease.Duration), formatSeconds(e.set.RenewInterval), stage)
-	}
-
-	code, status := h.run(path, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+	h, code, status := ir.h, ir.code, ir.status
+	item.Token = h.item.Token
 	if e.json {
 		sum := runSummary{Command: "run", ID: string(id), Token: item.Token, Exit: code, ChildStatus: status.code,
 			ChildSignal: status.signal, Lost: h.lost, LostReason: h.lostReason, Finish: h.finish, Stats: e.snapshot(st)}
