@@ -25,11 +25,11 @@ import (
 // decides when the lease is renewed, retried, lost or done; the holder
 // runs CMD, forwards signals to it and stops it when the lease is lost.
 type holder struct {
-	e     *env
-	st    *commit.Store
-	who   string // "lease run" or "lease work", for messages
-	item  commit.Item
-	argv  []string
+	e    *env
+	st   *commit.Store
+	who  string // "lease run" or "lease work", for messages
+	item commit.Item
+	argv []string
 	// complete: finish the item (done when CMD exits 0, an attempt when
 	// it fails): lease run --complete, lease work.
 	complete bool
@@ -40,9 +40,9 @@ type holder struct {
 	// lease work told to stop. nil for lease run.
 	stop    <-chan struct{}
 	stopCtx context.Context
-	stage string // LEASE_STAGE: the staging directory of this token
-	input string // LEASE_INPUT: the item's stored content, "" when none
-	lease keepalive.Lease
+	stage   string // LEASE_STAGE: the staging directory of this token
+	input   string // LEASE_INPUT: the item's stored content, "" when none
+	lease   keepalive.Lease
 
 	renewals   int
 	byCommand  bool // CMD completed the lease itself: renewals stopped
@@ -54,7 +54,7 @@ type holder struct {
 	finished   worker.Finished
 
 	cmd   *proctree.Cmd
-	pgid  int // the supervisor's pid, for messages
+	pgid  int              // the supervisor's pid, for messages
 	killc <-chan time.Time // SIGKILL for CMD's group, once the lease is lost
 }
 
@@ -252,4 +252,3 @@ func lostWhy(r commit.Result) string {
 	}
 	return failLine(r)
 }
-
