@@ -252,6 +252,9 @@ func runRun(c *cli.Context) error {
 	if c.IsSet("now") {
 		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitcode.RunFailed)
 	}
+	if !e.set.Explicit("owner") {
+		e.set.Owner = config.WorkerOwner(getenv)
+	}
 	if err := e.set.CheckRenewInterval(); err != nil {
 		return toolFailed(err)
 	}
@@ -359,7 +362,7 @@ func runRun(c *cli.Context) error {
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwardedSignals...)
 	defer signal.Stop(sigc)
-	spec := itemSpec{who: "lease run", path: path, argv: argv, complete: c.Bool("complete"),
+	spec := itemSpec{who: "lease run", path: path, argv: argv, complete: c.Bool("complete"), chatty: e.verbose,
 		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: sigc}
 	ir, err := holdItem(e, st, spec, res[0], start)
 	if err != nil {

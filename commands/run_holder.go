@@ -33,6 +33,7 @@ type holder struct {
 	// complete: finish the item (done when CMD exits 0, an attempt when
 	// it fails): lease run --complete, lease work.
 	complete bool
+	chatty   bool // -v: say each renewal (lease run)
 	// sigc carries the signals to forward to CMD.
 	sigc <-chan os.Signal
 	// stop, when it closes, stops CMD as the signal that caused it
@@ -202,7 +203,7 @@ func (h *holder) reported(r keepalive.Report) {
 	switch r.Event {
 	case keepalive.Renewed:
 		h.renewals++
-		if e.verbose {
+		if h.chatty {
 			fmt.Fprintf(e.errw, "%s: renewed %s token %d until %s (%s from now)\n", h.who, h.item.ID, h.item.Token,
 				time.UnixMicro(int64(r.Result.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.lease.Duration))
 		}
@@ -213,7 +214,7 @@ func (h *holder) reported(r keepalive.Report) {
 		// gave LEASE_TOKEN to, completed the lease; done is final, so CMD
 		// may finish in peace.
 		h.byCommand = true
-		if e.verbose && !r.Checked {
+		if h.chatty && !r.Checked {
 			fmt.Fprintf(e.errw, "%s: %s token %d was completed by the command; renewals stop\n", h.who, h.item.ID, h.item.Token)
 		}
 	case keepalive.Lost:

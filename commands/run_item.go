@@ -25,10 +25,13 @@ type itemSpec struct {
 	path     string // CMD's executable, resolved
 	argv     []string
 	complete bool
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
-	sigc     <-chan os.Signal // signals to forward to CMD
+	// chatty: -v says what happens to the lease as it happens (lease run;
+	// lease work says one line per item instead).
+	chatty bool
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	sigc   <-chan os.Signal // signals to forward to CMD
 	// stop, when done, stops CMD (lease work told to stop: see
 	// holder.stop); nil for lease run.
 	stop context.Context
@@ -54,7 +57,7 @@ func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, st
 	old := st.LockTimeout
 	st.LockTimeout = renewLockTimeout(e.set)
 	defer func() { st.LockTimeout = old }()
-	h := &holder{e: e, st: st, who: spec.who, item: item, argv: spec.argv, complete: spec.complete, sigc: spec.sigc,
+	h := &holder{e: e, st: st, who: spec.who, item: item, argv: spec.argv, complete: spec.complete, chatty: spec.chatty, sigc: spec.sigc,
 		lease: keepalive.Granted(item, start, granted.Record, seconds(e.set.ClockSkew))}
 	if spec.stop != nil {
 		h.stop, h.stopCtx = spec.stop.Done(), spec.stop
@@ -71,7 +74,7 @@ func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, st
 	} else if ok {
 		h.input = st.Abs(st.InputPath(item.ID))
 	}
-	if e.verbose {
+	if h.chatty {
 		fmt.Fprintf(e.errw, "%s: holding %s token %d for %s, renewing every %s, staging in %s\n",
 			spec.who, item.ID, item.Token, formatSeconds(h.lease.Duration), formatSeconds(e.set.RenewInterval), stage)
 	}
