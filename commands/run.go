@@ -85,7 +85,8 @@ var runManual = Manual{
 		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
 		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
 		"e.g. `lease complete --publish NAME` as its last step: renewals then stop (done is final), and lease run " +
-		"exits with CMD's status. A lease that is released or revoked while CMD runs (lease release, lease " +
+		"exits with CMD's status, also when lease run itself was stopped (SIGSTOP) until past the lease's expiry " +
+		"meanwhile: a stop point found long past is checked against the record first, and a lease done is not lost. A lease that is released or revoked while CMD runs (lease release, lease " +
 		"revoke, by anyone, CMD included) is lost: lease run checks the record, read-only, about every second " +
 		"between renewals and stops CMD at once (SIGTERM, then SIGKILL after --grace; exit 124), since the item " +
 		"can be claimed again from then on. If lease run is killed, the supervisor notices at once (the end of " +
@@ -101,7 +102,8 @@ var runManual = Manual{
 		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
 		"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
 		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, failed, publish-refused, " +
-		"by-command-done, by-command-released, lost) and stats.",
+		"by-command-done, by-command-released, lost) and stats, whose lost is 1 when the lease was lost and 0 " +
+		"otherwise, as lost says.",
 	Exit: runExit,
 	Env: []Item{
 		{"LEASE_ID", "Set for CMD: the ID held."},
@@ -371,8 +373,16 @@ func runRun(c *cli.Context) error {
 	h, code, status := ir.h, ir.code, ir.status
 	item.Token = h.item.Token
 	if e.json {
+		// stats.lost counts the leases lost, as lost says: the store's own
+		// count also has the checks and the finish that found the lease
+		// done or released by CMD itself, which lost nothing.
+		snap := e.snapshot(st)
+		snap.Lost = 0
+		if h.lost {
+			snap.Lost = 1
+		}
 		sum := runSummary{Command: "run", ID: string(id), Token: item.Token, Exit: code, ChildStatus: status.code,
-			ChildSignal: status.signal, Lost: h.lost, LostReason: h.lostReason, Finish: h.finish, Stats: e.snapshot(st)}
+			ChildSignal: status.signal, Lost: h.lost, LostReason: h.lostReason, Finish: h.finish, Stats: snap}
 		json.NewEncoder(e.errw).Encode(sum)
 	} else if e.verbose {
 		s := e.snapshot(st)
