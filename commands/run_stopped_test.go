@@ -67,3 +67,23 @@ func TestRunJSONLostAgrees(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCompleteAttemptRules: with --complete, a CMD killed by its own
+// signal (a crash) is a failed run, one stopped because its lease was lost
+// is not.
+func TestRunCompleteAttemptRules(t *testing.T) {
+	h := newHoldTable(t)
+	crash, lost := holdID("attempt-crash"), holdID("attempt-lost")
+	if r := h.lease("", "run", "--complete", string(crash), "--", "sh", "-c", `kill -SEGV $$`); r.code != 139 {
+		t.Errorf("%s\nwant 139", r)
+	}
+	if out := h.must(0, "", "status", "--json", string(crash)).out; !strings.Contains(out, `"attempts":1`) || !strings.Contains(out, `"exit_status":139`) {
+		t.Errorf("a crash: %s, want an attempt with status 139", out)
+	}
+	if r := h.lease("", "run", "--complete", "--grace", "1", string(lost), "--", "sh", "-c", `lease revoke "$LEASE_ID" > /dev/null; sleep 30`); r.code != 124 {
+		t.Errorf("%s\nwant 124", r)
+	}
+	if out := h.must(0, "", "status", "--json", string(lost)).out; !strings.Contains(out, `"attempts":0`) {
+		t.Errorf("a lost lease: %s, want no attempt", out)
+	}
+}
