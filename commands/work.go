@@ -34,7 +34,7 @@ var workCommand = &cli.Command{
 		"lost, or whose result cannot be published. CMD's standard streams are lease work's own; lease\n" +
 		"work writes only to stderr.",
 	Flags: flags(withJSON(commonFlags(), "print one JSON object per item, and one when lease work ends, on stderr (stdout is CMD's)"), []cli.Flag{
-		&cli.IntFlag{Name: "max-items", Usage: "stop after running `N` items (0: until the queue is empty)"},
+		&cli.IntFlag{Name: "max-items", Usage: "stop after running `N` items (0: until the queue is empty)", DefaultText: "0, no limit"},
 		settingFlag("grace"),
 		settingFlag("renew-interval"),
 		settingFlag("max-attempts"),
@@ -110,7 +110,7 @@ var workManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 125, Command: workCommand, Manual: workManual, Launch: Alone, Worker: true})
+	register(&Descriptor{Rank: 115, Command: workCommand, Manual: workManual, Launch: Alone, Worker: true})
 }
 
 // stopSignals stop lease work; the others it forwards are CMD's alone.

@@ -43,7 +43,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke retry complete verify group-claim group-renew group-release run work status fsck config qualify version id --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke retry complete verify group-claim group-renew group-release work run status fsck config qualify version id --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -131,19 +131,19 @@ _lease() {
         files=" --config "
         args=files
         ;;
-    run)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait --max-attempts -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts "
-        dirs=" --root "
-        files=" --config "
-        args=id-cmd
-        ;;
     work)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts "
         dirs=" --root "
         files=" --config "
         args=cmd
+        ;;
+    run)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait --max-attempts -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts "
+        dirs=" --root "
+        files=" --config "
+        args=id-cmd
         ;;
     status)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary -h --help"
