@@ -55,8 +55,9 @@ type holder struct {
 	finished   worker.Finished
 
 	cmd   *proctree.Cmd
-	pgid  int              // the supervisor's pid, for messages
-	killc <-chan time.Time // SIGKILL for CMD's group, once the lease is lost
+	sup   *proctree.Supervisor // runs CMD when set (lease work), else a supervisor of CMD's own
+	pgid  int                  // the supervisor's pid, for messages
+	killc <-chan time.Time     // SIGKILL for CMD's group, once the lease is lost
 }
 
 // keepConfig is how lease run keeps its lease alive.
@@ -86,6 +87,9 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 	// reaches CMD once (through us), not twice; and no process CMD starts
 	// outlives CMD, a lost lease, or lease run itself, killed or not.
 	cmd := proctree.Command(path, h.argv...)
+	if h.sup != nil {
+		cmd = h.sup.Command(path, h.argv...) // lease work's supervisor, one for all its items
+	}
 	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage, h.input)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, h.fin.stderr(stderr, h.complete)
 	cmd.Grace = seconds(e.set.Grace)
@@ -167,8 +171,9 @@ loop:
 	status := childStatus{}
 	code := exitcode.OK
 	var ee *exec.ExitError
+	var se *proctree.StatusError
 	switch {
-	case waitErr == nil || errors.As(waitErr, &ee):
+	case waitErr == nil || errors.As(waitErr, &ee) || errors.As(waitErr, &se):
 		ws := cmd.WaitStatus()
 		if ws.Signaled() {
 			code = exitcode.RunSignal + int(ws.Signal())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/proctree"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -35,6 +36,9 @@ type itemSpec struct {
 	// stop, when done, stops CMD (lease work told to stop: see
 	// holder.stop); nil for lease run.
 	stop context.Context
+	// sup runs CMD (lease work: one supervisor for all items); nil starts
+	// a supervisor for this CMD alone.
+	sup *proctree.Supervisor
 }
 
 // itemRun is how one item went.
@@ -57,7 +61,7 @@ func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, st
 	old := st.LockTimeout
 	st.LockTimeout = renewLockTimeout(e.set)
 	defer func() { st.LockTimeout = old }()
-	h := &holder{e: e, st: st, who: spec.who, item: item, argv: spec.argv, complete: spec.complete, chatty: spec.chatty, sigc: spec.sigc,
+	h := &holder{e: e, st: st, who: spec.who, item: item, argv: spec.argv, complete: spec.complete, chatty: spec.chatty, sigc: spec.sigc, sup: spec.sup,
 		lease: keepalive.Granted(item, start, granted.Record, seconds(e.set.ClockSkew))}
 	if spec.stop != nil {
 		h.stop, h.stopCtx = spec.stop.Done(), spec.stop

@@ -14,6 +14,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/proctree"
 	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -54,7 +55,8 @@ var workManual = Manual{
 		"so waiting never costs it its lease. When every queued item is done (or failed) it exits 0. Items that " +
 		"other workers add while it runs (lease add, from CMD too) are found by its next claim.\n\n" +
 		"An item: CMD runs as under lease run --next --complete (see lease-run(1): the supervisor, the keep-alive, " +
-		"the lost point, the grace). Exit status 0 publishes what CMD left in LEASE_STAGE whole, once, as " +
+		"the lost point, the grace), except that one supervisor, started once, runs every item's CMD in turn (a CMD " +
+		"costs its own fork and exec, not a supervisor's too); if it is killed, the next item gets a new one. Exit status 0 publishes what CMD left in LEASE_STAGE whole, once, as " +
 		"ROOT/public/ID/, and the item is done only when that publish succeeded; an empty LEASE_STAGE publishes " +
 		"nothing. A result that cannot be published (ROOT/public/ID exists, a symbolic link in it) leaves the item " +
 		"not done: released with an attempt counted, LEASE_STAGE kept for lease fsck. A CMD that exits non-zero, " +
@@ -256,6 +258,11 @@ type workLoop struct {
 func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, string) {
 	e, st := w.e, w.st
 	rnd := worker.NewRand()
+	defer func() {
+		if spec.sup != nil {
+			spec.sup.Close()
+		}
+	}()
 	for maxItems == 0 || w.items < maxItems {
 		if ctx.Err() != nil {
 			return exitcode.RunFailed, "signal"
@@ -292,6 +299,20 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 			it := commit.Item{ID: granted.ID, Token: granted.Token}
 			worker.Finish(st, it, worker.End{Complete: true}, e.set.MaxAttempts)
 			return exitcode.RunFailed, "signal"
+		}
+		if spec.sup == nil || spec.sup.Gone() {
+			// One supervisor for the worker's items (a CMD costs its own
+			// fork and exec only); again if it was killed.
+			sup, err := proctree.StartSupervisor(seconds(e.set.Grace))
+			if err != nil {
+				worker.Finish(st, commit.Item{ID: granted.ID, Token: granted.Token}, worker.End{Complete: true}, e.set.MaxAttempts)
+				fmt.Fprintln(e.errw, leasefmt.Bound("lease work: "+err.Error()+"; stopping"))
+				return exitcode.RunFailed, "error"
+			}
+			if spec.sup != nil {
+				spec.sup.Close()
+			}
+			spec.sup = sup
 		}
 		began := time.Now()
 		ir, err := holdItem(e, st, spec, *granted, cl.Started)

@@ -126,12 +126,12 @@ echo "$PPID" >> "$LEASE_ROOT/../supervisors"`
 		!strings.Contains(full, "harness: bad input") {
 		t.Errorf("the poison item: %s", full)
 	}
-	// One process for the whole campaign: every item's supervisor has the
-	// same parent, lease work itself.
+	// One process for the whole campaign, and one supervisor: every item's
+	// command had the same parent.
 	data, _ := os.ReadFile(filepath.Join(h.dir, "supervisors"))
 	sups := strings.Fields(string(data))
-	if len(sups) != 5 {
-		t.Fatalf("supervisors: %q", data)
+	if len(sups) != 5 || sups[0] != sups[4] || sups[1] != sups[4] {
+		t.Fatalf("the items' parents: %q, want one supervisor for the worker", data)
 	}
 	h.must(0, "", "fsck")
 }
