@@ -100,6 +100,9 @@ var runManual = Manual{
 		"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
 		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
 		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
+		"Owner: unless --owner, LEASE_OWNER or a file names one, the lease carries USER@HOST/PID (USER@HOST/rank-N/PID " +
+		"under a launcher's task: OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID or PMI_RANK), so that the workers of " +
+		"one host are told apart in the records and in lease status.\n\n" +
 		"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
 		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, failed, publish-refused, " +
 		"by-command-done, by-command-released, lost) and stats, whose lost is 1 when the lease was lost and 0 " +
