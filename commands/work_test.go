@@ -378,3 +378,22 @@ func TestWorkMaxItems(t *testing.T) {
 		t.Errorf("%s", r)
 	}
 }
+
+// TestWorkSupervisorKilled: when the worker's supervisor is killed (not
+// the worker), the item's run ends as killed by SIGKILL, and the next item
+// gets a new supervisor: the worker goes on.
+func TestWorkSupervisorKilled(t *testing.T) {
+	h := newHoldTable(t)
+	h.workAdd("sup", 2)
+	script := `echo $PPID >> "$LEASE_ROOT/../parents"
+if [ ! -e "$LEASE_ROOT/../killed" ]; then touch "$LEASE_ROOT/../killed"; kill -KILL $PPID; sleep 30; fi`
+	r := h.lease("", "work", "--json", "--", "sh", "-c", script)
+	items, end := workObjects(t, r.errOut)
+	if r.code != 0 || end.Finishes["done"] != 2 || len(items) != 3 {
+		t.Fatalf("%s\nwant the killed run released and both items done", r)
+	}
+	data, _ := os.ReadFile(filepath.Join(h.dir, "parents"))
+	if p := strings.Fields(string(data)); len(p) != 3 || p[0] == p[1] || p[1] != p[2] {
+		t.Errorf("the runs' supervisors: %q, want a new one after the first was killed", data)
+	}
+}

@@ -317,10 +317,17 @@ func (c *Cmd) waitServed() error {
 	c.haveWS = true
 	done := make(chan struct{})
 	go func() { c.served.copies.Wait(); close(done) }()
-	if c.WaitDelay > 0 {
+	delay := c.WaitDelay
+	if err != nil && (delay <= 0 || delay > time.Second) {
+		// The supervisor died (killed): CMD's own children are no longer
+		// below a subreaper and may hold its output open; what they write
+		// is not waited for.
+		delay = time.Second
+	}
+	if delay > 0 {
 		select {
 		case <-done:
-		case <-time.After(c.WaitDelay):
+		case <-time.After(delay):
 		}
 	} else {
 		<-done
