@@ -1,5 +1,7 @@
 # lease — build and test.
 #   make            build bin/lease (with MPI support when Open MPI is installed)
+#   make install    install lease, its man pages and completions under PREFIX
+#                   (default /usr/local; PREFIX=$HOME/.local for your own account)
 #   make test       run every test (what .ci/run calls)
 #   make demo       run the demo campaign on a fresh local table
 GO    ?= go
@@ -7,13 +9,32 @@ TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
 # missing; LEASE_TEST_REQUIRE=all turns every such skip into a failure (CI).
 TESTFLAGS ?= -count=1 -timeout 75m
+PREFIX ?= /usr/local
+DESTDIR ?=
 # bench/ is its own module (gonum/plot stays out of the product's go.mod):
 # ./... at the root does not reach it, so vet and test run there too.
 
-.PHONY: build test vet demo man
+.PHONY: build install test vet demo man
 
 build:
 	$(GO) build -tags "$(TAGS)" -o bin/lease .
+	@case ":$$PATH:" in *":$(CURDIR)/bin:"*) ;; *) if [ "$$(command -v lease)" != "$(CURDIR)/bin/lease" ]; then \
+	  echo "built bin/lease; to run it as lease: make install (PREFIX=$$HOME/.local for your own account), or export PATH=\"$(CURDIR)/bin:\$$PATH\""; fi;; esac
+
+# install puts lease on PATH (PREFIX/bin), its pages where man finds them
+# (PREFIX/share/man/man1, man5) and the completions where bash-completion,
+# zsh and fish look.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+	  $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+	  $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 bin/lease $(DESTDIR)$(PREFIX)/bin/lease
+	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 man/man5/*.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 completions/lease.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/lease
+	install -m 644 completions/_lease $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_lease
+	install -m 644 completions/lease.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/lease.fish
+	@case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "installed $(DESTDIR)$(PREFIX)/bin/lease; $(PREFIX)/bin is not on PATH: export PATH=\"$(PREFIX)/bin:\$$PATH\"";; esac
 
 vet:
 	gofmt -l . | (! grep .) || (echo "gofmt needed"; exit 1)

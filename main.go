@@ -1,5 +1,5 @@
 // Command lease keeps fenced work leases on a shared POSIX filesystem.
-// See README.md and man/lease.1.
+// See README.md and man/man1/lease.1.
 package main
 
 import (

@@ -3,14 +3,16 @@ package commands
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -45,33 +47,17 @@ type nextClaim struct {
 
 // claimNext claims up to n items of the queue; with wait, a busy queue is
 // tried again with backoff until an item is granted, the queue is empty,
-// the deadline passes, ctx is done or a signal comes.
+// the deadline passes, ctx is done or a signal (SIGINT, SIGTERM) comes.
 func claimNext(ctx context.Context, e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
-	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
-	var out nextClaim
-	var b *backoff
-	start := time.Now()
-	for {
-		out.started = time.Now()
-		nx := st.ClaimNext(n, e.set.Owner, e.set.TTL, rnd)
-		out.Next = nx
-		out.q.Tries++
-		out.q.Held, out.q.Cleaned, out.q.Foreign = nx.Held, out.q.Cleaned+nx.Cleaned, nx.Foreign
-		out.q.Read += nx.Read
-		out.q.Shards += nx.Shards
-		if nx.Answer != commit.Busy || !wait {
-			break
-		}
-		if b == nil {
-			b = newBackoff(ctx, deadline)
-			defer b.close()
-		}
-		if !b.wait(nx.Expiring) {
-			break
-		}
+	if wait {
+		sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		ctx = sctx
 	}
-	out.q.Answer = out.Answer.String()
-	out.q.WaitedS = time.Since(start).Seconds()
+	cl := worker.ClaimNext(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline)
+	out := nextClaim{Next: cl.Next, started: cl.Started}
+	out.q = queueJSON{Answer: cl.Answer.String(), Held: cl.Held, Cleaned: cl.Cleaned, Foreign: cl.Foreign,
+		Read: cl.Read, Shards: cl.Shards, Tries: cl.Tries, WaitedS: cl.Waited.Seconds()}
 	return out
 }
 

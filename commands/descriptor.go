@@ -17,7 +17,7 @@ import (
 // descriptors, so adding a command touches only its file:
 //
 //	func init() {
-//		register(&Descriptor{Rank: 125, Command: workCommand, Manual: workManual, Launch: Alone, Worker: true})
+//		register(&Descriptor{Rank: 115, Command: workCommand, Manual: workManual, Launch: Alone, Worker: true})
 //	}
 
 // Descriptor is everything lease knows of one command.

@@ -46,13 +46,13 @@ func TestNewCommandNeedsOnlyItsDescriptor(t *testing.T) {
 	}
 
 	files := docFiles()
-	page := string(files["man/lease-probe.1"])
+	page := string(files["man/man1/lease-probe.1"])
 	for _, want := range []string{"The paragraph of the probe.", "refuses to run", `\fB\-\-loud\fR`, "lease probe \\-\\-loud"} {
 		if !strings.Contains(page, want) {
-			t.Errorf("man/lease-probe.1 does not say %q:\n%s", want, page)
+			t.Errorf("man/man1/lease-probe.1 does not say %q:\n%s", want, page)
 		}
 	}
-	if main := string(files["man/lease.1"]); !strings.Contains(main, `\fBlease probe\fR`) || !strings.Contains(main, `lease\-probe`) {
+	if main := string(files["man/man1/lease.1"]); !strings.Contains(main, `\fBlease probe\fR`) || !strings.Contains(main, `lease\-probe`) {
 		t.Errorf("lease(1) does not list lease probe")
 	}
 	for _, f := range []string{"completions/lease.bash", "completions/_lease", "completions/lease.fish"} {

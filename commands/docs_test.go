@@ -60,10 +60,10 @@ func TestDocsUpToDate(t *testing.T) {
 			stale = append(stale, p)
 		}
 	}
-	for _, d := range []string{"man", "completions"} {
+	for _, d := range []string{"man", "man/man1", "man/man5", "completions"} {
 		ents, _ := os.ReadDir(filepath.Join("..", d))
 		for _, e := range ents {
-			if _, ok := files[d+"/"+e.Name()]; !ok {
+			if _, ok := files[d+"/"+e.Name()]; !ok && !e.IsDir() {
 				stale = append(stale, d+"/"+e.Name()+" (no longer generated)")
 			}
 		}
@@ -88,7 +88,7 @@ func TestDocsCoverEveryCommand(t *testing.T) {
 		if c.Hidden {
 			continue
 		}
-		page := "man/lease-" + c.Name + ".1"
+		page := "man/man1/lease-" + c.Name + ".1"
 		data, ok := files[page]
 		if !ok {
 			t.Errorf("no man page for command %s", c.Name)
@@ -122,16 +122,16 @@ func TestDocsCoverEveryCommand(t *testing.T) {
 	if len(pages) < 10 {
 		t.Fatalf("only %d command pages", len(pages))
 	}
-	for _, want := range []string{"man/lease.1", "man/lease-format.5"} {
+	for _, want := range []string{"man/man1/lease.1", "man/man5/lease-format.5"} {
 		if _, ok := files[want]; !ok {
 			t.Errorf("no %s", want)
 		}
 	}
 	// Exit statuses that differ from the common ones.
-	if run := string(files["man/lease-run.1"]); !strings.Contains(run, "124") || !strings.Contains(run, "127") {
+	if run := string(files["man/man1/lease-run.1"]); !strings.Contains(run, "124") || !strings.Contains(run, "127") {
 		t.Errorf("lease-run(1) does not list 124 and 127")
 	}
-	if fsck, ok := files["man/lease-fsck.1"]; ok && (!strings.Contains(string(fsck), "\\fB16\\fR") || strings.Contains(string(fsck), "\\fB5\\fR")) {
+	if fsck, ok := files["man/man1/lease-fsck.1"]; ok && (!strings.Contains(string(fsck), "\\fB16\\fR") || strings.Contains(string(fsck), "\\fB5\\fR")) {
 		t.Errorf("lease-fsck(1) does not list fsck(8) exit statuses")
 	}
 }
@@ -139,7 +139,7 @@ func TestDocsCoverEveryCommand(t *testing.T) {
 func TestManPagesRenderWithoutWarnings(t *testing.T) {
 	docRequire(t, "groff", "man")
 	dir := docWrite(t)
-	pages, _ := filepath.Glob(filepath.Join(dir, "man", "*"))
+	pages, _ := filepath.Glob(filepath.Join(dir, "man", "man[15]", "*"))
 	if len(pages) == 0 {
 		t.Fatal("no pages generated")
 	}
@@ -157,7 +157,7 @@ func TestManPagesRenderWithoutWarnings(t *testing.T) {
 		}
 	}
 	// A page renders its synopsis and examples.
-	cmd := exec.Command("man", "-l", filepath.Join(dir, "man", "lease-run.1"))
+	cmd := exec.Command("man", "-l", filepath.Join(dir, "man", "man1", "lease-run.1"))
 	cmd.Env = append(os.Environ(), "MANWIDTH=80")
 	out, err := cmd.Output()
 	if err != nil || !strings.Contains(string(out), "lease run [OPTIONS] ID|--next [--wait [SECONDS]] -- CMD [ARG...]") || !strings.Contains(string(out), "LEASE_TOKEN") {
@@ -272,4 +272,18 @@ func docOffers(out, want string) bool {
 		}
 	}
 	return false
+}
+
+// TestManPath: the pages are where man(1) looks for them by MANPATH, so
+// that MANPATH="$PWD/man:" man lease-claim (the README's) finds them.
+func TestManPath(t *testing.T) {
+	docRequire(t, "man")
+	for _, page := range []string{"lease-claim", "lease", "lease-format"} {
+		cmd := exec.Command("man", "-w", page)
+		cmd.Env = append(os.Environ(), "MANPATH="+filepath.Join("..", "man")+":")
+		out, err := cmd.Output()
+		if err != nil || !strings.Contains(string(out), filepath.Join("man", "man")) {
+			t.Errorf(`MANPATH="$PWD/man:" man -w %s: %q, %v`, page, out, err)
+		}
+	}
 }

@@ -55,7 +55,17 @@ var fsckCommand = &cli.Command{
 
 // fsckManual is the hand-written part of lease-fsck(1).
 var fsckManual = Manual{
-	More: "In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
+	More: "Debris is not damage: a worker killed at any point (kill -9 of lease run or lease work, a node that " +
+		"died) leaves the temp files of the record writes it had under way (.ID.json.tmp.*, input/SS/.ID.tmp.*) and " +
+		"staging directories of tokens that are no longer current (empty, or with what it staged; a result that " +
+		"could not be published leaves one too). A check reports each as a notice (severity notice, \"debris\":true " +
+		"in --json, and a debris count in the summary) that does not change the exit status: after a campaign in " +
+		"which workers were killed, lease fsck exits 0. --repair sweeps it as it always did: temp files are removed " +
+		"under the record's lock, empty staging directories are removed, and staging directories with anything in " +
+		"them are moved to lost+found/, never deleted; each such line says swept, and sweeping changes the exit " +
+		"status only when it fails (4). A temp file of lease add --content younger than an hour may be a live " +
+		"add's and is left alone.\n\n" +
+		"In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
 		"setgid and readable, writable and searchable by the group, every shard lock file writable by the group, " +
 		"and all of them in the root's group; each one that is not is a `permission` error, which --repair fixes " +
 		"(chmod and chgrp) when it runs as the owner of the file or as root, and otherwise reports as left. A table " +
@@ -63,7 +73,7 @@ var fsckManual = Manual{
 	Exit: fsckExit,
 	Files: []Item{
 		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},
-		{"ROOT/stage/ID.TOKEN/", "Staging directories; those of tokens that are not current are moved to lost+found/ (empty ones removed)."},
+		{"ROOT/stage/ID.TOKEN/", "Staging directories; those of tokens that are not current are debris (notices), which --repair moves to lost+found/ (empty ones removed)."},
 		{"ROOT/public/", "Published results; one that no done or committing record names is moved to lost+found/."},
 		{"ROOT/queue/SS/ID", "The queue: empty files of queued items that are not done; entries of done items are removed (the kind of finding is queue)."},
 	},
@@ -210,6 +220,7 @@ type findingJSON struct {
 	Found       string `json:"found"`
 	Expected    string `json:"expected,omitempty"`
 	Repair      string `json:"repair,omitempty"`
+	Debris      bool   `json:"debris,omitempty"`
 	Repaired    bool   `json:"repaired"`
 	Done        string `json:"done,omitempty"`
 	RepairError string `json:"repair_error,omitempty"`
@@ -223,7 +234,7 @@ func (p *fsckPrinter) finding(f *fsck.Finding) {
 	defer p.w.Flush()
 	if p.json {
 		j := findingJSON{Type: "finding", Kind: string(f.Kind), Severity: f.Severity().String(), Path: p.abs(f.Path), ID: string(f.ID),
-			Found: leasefmt.Bound(f.Found), Expected: leasefmt.Bound(f.Expected), Repair: f.Repair, Repaired: f.Repaired, Done: leasefmt.Bound(p.absDone(f))}
+			Found: leasefmt.Bound(f.Found), Expected: leasefmt.Bound(f.Expected), Repair: f.Repair, Debris: f.Debris, Repaired: f.Repaired, Done: leasefmt.Bound(p.absDone(f))}
 		if f.RepairErr != nil {
 			j.RepairError = leasefmt.Bound(f.RepairErr.Error())
 		}
@@ -235,6 +246,8 @@ func (p *fsckPrinter) finding(f *fsck.Finding) {
 	}
 	status := f.Severity().String()
 	switch {
+	case f.Repaired && f.Debris:
+		status = "swept"
 	case f.Repaired:
 		status = "repaired"
 	case f.RepairErr != nil:
@@ -256,6 +269,8 @@ func (p *fsckPrinter) finding(f *fsck.Finding) {
 		fmt.Fprintf(&b, " => %s", leasefmt.Bound(p.absDone(f)))
 	case f.RepairErr != nil:
 		fmt.Fprintf(&b, " => repair failed: %s", leasefmt.Bound(f.RepairErr.Error()))
+	case f.Debris:
+		fmt.Fprintf(&b, " (debris of a killed worker, not damage; --repair: %s)", leasefmt.Bound(f.Repair))
 	case f.Severity() == fsck.Notice:
 		b.WriteString(" (left alone)")
 	case f.Repair != "":
@@ -287,6 +302,8 @@ type summaryJSON struct {
 	Found         map[string]int `json:"found"`
 	Repaired      map[string]int `json:"repaired"`
 	Left          map[string]int `json:"left"`
+	Debris        map[string]int `json:"debris"`
+	Swept         map[string]int `json:"swept"`
 	Exit          int            `json:"exit"`
 	RepairCommand string         `json:"repair_command,omitempty"`
 }
@@ -319,7 +336,7 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	if p.json {
 		j := summaryJSON{Type: "summary", Root: p.root, Repair: s.Repair, Directories: s.Dirs, Records: s.Records,
 			Live: s.Live, Expired: s.Expired, Errors: s.Errors(), Found: kindCounts(s.Found), Repaired: kindCounts(s.Repaired),
-			Left: kindCounts(s.Left), Exit: s.Exit(), RepairCommand: cmd}
+			Left: kindCounts(s.Left), Debris: kindCounts(s.Debris), Swept: kindCounts(s.Swept), Exit: s.Exit(), RepairCommand: cmd}
 		if s.Table != nil {
 			j.WorkShards, j.TargetShards = s.Table.WorkShards, s.Table.TargetShards
 		}
@@ -335,10 +352,11 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	errs := map[fsck.Kind]int{}
 	notices := map[fsck.Kind]int{}
 	for k, v := range s.Found {
-		switch k.Severity() {
-		case fsck.Error:
+		switch v -= s.Debris[k]; {
+		case v == 0:
+		case k.Severity() == fsck.Error:
 			errs[k] = v
-		case fsck.Notice:
+		case k.Severity() == fsck.Notice:
 			notices[k] = v
 		}
 	}
@@ -349,6 +367,12 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	}
 	if n := fsck.Count(notices); n > 0 {
 		fmt.Fprintf(p.w, "notices: %d (%s), left alone\n", n, listCounts(notices))
+	}
+	switch n, swept := fsck.Count(s.Debris), fsck.Count(s.Swept); {
+	case n > 0 && s.Repair:
+		fmt.Fprintf(p.w, "debris of killed workers: %d (%s), swept %d (not damage)\n", n, listCounts(s.Debris), swept)
+	case n > 0:
+		fmt.Fprintf(p.w, "debris of killed workers: %d (%s), not damage: lease fsck --repair sweeps it\n", n, listCounts(s.Debris))
 	}
 	if n := s.Found[fsck.KindIO]; n > 0 {
 		fmt.Fprintf(p.w, "operational errors: %d (see the io lines); the check is incomplete\n", n)

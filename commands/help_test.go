@@ -72,7 +72,7 @@ func TestHelpAgreesWithManPages(t *testing.T) {
 				t.Errorf("lease %s --help does not name the value of %s", c.Name, names)
 			}
 		}
-		page := string(pages["man/lease-"+c.Name+".1"])
+		page := string(pages["man/man1/lease-"+c.Name+".1"])
 		hf, mf := helpFlags(help), manFlags(page)
 		if strings.Join(hf, " ") != strings.Join(mf, " ") {
 			t.Errorf("lease %s: --help lists %v, the man page %v", c.Name, hf, mf)

@@ -112,7 +112,7 @@ func TestFsckInput(t *testing.T) {
 	before := coreSnapshot(t, root)
 	r := coreMust(t, 4, "", "fsck", "--root", root)
 	coreSame(t, "read-only fsck", before, coreSnapshot(t, root))
-	if n := strings.Count(r.out, "error input "); n != 2 || !strings.Contains(r.out, "error temp ") || !strings.Contains(r.out, "notice unknown") {
+	if n := strings.Count(r.out, "error input "); n != 2 || !strings.Contains(r.out, "notice temp ") || !strings.Contains(r.out, "notice unknown") {
 		t.Errorf("fsck of a damaged input store:\n%s", r.out)
 	}
 	coreMust(t, 1, "", "fsck", "--repair", "--root", root)

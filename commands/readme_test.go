@@ -1,18 +1,202 @@
 package commands_test
 
-// The README's first example, "A worker in four lines", run as written,
-// with real lease processes: it must be right, since it is what a new
-// user copies.
+// The README's shell snippets run as tests, as written, with real lease
+// processes: they are what a new user copies, so each must work.
+//
+// Every ```sh block of README.md runs (TestReadmeSnippets) in bash, in a
+// scratch directory with `lease` (this build) first on PATH, and must exit
+// 0. The README's /scratch/campaign stands for a directory every node
+// sees: it is the one substitution, mapped to the scratch directory. The
+// scratch directory holds what the README's prose says the campaign has:
+// corpus/ (three seeds), todo (their IDs, as `ls corpus | lease id - >
+// todo` makes it), an executable ./fuzz-one.sh (a stand-in harness that
+// copies its item's input into LEASE_STAGE), and the table
+// /scratch/campaign/table, created, which LEASE_ROOT names (a snippet that
+// follows another relies on the export of the first).
+//
+// A comment on the line right before a block's fence changes that:
+//
+//	<!-- readme-test: run-by NAME... -->   run by those tests or files instead (a
+//	                                       snippet needing MPI, Slurm, a cluster, root, or
+//	                                       the build itself); each NAME must exist: a Go
+//	                                       test function of the repository or a path
+//	<!-- readme-test: needs TOOL... -->     run only where the tools are (LEASE_TEST_REQUIRE=all:
+//	                                       a failure where they are not)
+//	<!-- readme-test: exit N -->            its expected exit status instead of 0
+//
+// TestReadmeWorker also runs "A worker in four lines" line by line,
+// checking what each line leaves in held and in the table;
+// examples/afl_test.go runs "A campaign in a few lines" with AFL++.
 
 import (
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasetool/lease/internal/testenv"
 )
+
+// readmeBlock is one ```sh block of README.md.
+type readmeBlock struct {
+	line    int    // of its fence
+	section string // the heading above it
+	code    string
+	marker  map[string][]string
+}
+
+var readmeMarker = regexp.MustCompile(`^<!-- readme-test: (.*) -->$`)
+
+// readmeBlocks parses the ```sh blocks of README.md with their markers.
+func readmeBlocks(t *testing.T) []readmeBlock {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	var out []readmeBlock
+	section := ""
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if strings.HasPrefix(l, "#") {
+			section = strings.TrimSpace(strings.TrimLeft(l, "#"))
+		}
+		if l != "```sh" {
+			continue
+		}
+		b := readmeBlock{line: i + 1, section: section, marker: map[string][]string{}}
+		if i > 0 {
+			if m := readmeMarker.FindStringSubmatch(lines[i-1]); m != nil {
+				for _, part := range strings.Split(m[1], ";") {
+					f := strings.Fields(part)
+					if len(f) == 0 {
+						continue
+					}
+					switch f[0] {
+					case "run-by", "needs", "exit":
+						b.marker[f[0]] = f[1:]
+					default:
+						t.Fatalf("README.md:%d: unknown readme-test marker %q", i, f[0])
+					}
+				}
+			}
+		}
+		var code []string
+		for i++; i < len(lines) && lines[i] != "```"; i++ {
+			code = append(code, lines[i])
+		}
+		b.code = strings.Join(code, "\n") + "\n"
+		out = append(out, b)
+	}
+	return out
+}
+
+// readmeTests lists the names of the repository's Go test functions.
+func readmeTests(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	re := regexp.MustCompile(`(?m)^func (Test\w+)\(`)
+	filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		data, _ := os.ReadFile(p)
+		for _, m := range re.FindAllSubmatch(data, -1) {
+			names[string(m[1])] = true
+		}
+		return nil
+	})
+	return names
+}
+
+// readmeKit makes the scratch directory of a snippet (see the top of this
+// file) and returns it and the environment to run the snippet in.
+func readmeKit(t *testing.T) (string, []string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, ".bin")
+	os.Mkdir(bin, 0o755)
+	if err := os.Symlink(procBin, filepath.Join(bin, "lease")); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin", "HOME=" + dir, "XDG_CONFIG_HOME=" + filepath.Join(dir, ".xdg"),
+		"LEASE_ROOT=" + filepath.Join(dir, "table"), "LANG=C"}
+	os.Mkdir(filepath.Join(dir, "corpus"), 0o755)
+	for i := 1; i <= 3; i++ {
+		os.WriteFile(filepath.Join(dir, "corpus", fmt.Sprintf("seed-%04d", i)), []byte(fmt.Sprintf("seed %d\n", i)), 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "fuzz-one.sh"), []byte("#!/bin/sh\n# A stand-in harness: the item's input is its result.\n"+
+		"if [ -n \"$LEASE_INPUT\" ]; then cp \"$LEASE_INPUT\" \"$LEASE_STAGE/input\"; fi\n"), 0o755)
+	setup := exec.Command("bash", "-c", "lease init > /dev/null && ls corpus | lease id - > todo")
+	setup.Dir, setup.Env = dir, env
+	if out, err := setup.CombinedOutput(); err != nil {
+		t.Fatalf("the snippets' scratch directory: %v\n%s", err, out)
+	}
+	return dir, env
+}
+
+// TestReadmeSnippets runs every ```sh block of README.md (see the top of
+// this file).
+func TestReadmeSnippets(t *testing.T) {
+	testenv.NeedTools(t, "bash", "grep", "cut", "tail")
+	blocks := readmeBlocks(t)
+	if len(blocks) < 5 {
+		t.Fatalf("README.md has %d sh blocks", len(blocks))
+	}
+	tests := readmeTests(t)
+	for _, b := range blocks {
+		name := fmt.Sprintf("line%d-%s", b.line, strings.ReplaceAll(b.section, " ", "_"))
+		t.Run(name, func(t *testing.T) {
+			if by := b.marker["run-by"]; by != nil {
+				for _, n := range by {
+					_, err := os.Stat(filepath.Join("..", n))
+					if !tests[n] && err != nil {
+						t.Errorf("README.md:%d: run-by %s: no test function and no file of that name", b.line, n)
+					}
+				}
+				t.Logf("README.md:%d is run by %s", b.line, strings.Join(by, ", "))
+				return
+			}
+			if tools := b.marker["needs"]; tools != nil {
+				testenv.NeedTools(t, tools...)
+			}
+			want := 0
+			if e := b.marker["exit"]; len(e) == 1 {
+				want, _ = strconv.Atoi(e[0])
+			}
+			dir, env := readmeKit(t)
+			cmd := exec.Command("bash", "-c", strings.ReplaceAll(b.code, "/scratch/campaign", dir))
+			cmd.Dir, cmd.Env = dir, env
+			done := make(chan struct{})
+			var out []byte
+			var err error
+			go func() { out, err = cmd.CombinedOutput(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Minute): // a hang, not a slow machine
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("README.md:%d did not finish:\n%s\n%s", b.line, b.code, out)
+			}
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != want {
+				t.Errorf("README.md:%d (%s) exited %d, want %d:\n%s--- output:\n%s", b.line, b.section, code, want, b.code, out)
+			}
+		})
+	}
+}
 
 // readmeWorker returns the lines of the README's "A worker in four lines".
 func readmeWorker(t *testing.T) []string {

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -84,7 +85,8 @@ var runManual = Manual{
 		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
 		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
 		"e.g. `lease complete --publish NAME` as its last step: renewals then stop (done is final), and lease run " +
-		"exits with CMD's status. A lease that is released or revoked while CMD runs (lease release, lease " +
+		"exits with CMD's status, also when lease run itself was stopped (SIGSTOP) until past the lease's expiry " +
+		"meanwhile: a stop point found long past is checked against the record first, and a lease done is not lost. A lease that is released or revoked while CMD runs (lease release, lease " +
 		"revoke, by anyone, CMD included) is lost: lease run checks the record, read-only, about every second " +
 		"between renewals and stops CMD at once (SIGTERM, then SIGKILL after --grace; exit 124), since the item " +
 		"can be claimed again from then on. If lease run is killed, the supervisor notices at once (the end of " +
@@ -98,9 +100,13 @@ var runManual = Manual{
 		"SIGKILL at that point, so CMD is gone before any claimer may take the lease over (expires_at + " +
 		"clock_skew on a clock up to clock_skew ahead). The grace is --grace, shortened to (D - clock_skew - " +
 		"interval) / 2 when it does not fit, so that renewals are retried first.\n\n" +
+		"Owner: unless --owner, LEASE_OWNER or a file names one, the lease carries USER@HOST/PID (USER@HOST/rank-N/PID " +
+		"under a launcher's task: OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID or PMI_RANK), so that the workers of " +
+		"one host are told apart in the records and in lease status.\n\n" +
 		"lease run writes only to stderr; with --json it prints one JSON summary there when it ends: id, token, " +
 		"exit, child_status, child_signal, lost, lost_reason, finish (released, done, failed, publish-refused, " +
-		"by-command-done, by-command-released, lost) and stats.",
+		"by-command-done, by-command-released, lost) and stats, whose lost is 1 when the lease was lost and 0 " +
+		"otherwise, as lost says.",
 	Exit: runExit,
 	Env: []Item{
 		{"LEASE_ID", "Set for CMD: the ID held."},
@@ -251,6 +257,9 @@ func runRun(c *cli.Context) error {
 	if c.IsSet("now") {
 		return cli.Exit("--now: lease run keeps time with the system clock while CMD runs", exitcode.RunFailed)
 	}
+	if !e.set.Explicit("owner") {
+		e.set.Owner = config.WorkerOwner(getenv)
+	}
 	if err := e.set.CheckRenewInterval(); err != nil {
 		return toolFailed(err)
 	}
@@ -355,33 +364,28 @@ func runRun(c *cli.Context) error {
 		}
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 	}
-	item.Token = res[0].Token
-	// The release or completion after CMD waits for a lock no longer than
-	// a renewal would (keepalive.LockWait).
-	st.LockTimeout = renewLockTimeout(e.set)
-	h := &holder{e: e, st: st, item: item, argv: argv,
-		lease: keepalive.Granted(item, start, res[0].Record, seconds(e.set.ClockSkew))}
-	stage, err := st.MakeStage(id, item.Token)
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwardedSignals...)
+	defer signal.Stop(sigc)
+	spec := itemSpec{who: "lease run", path: path, argv: argv, complete: c.Bool("complete"), chatty: e.verbose,
+		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: sigc}
+	ir, err := holdItem(e, st, spec, res[0], start)
 	if err != nil {
-		h.end(false)
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", id, item.Token, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
+		return err
 	}
-	h.stage = stage
-	if ok, err := st.HasInput(id); err != nil {
-		h.end(false)
-		return cli.Exit(leasefmt.Bound(fmt.Sprintf("stored input of %s: %v; lease released, %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
-	} else if ok {
-		h.input = st.Abs(st.InputPath(id))
-	}
-	if e.verbose {
-		fmt.Fprintf(e.errw, "lease run: holding %s token %d for %s, renewing every %s, staging in %s\n",
-			id, item.Token, formatSeconds(h.lease.Duration), formatSeconds(e.set.RenewInterval), stage)
-	}
-
-	code, status := h.run(path, c.App.Reader, c.App.Writer, c.App.ErrWriter)
+	h, code, status := ir.h, ir.code, ir.status
+	item.Token = h.item.Token
 	if e.json {
+		// stats.lost counts the leases lost, as lost says: the store's own
+		// count also has the checks and the finish that found the lease
+		// done or released by CMD itself, which lost nothing.
+		snap := e.snapshot(st)
+		snap.Lost = 0
+		if h.lost {
+			snap.Lost = 1
+		}
 		sum := runSummary{Command: "run", ID: string(id), Token: item.Token, Exit: code, ChildStatus: status.code,
-			ChildSignal: status.signal, Lost: h.lost, LostReason: h.lostReason, Finish: h.finish, Stats: e.snapshot(st)}
+			ChildSignal: status.signal, Lost: h.lost, LostReason: h.lostReason, Finish: h.finish, Stats: snap}
 		json.NewEncoder(e.errw).Encode(sum)
 	} else if e.verbose {
 		s := e.snapshot(st)

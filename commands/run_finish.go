@@ -7,7 +7,6 @@ package commands
 // at max_attempts), with its exit status and the end of its stderr.
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -15,7 +14,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
-	"github.com/leasetool/lease/keepalive"
+	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -79,97 +78,84 @@ func (t *tailBuffer) bytes() []byte {
 	return append([]byte(nil), t.buf...)
 }
 
-// release releases the lease after CMD exited: with --complete, a CMD
-// that failed (and was not stopped, and did not lose its lease) counts an
-// attempt.
-func (h *holder) release() []commit.Result {
-	items := []commit.Item{h.item}
-	if !h.e.c.Bool("complete") || h.fin.exit == 0 || h.fin.stopped || h.lost {
-		return h.st.Release(items)
+// end finishes the lease after CMD exited, by the rules of
+// worker.Finish: with --complete (lease work always), succeeded says CMD
+// exited 0, and a CMD that failed (was not stopped by a signal sent to
+// its holder, did not lose its lease, did start) counts an attempt. A
+// lease CMD finished itself under our token (done, or released at its
+// end) is fine. It returns 0, exitcode.RunLost when the lease turns out
+// to be gone, or exitcode.RunFailed when the item is not done for its
+// result's sake or the table could not be written.
+func (h *holder) end(succeeded bool) int {
+	e := worker.End{Complete: h.complete, Succeeded: succeeded, Lost: h.lost}
+	if h.complete && !succeeded && !h.fin.stopped && !h.lost && !h.notStarted && h.fin.exit != 0 {
+		e.Failure = &commit.Failure{ExitStatus: h.fin.exit, Stderr: h.fin.tail.bytes()}
 	}
-	res := h.st.ReleaseFailed(items, commit.Failure{ExitStatus: h.fin.exit, Stderr: h.fin.tail.bytes()}, h.e.set.MaxAttempts)
-	h.sayAttempt(res[0], fmt.Sprintf("%s exited %d", leasefmt.Quote(h.argv[0]), h.fin.exit))
-	return res
+	f := worker.Finish(h.st, h.item, e, h.e.set.MaxAttempts)
+	h.finished, h.finish = f, f.How
+	r := f.Result
+	switch {
+	case f.StageErr != nil:
+		h.say("cannot read LEASE_STAGE %s: %v; the item is released, not done", h.stage, f.StageErr)
+		return exitcode.RunFailed
+	case f.How == worker.HowPublishRefused:
+		h.say("%s token %d is not done: its result cannot be published: %s; LEASE_STAGE stays (lease fsck moves it to lost+found/)",
+			h.item.ID, h.item.Token, f.Refused)
+		h.sayAttempt(f, "the publish was refused")
+		return exitcode.RunFailed
+	case f.Unpublished:
+		h.say("%s token %d was completed by the command; what it left in LEASE_STAGE is not published (lease fsck moves it to lost+found/)",
+			h.item.ID, h.item.Token)
+		return exitcode.OK
+	case f.PublishErr != nil:
+		h.say("could not publish the result: %s", failLine(*f.PublishErr))
+		return exitcode.RunFailed
+	case f.How == worker.HowDone || f.How == worker.HowReleased || f.How == worker.HowFailed:
+		if f.Attempt {
+			h.sayAttempt(f, fmt.Sprintf("%s exited %d", leasefmt.Quote(h.argv[0]), h.fin.exit))
+		}
+		return exitcode.OK
+	case f.How == worker.HowByHolderDone || f.How == worker.HowByHolderReleased:
+		return exitcode.OK
+	case f.How == worker.HowLost:
+		if !h.lost {
+			h.lost, h.lostReason = true, failLine(r)
+			what := "finished"
+			if succeeded && h.complete {
+				what = "completed"
+			}
+			h.say("lease lost before it could be %s: %s", what, failLine(r))
+		}
+		return exitcode.RunLost
+	}
+	verb := "release"
+	if succeeded && h.complete {
+		verb = "complete"
+	}
+	h.say("could not %s the lease: %s", verb, failLine(r))
+	return exitcode.RunFailed
+}
+
+// say writes one bounded line of the holder on stderr.
+func (h *holder) say(format string, args ...any) {
+	fmt.Fprintln(h.e.errw, leasefmt.Bound(h.who+": "+fmt.Sprintf(format, args...)))
 }
 
 // sayAttempt reports on stderr an attempt counted.
-func (h *holder) sayAttempt(r commit.Result, why string) {
-	if r.Outcome != commit.OK || r.Record == nil {
+func (h *holder) sayAttempt(f worker.Finished, why string) {
+	rec := f.Result.Record
+	if !f.Attempt || rec == nil {
 		return
 	}
-	rec := r.Record
 	if rec.Status == leasefmt.Failed {
-		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s: %s token %d failed after %d attempts (max_attempts %d); lease retry puts it back",
-			why, rec.ID, rec.Token, rec.Attempts, h.e.set.MaxAttempts)))
+		h.say("%s: %s token %d failed after %d attempts (max_attempts %d); lease retry puts it back",
+			why, rec.ID, rec.Token, rec.Attempts, h.e.set.MaxAttempts)
 		return
 	}
 	limit := " (max_attempts 0: no limit)"
 	if h.e.set.MaxAttempts > 0 {
 		limit = fmt.Sprintf(" of %d", h.e.set.MaxAttempts)
 	}
-	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s: failed attempt %d%s counted for %s token %d; released for another try",
-		why, rec.Attempts, limit, rec.ID, rec.Token)))
-}
-
-// publishStage publishes what CMD left in LEASE_STAGE as the item's
-// result, ROOT/public/ID/, when it left anything: the lease is then done
-// only if the publish succeeded. A result that cannot be published (a
-// symbolic link in it, public/ID taken) releases the item with an attempt
-// counted and leaves the staging directory for lease fsck (moved to
-// lost+found/, never deleted). It reports lease run's exit status, and
-// false when LEASE_STAGE is empty (the lease is completed as usual).
-func (h *holder) publishStage() (int, bool) {
-	empty, err := h.st.StageEmpty(h.item.ID, h.item.Token)
-	if err == nil && empty {
-		return 0, false
-	}
-	if err != nil {
-		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: cannot read LEASE_STAGE %s: %v; the item is released, not done", h.stage, err)))
-		h.st.Release([]commit.Item{h.item})
-		h.finish = "io-error"
-		return exitcode.RunFailed, true
-	}
-	r, err := h.st.CompleteStage(h.item)
-	refused := ""
-	switch {
-	case errors.Is(err, commit.ErrStaged):
-		refused = err.Error()
-	case r.Outcome == commit.Exists:
-		refused = r.Detail
-	}
-	if refused != "" {
-		why := "its result cannot be published: " + refused
-		res := h.st.ReleaseFailed([]commit.Item{h.item}, commit.Failure{Stderr: []byte("lease run: " + why)}, h.e.set.MaxAttempts)
-		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s token %d is not done: %s; LEASE_STAGE stays (lease fsck moves it to lost+found/)",
-			h.item.ID, h.item.Token, why)))
-		h.sayAttempt(res[0], "the publish was refused")
-		h.finish = "publish-refused"
-		return exitcode.RunFailed, true
-	}
-	switch ev := keepalive.Classify(r.Outcome); {
-	case r.Outcome == commit.OK:
-		h.finish = "done"
-		return 0, true
-	case ev == keepalive.Done:
-		// CMD completed the lease itself, without this result.
-		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s token %d was completed by the command; what it left in LEASE_STAGE is not published (lease fsck moves it to lost+found/)",
-			h.item.ID, h.item.Token)))
-		h.finish = "by-command-done"
-		return 0, true
-	case ev == keepalive.Lost:
-		h.finish = "lost"
-		h.lost, h.lostReason = true, failLine(r)
-		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before its result could be published: "+failLine(r)))
-		return exitcode.RunLost, true
-	}
-	// An I/O error, a lock timeout, a corrupt record: the record may be
-	// committing; the release settles it (done if the result moved).
-	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: could not publish the result: %s", failLine(r))))
-	rel := h.st.Release([]commit.Item{h.item})[0]
-	if rel.Outcome == commit.Done {
-		h.finish = "done"
-		return 0, true
-	}
-	h.finish = r.Outcome.Reason()
-	return exitcode.RunFailed, true
+	h.say("%s: failed attempt %d%s counted for %s token %d; released for another try",
+		why, rec.Attempts, limit, rec.ID, rec.Token)
 }

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -25,13 +25,25 @@ import (
 // decides when the lease is renewed, retried, lost or done; the holder
 // runs CMD, forwards signals to it and stops it when the lease is lost.
 type holder struct {
-	e     *env
-	st    *commit.Store
-	item  commit.Item
-	argv  []string
-	stage string // LEASE_STAGE: the staging directory of this token
-	input string // LEASE_INPUT: the item's stored content, "" when none
-	lease keepalive.Lease
+	e    *env
+	st   *commit.Store
+	who  string // "lease run" or "lease work", for messages
+	item commit.Item
+	argv []string
+	// complete: finish the item (done when CMD exits 0, an attempt when
+	// it fails): lease run --complete, lease work.
+	complete bool
+	chatty   bool // -v: say each renewal (lease run)
+	// sigc carries the signals to forward to CMD.
+	sigc <-chan os.Signal
+	// stop, when it closes, stops CMD as the signal that caused it
+	// (stoppedBy(stopCtx)) would, and SIGKILLs the tree after the grace:
+	// lease work told to stop. nil for lease run.
+	stop    <-chan struct{}
+	stopCtx context.Context
+	stage   string // LEASE_STAGE: the staging directory of this token
+	input   string // LEASE_INPUT: the item's stored content, "" when none
+	lease   keepalive.Lease
 
 	renewals   int
 	byCommand  bool // CMD completed the lease itself: renewals stopped
@@ -39,10 +51,13 @@ type holder struct {
 	lostReason string
 	finish     string    // released, done, failed, lost, or the failure's reason word
 	fin        runFinish // how CMD ended, for finishing the lease (run_finish.go)
+	notStarted bool      // CMD could not be started
+	finished   worker.Finished
 
 	cmd   *proctree.Cmd
-	pgid  int              // the supervisor's pid, for messages
-	killc <-chan time.Time // SIGKILL for CMD's group, once the lease is lost
+	sup   *proctree.Supervisor // runs CMD when set (lease work), else a supervisor of CMD's own
+	pgid  int                  // the supervisor's pid, for messages
+	killc <-chan time.Time     // SIGKILL for CMD's group, once the lease is lost
 }
 
 // keepConfig is how lease run keeps its lease alive.
@@ -72,21 +87,21 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 	// reaches CMD once (through us), not twice; and no process CMD starts
 	// outlives CMD, a lost lease, or lease run itself, killed or not.
 	cmd := proctree.Command(path, h.argv...)
+	if h.sup != nil {
+		cmd = h.sup.Command(path, h.argv...) // lease work's supervisor, one for all its items
+	}
 	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage, h.input)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, h.fin.stderr(stderr, e.c.Bool("complete"))
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, h.fin.stderr(stderr, h.complete)
 	cmd.Grace = seconds(e.set.Grace)
 	h.cmd = cmd
-
-	sigc := make(chan os.Signal, 8)
-	signal.Notify(sigc, forwardedSignals...)
-	defer signal.Stop(sigc)
 
 	if err := cmd.Start(); err != nil {
 		code := exitcode.RunCannotRun
 		if errors.Is(err, fs.ErrNotExist) {
 			code = exitcode.RunNotFound
 		}
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: cannot run %s: %v", leasefmt.Quote(h.argv[0]), err)))
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("%s: cannot run %s: %v", h.who, leasefmt.Quote(h.argv[0]), err)))
+		h.notStarted = true
 		if h.end(false); h.lost {
 			return exitcode.RunLost, childStatus{}
 		}
@@ -115,15 +130,26 @@ loop:
 		select {
 		case waitErr = <-waitc:
 			break loop
-		case sig := <-sigc:
+		case sig := <-h.sigc:
 			if s, ok := sig.(syscall.Signal); ok {
 				h.fin.signalled(s)
 				cmd.Signal(s)
 			}
+		case <-h.stop:
+			// lease work was told to stop: CMD gets the signal, and the
+			// whole tree SIGKILL after the grace unless it is gone by then.
+			h.stop = nil
+			if s, ok := stoppedBy(h.stopCtx).(syscall.Signal); ok {
+				h.fin.signalled(s)
+				cmd.Signal(s)
+			}
+			if h.killc == nil && !h.lost {
+				h.killc = time.After(seconds(e.set.Grace))
+			}
 		case <-h.killc:
 			h.killc = nil
-			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: %s still running after SIGTERM; sending SIGKILL to every process below supervisor %d",
-				leasefmt.Quote(h.argv[0]), h.pgid)))
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("%s: %s still running after SIGTERM; sending SIGKILL to every process below supervisor %d",
+				h.who, leasefmt.Quote(h.argv[0]), h.pgid)))
 			cmd.Kill()
 		case r, ok := <-keeping:
 			if !ok {
@@ -145,8 +171,9 @@ loop:
 	status := childStatus{}
 	code := exitcode.OK
 	var ee *exec.ExitError
+	var se *proctree.StatusError
 	switch {
-	case waitErr == nil || errors.As(waitErr, &ee):
+	case waitErr == nil || errors.As(waitErr, &ee) || errors.As(waitErr, &se):
 		ws := cmd.WaitStatus()
 		if ws.Signaled() {
 			code = exitcode.RunSignal + int(ws.Signal())
@@ -161,7 +188,7 @@ loop:
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease run: waiting for %s: %v", leasefmt.Quote(h.argv[0]), waitErr)))
 	}
 	h.fin.exit = code
-	fc := h.end(code == exitcode.OK && e.c.Bool("complete"))
+	fc := h.end(code == exitcode.OK)
 	switch {
 	case h.lost:
 		return exitcode.RunLost, status
@@ -181,19 +208,19 @@ func (h *holder) reported(r keepalive.Report) {
 	switch r.Event {
 	case keepalive.Renewed:
 		h.renewals++
-		if e.verbose {
-			fmt.Fprintf(e.errw, "lease run: renewed %s token %d until %s (%s from now)\n", h.item.ID, h.item.Token,
+		if h.chatty {
+			fmt.Fprintf(e.errw, "%s: renewed %s token %d until %s (%s from now)\n", h.who, h.item.ID, h.item.Token,
 				time.UnixMicro(int64(r.Result.Record.ExpiresAt*1e6)).UTC().Format(time.RFC3339), formatSeconds(h.lease.Duration))
 		}
 	case keepalive.Retry:
-		fmt.Fprintln(e.errw, "lease run: renewal failed, retrying until the lease runs out: "+failLine(r.Result))
+		fmt.Fprintln(e.errw, h.who+": renewal failed, retrying until the lease runs out: "+failLine(r.Result))
 	case keepalive.Done:
 		// Done passed the token check first (fenced): CMD, or someone it
 		// gave LEASE_TOKEN to, completed the lease; done is final, so CMD
 		// may finish in peace.
 		h.byCommand = true
-		if e.verbose && !r.Checked {
-			fmt.Fprintf(e.errw, "lease run: %s token %d was completed by the command; renewals stop\n", h.item.ID, h.item.Token)
+		if h.chatty && !r.Checked {
+			fmt.Fprintf(e.errw, "%s: %s token %d was completed by the command; renewals stop\n", h.who, h.item.ID, h.item.Token)
 		}
 	case keepalive.Lost:
 		if !r.Expired {
@@ -207,8 +234,8 @@ func (h *holder) reported(r keepalive.Report) {
 		why := fmt.Sprintf("no renewal of %s token %d succeeded; the lease counts as lost at expires_at - clock_skew, in %s",
 			h.item.ID, h.item.Token, left.Round(time.Millisecond))
 		if left <= 0 {
-			why = fmt.Sprintf("no renewal of %s token %d succeeded; the lease counted as lost %s ago (was lease run stopped?)",
-				h.item.ID, h.item.Token, (-left).Round(time.Millisecond))
+			why = fmt.Sprintf("no renewal of %s token %d succeeded; the lease counted as lost %s ago (was %s stopped?)",
+				h.item.ID, h.item.Token, (-left).Round(time.Millisecond), h.who)
 			left = min(seconds(e.set.Grace), time.Second)
 		}
 		h.lose(why, left)
@@ -218,8 +245,8 @@ func (h *holder) reported(r keepalive.Report) {
 // lose stops CMD: SIGTERM to its group now, SIGKILL after wait.
 func (h *holder) lose(why string, wait time.Duration) {
 	h.lost, h.lostReason = true, why
-	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: lease lost: %s; sending SIGTERM to %s (every process below supervisor %d), SIGKILL in %s",
-		why, leasefmt.Quote(h.argv[0]), h.pgid, wait)))
+	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("%s: lease lost: %s; sending SIGTERM to %s (every process below supervisor %d), SIGKILL in %s",
+		h.who, why, leasefmt.Quote(h.argv[0]), h.pgid, wait)))
 	h.cmd.Terminate()
 	h.killc = time.After(wait)
 }
@@ -230,55 +257,4 @@ func lostWhy(r commit.Result) string {
 		return "the lease was released or revoked (lease release, lease revoke); " + failLine(r)
 	}
 	return failLine(r)
-}
-
-// end finishes the lease after CMD exited: complete (done) when asked and
-// CMD succeeded, else release. A lease CMD finished itself under our token
-// (done, or released at its end) is fine. It returns 0, exitcode.RunLost when the
-// lease turns out to be gone, or exitcode.RunFailed when the table could not be
-// written. An empty staging directory is removed.
-func (h *holder) end(complete bool) int {
-	defer h.removeStage()
-	var res []commit.Result
-	verb := "release"
-	if complete {
-		if code, published := h.publishStage(); published {
-			return code
-		}
-		res, verb = h.st.Complete([]commit.Item{h.item}), "complete"
-	} else {
-		res = h.release()
-	}
-	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
-	case r.Outcome == commit.OK:
-		h.finish = map[bool]string{true: "done", false: "released"}[complete]
-		if r.Record != nil && r.Record.Status == leasefmt.Failed {
-			h.finish = "failed"
-		}
-		return exitcode.OK
-	case h.lost:
-		h.finish = "lost"
-		return exitcode.RunLost
-	case ev == keepalive.Done || r.Outcome == commit.Released:
-		h.finish = "by-command-" + r.Outcome.Reason()
-		return exitcode.OK
-	case ev == keepalive.Lost:
-		h.finish = "lost"
-		h.lost, h.lostReason = true, failLine(r)
-		fmt.Fprintln(h.e.errw, leasefmt.Bound("lease run: lease lost before it could be finished: "+failLine(r)))
-		return exitcode.RunLost
-	default:
-		h.finish = r.Outcome.Reason()
-		fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("lease run: could not %s the lease: %s", verb, failLine(r))))
-		return exitcode.RunFailed
-	}
-}
-
-// removeStage removes the staging directory when CMD left nothing in it
-// (a published result was moved out by lease complete --publish); what
-// is left stays for lease fsck to move to lost+found/.
-func (h *holder) removeStage() {
-	if h.stage != "" {
-		h.st.FS.Remove(commit.StagePath(h.item.ID, h.item.Token))
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"os/signal"
 	"strconv"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/internal/worker"
 )
 
 // --wait [SECONDS]: wait with backoff for what is busy, as flock -w and
@@ -90,58 +91,23 @@ func waiting(c *cli.Context, args []string, takeNumber bool) (wait bool, deadlin
 	return true, time.Now().Add(seconds(w.secs)), args, nil
 }
 
-// backoff sleeps before the next try: capped exponential backoff with
-// jitter, never past deadline (when set), and woken early at hint (when
-// set: the earliest moment something busy can free up). It returns false
-// when the deadline has passed, or its context is done: the caller's, or
-// the process was asked to stop (SIGINT, SIGTERM, which cancel it while
-// the backoff waits).
+// backoff is worker.Backoff whose waits also end when the process is
+// asked to stop (SIGINT, SIGTERM, which cancel it while the backoff
+// waits), or the caller's context is done.
 type backoff struct {
-	next     time.Duration
-	deadline time.Time
-	stop     context.Context
-	cancel   func()
+	*worker.Backoff
+	cancel func()
 }
-
-const (
-	backoffMin = 50 * time.Millisecond
-	backoffMax = 2 * time.Second
-)
 
 func newBackoff(parent context.Context, deadline time.Time) *backoff {
 	ctx, cancel := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	return &backoff{next: backoffMin, deadline: deadline, stop: ctx, cancel: cancel}
+	return &backoff{Backoff: worker.NewBackoff(ctx, deadline), cancel: cancel}
 }
 
-// wait sleeps once; hint is a time (seconds since the epoch) at which a
-// busy item may be free, 0 when unknown.
-func (b *backoff) wait(hint float64) bool {
-	d := b.next/2 + rand.N(b.next/2+1) // jitter: workers that started together spread out
-	b.next = min(2*b.next, backoffMax)
-	if hint > 0 {
-		if until := time.Until(time.UnixMicro(int64(hint * 1e6))); until > 0 && until < d {
-			d = until + time.Millisecond
-		}
-	}
-	if !b.deadline.IsZero() {
-		left := time.Until(b.deadline)
-		if left <= 0 {
-			return false
-		}
-		d = min(d, left)
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-b.stop.Done():
-		return false
-	}
-}
+func (b *backoff) wait(hint float64) bool { return b.Wait(hint) }
 
 // stopped reports whether a signal (or the caller's context) ended the
 // wait.
-func (b *backoff) stopped() bool { return b.stop.Err() != nil }
+func (b *backoff) stopped() bool { return b.Stopped() }
 
 func (b *backoff) close() { b.cancel() }

@@ -43,7 +43,7 @@ _lease() {
         fi
     done
     if [[ -z $cmd ]]; then
-        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke retry complete verify group-claim group-renew group-release run status fsck config qualify version id --help --version" -- "$cur"))
+        COMPREPLY=($(compgen -W "init add claim renew-batch release revoke retry complete verify group-claim group-renew group-release work run status fsck config qualify version id --help --version" -- "$cur"))
         return
     fi
     case $cmd in
@@ -130,6 +130,13 @@ _lease() {
         dirs=" --root "
         files=" --config "
         args=files
+        ;;
+    work)
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts "
+        dirs=" --root "
+        files=" --config "
+        args=cmd
         ;;
     run)
         flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait --max-attempts -h --help"

@@ -280,6 +280,26 @@ complete -c lease -n '__fish_seen_subcommand_from group-release' -l mpi-timeout 
 complete -c lease -n '__fish_seen_subcommand_from group-release' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from group-release' -F
 
+# lease work
+complete -c lease -n __fish_use_subcommand -a work -d 'a long-lived worker: run a command for each item of the queue until the campaign is done'
+complete -c lease -n '__fish_seen_subcommand_from work' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l ttl -x -d 'lease time to live in seconds (env LEASE_TTL)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l now -x -d 'use this clock (seconds since the epoch, finite, >= 0) instead of the system\'s'
+complete -c lease -n '__fish_seen_subcommand_from work' -l lock-timeout -x -d 'longest wait for a record lock in seconds; exit 5 past it (env LEASE_LOCK_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l json -d 'print one JSON object per item, and one when lease work ends, on stderr (stdout is CMD\'s)'
+complete -c lease -n '__fish_seen_subcommand_from work' -s v -l verbose -d 'print statistics on stderr'
+complete -c lease -n '__fish_seen_subcommand_from work' -l shards -x -d 'work shard count when the table is created (env LEASE_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l target-shards -x -d 'target and group shard count when the table is created (env LEASE_TARGET_SHARDS)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l target-timeout -x -d 'target timeout in seconds, from which the default TTL follows (env LEASE_TARGET_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l max-items -x -d 'stop after running N items (0: until the queue is empty)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l max-attempts -x -d 'failed runs after which an item becomes failed (lease retry puts it back); 0: never (env LEASE_MAX_ATTEMPTS)'
+complete -c lease -n '__fish_seen_subcommand_from work' -s h -l help -d 'show help'
+
 # lease run
 complete -c lease -n __fish_use_subcommand -a run -d 'hold a work lease exactly as long as a command runs'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'

@@ -377,6 +377,25 @@ func DefaultOwner() string {
 	return name + "@" + host
 }
 
+// WorkerOwner is the default owner of a worker's leases (lease run, lease
+// work): DefaultOwner with the worker's process ID, USER@HOST/PID, and the
+// rank of a launcher's task when one started it (USER@HOST/rank-N/PID,
+// from OMPI_COMM_WORLD_RANK, PMIX_RANK, SLURM_PROCID or PMI_RANK, the
+// first set), so that the many workers of one host, or of one job, are
+// told apart in the records and in lease status --summary.
+func WorkerOwner(getenv func(string) string) string {
+	owner := DefaultOwner()
+	for _, v := range []string{"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "PMI_RANK"} {
+		if r := getenv(v); r != "" {
+			if n, err := strconv.Atoi(r); err == nil && n >= 0 {
+				owner += "/rank-" + strconv.Itoa(n)
+				break
+			}
+		}
+	}
+	return owner + "/" + strconv.Itoa(os.Getpid())
+}
+
 func toFloat(v any) float64 {
 	switch x := v.(type) {
 	case float64:

@@ -2,15 +2,13 @@ package examples
 
 // examples/afl: a real fuzzer campaign. The target (afl/target.c, a parser
 // with a heap overflow) is built with AFL++ and AddressSanitizer; its 20
-// seeds are added with their content; two of today's one-line workers
-// (`while lease run --next --wait --complete -- ./fuzz-one.sh; do :; done`)
-// fuzz every item with afl-fuzz -V 2, publish what each finds as
-// public/ID/ and add the new inputs AFL found, until the queue is empty.
-// And afl-fuzz is stopped, whole, when its lease run is killed with -9.
+// seeds and a poison one are added with their content and fuzzed by the
+// README's campaign (afl_campaign_test.go), and by Go workers through
+// leases.Table.Work. And afl-fuzz is stopped, whole, when its lease run is
+// killed with -9.
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,8 +37,8 @@ type aflCampaign struct {
 func newAFLCampaign(t *testing.T) *aflCampaign {
 	t.Helper()
 	testenv.NeedTools(t, "sh", "go", "afl-fuzz", "afl-cc", "clang")
-	if testing.Short() {
-		t.Skip("an AFL++ campaign takes about a minute; skipped with -short")
+	if testing.Short() && !testenv.Required("afl") {
+		t.Skip("an AFL++ campaign takes a minute or two; skipped with -short")
 	}
 	dir := t.TempDir()
 	a := &aflCampaign{t: t, dir: dir, bin: filepath.Join(dir, "bin"), root: filepath.Join(dir, "table"), target: filepath.Join(dir, "target")}
@@ -57,15 +55,34 @@ func newAFLCampaign(t *testing.T) *aflCampaign {
 	}
 	a.env = append(a.env, "PATH="+a.bin+":"+os.Getenv("PATH"), "LEASE_ROOT="+a.root, "FUZZ_TARGET="+a.target,
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg"))
-	a.lease("init")
-	seeds, _ := filepath.Glob("afl/seeds/*")
-	if len(seeds) != 20 {
-		t.Fatalf("%d seeds, want 20", len(seeds))
-	}
-	if out := a.lease(append([]string{"add", "--content"}, seeds...)...); strings.Count(out, "\n") != 20 {
-		t.Fatalf("add --content of the seeds printed %q", out)
-	}
 	return a
+}
+
+// seeds are the campaign's seeds: 20 good ones and the poison ones.
+func aflSeeds(t *testing.T) (good, poison []string) {
+	t.Helper()
+	all, _ := filepath.Glob("afl/seeds/*")
+	for _, s := range all {
+		if strings.HasPrefix(filepath.Base(s), "poison") {
+			poison = append(poison, s)
+		} else {
+			good = append(good, s)
+		}
+	}
+	if len(good) != 20 || len(poison) == 0 {
+		t.Fatalf("%d seeds and %d poison ones, want 20 and at least 1", len(good), len(poison))
+	}
+	return good, poison
+}
+
+// addSeeds makes the table and adds the good seeds with their content.
+func (a *aflCampaign) addSeeds() {
+	a.t.Helper()
+	a.lease("init")
+	seeds, _ := aflSeeds(a.t)
+	if out := a.lease(append([]string{"add", "--content"}, seeds...)...); strings.Count(out, "\n") != len(seeds) {
+		a.t.Fatalf("add --content of the seeds printed %q", out)
+	}
 }
 
 func (a *aflCampaign) lease(args ...string) string {
@@ -103,68 +120,11 @@ func (a *aflCampaign) processes() []string {
 	return out
 }
 
-func TestAFLCampaign(t *testing.T) {
-	a := newAFLCampaign(t)
-	env := append(a.env, "FUZZ_SECONDS=2", "FUZZ_MAX_ITEMS=24")
-	var workers []*exec.Cmd
-	var outs []*bytes.Buffer
-	for i := 0; i < 2; i++ {
-		w := exec.Command("sh", "-c", "while lease run --next --wait --complete -- ./fuzz-one.sh; do :; done; echo \"worker ended: $?\"")
-		w.Dir = "afl"
-		w.Env = append(env, fmt.Sprintf("LEASE_OWNER=test/worker-%d", i))
-		var out bytes.Buffer
-		w.Stdout, w.Stderr = &out, &out
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		workers, outs = append(workers, w), append(outs, &out)
-	}
-	for i, w := range workers {
-		done := make(chan error, 1)
-		go func() { done <- w.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("worker %d: %v\n%s", i, err, outs[i])
-			}
-		case <-time.After(10 * time.Minute): // a hang, not a slow machine
-			w.Process.Kill()
-			t.Fatalf("worker %d did not finish:\n%s", i, outs[i])
-		}
-	}
-	var sum struct {
-		Queued, Free, Records, Done, Failed, Leased, Released, Expired int64
-	}
-	if err := json.Unmarshal([]byte(a.lease("status", "--summary", "--json")), &sum); err != nil {
-		t.Fatal(err)
-	}
-	if sum.Queued != 0 || sum.Free != 0 || sum.Done != sum.Records || sum.Records < 20 || sum.Failed != 0 {
-		t.Errorf("after the campaign: %+v; want every item done and nothing queued\n%s\n%s", sum, outs[0], outs[1])
-	}
-	// Every item done has its result, under its own ID; AFL found the bug.
-	ids := strings.Fields(a.lease("status", "-o", "id"))
-	crashes := 0
-	for _, id := range ids {
-		if _, err := os.Stat(filepath.Join(a.root, "public", id, "fuzzer_stats")); err != nil {
-			t.Errorf("item %s: no result published (%v)", id, err)
-		}
-		found, _ := filepath.Glob(filepath.Join(a.root, "public", id, "crashes", "id:*"))
-		crashes += len(found)
-	}
-	if crashes == 0 {
-		t.Errorf("no crash published by %d items of a target with a shallow heap overflow", len(ids))
-	}
-	t.Logf("%d items done, %d crashes published", len(ids), crashes)
-	if left := a.processes(); len(left) > 0 {
-		t.Errorf("processes of the campaign left running: %v", left)
-	}
-	a.lease("fsck")
-}
-
 // TestAFLKilledWorker: kill -9 of the lease run that fuzzes an item stops
 // afl-fuzz and every process under it.
 func TestAFLKilledWorker(t *testing.T) {
 	a := newAFLCampaign(t)
+	a.addSeeds()
 	run := exec.Command(filepath.Join(a.bin, "lease"), "run", "--next", "--complete", "--", "./fuzz-one.sh")
 	run.Dir = "afl"
 	run.Env = append(a.env, "FUZZ_SECONDS=600")

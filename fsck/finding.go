@@ -22,9 +22,10 @@ const (
 	// KindLayout: a top-level directory of the layout is missing or is not
 	// a directory. Repair quarantines what is in its place and creates it.
 	KindLayout Kind = "layout"
-	// KindTemp: a stray temp file .ID.json.tmp.* of a writer that died.
-	// Repair removes it under the record's lock, where no writer can be
-	// active.
+	// KindTemp: a stray temp file .ID.json.tmp.* of a writer that died
+	// (debris: a killed worker leaves them), or .TABLE.tmp.* of a lease
+	// init that died. Repair removes it under the record's lock, where no
+	// writer can be active.
 	KindTemp Kind = "temp"
 	// KindInvalid: a record file that does not parse or validate (torn,
 	// truncated, empty, NaN, wrong schema, ID different from the file name,
@@ -55,9 +56,11 @@ const (
 	// back to released, as the next claim would; the staged file stays.
 	KindAbandonedPublish Kind = "abandoned-publish"
 	// KindStaleStage: something in stage/ that is not the staging
-	// directory ID.TOKEN of a current lease. Repair removes an empty
-	// directory and moves anything else to lost+found/: no staged file is
-	// ever deleted.
+	// directory ID.TOKEN of a current lease: a staging directory of a
+	// token that is no longer current is debris (a killed worker, a result
+	// that could not be published, leave them); anything else is damage.
+	// Repair removes an empty directory and moves anything else to
+	// lost+found/ (never deletes it).
 	KindStaleStage Kind = "stale-stage"
 	// KindOrphanResult: a result in public/ that no done or committing work
 	// record names. Repair moves it to lost+found/.
@@ -141,6 +144,12 @@ type Finding struct {
 	Found, Expected string
 	// Err is the underlying cause, when there is one.
 	Err error
+	// Debris: not damage but the normal leftovers of a worker that was
+	// killed (a temp file of its writes, the staging directory of a token
+	// that is no longer current). It is reported as a notice and never
+	// changes the exit status; a repair run sweeps it (an empty directory
+	// or a temp file removed, anything staged moved to lost+found/).
+	Debris bool
 	// Repair says what --repair does about it ("" for notices).
 	Repair string
 
@@ -158,8 +167,13 @@ type Finding struct {
 	gone bool
 }
 
-// Severity is the severity of f's kind.
-func (f *Finding) Severity() Severity { return f.Kind.Severity() }
+// Severity is the severity of f's kind; Notice for debris.
+func (f *Finding) Severity() Severity {
+	if f.Debris {
+		return Notice
+	}
+	return f.Kind.Severity()
+}
 
 // Error renders f on one line, table-relative.
 func (f *Finding) Error() string {
@@ -178,8 +192,11 @@ func (f *Finding) Error() string {
 // Unwrap returns the underlying cause.
 func (f *Finding) Unwrap() error { return f.Err }
 
-// Left reports whether f is an error a repair did not fix.
-func (f *Finding) Left() bool { return f.Severity() == Error && !f.Repaired }
+// Left reports whether f is an error a repair did not fix, or debris a
+// repair run failed to sweep (the failure is the error).
+func (f *Finding) Left() bool {
+	return !f.Repaired && (f.Severity() == Error || f.Debris && f.RepairErr != nil)
+}
 
 // Summary counts what a check found and did.
 type Summary struct {
@@ -195,17 +212,31 @@ type Summary struct {
 	// Live and Expired count leased or committing records by whether
 	// now < expires_at. Expiry is normal; expired leases are not touched.
 	Live, Expired int
-	// Found counts the findings by kind; Repaired the ones a repair fixed;
-	// Left the errors still there.
+	// Found counts the findings by kind (debris included); Repaired the
+	// errors a repair fixed; Left the errors still there.
 	Found, Repaired, Left map[Kind]int
+	// Debris counts the findings that are debris, by kind, and Swept the
+	// ones a repair run swept; neither changes the exit status.
+	Debris, Swept map[Kind]int
 }
 
 func newSummary(repair bool) *Summary {
-	return &Summary{Repair: repair, Records: map[string]int{}, Found: map[Kind]int{}, Repaired: map[Kind]int{}, Left: map[Kind]int{}}
+	return &Summary{Repair: repair, Records: map[string]int{}, Found: map[Kind]int{}, Repaired: map[Kind]int{}, Left: map[Kind]int{},
+		Debris: map[Kind]int{}, Swept: map[Kind]int{}}
 }
 
 func (s *Summary) add(f *Finding) {
 	s.Found[f.Kind]++
+	if f.Debris {
+		s.Debris[f.Kind]++
+		switch {
+		case f.Repaired:
+			s.Swept[f.Kind]++
+		case f.RepairErr != nil:
+			s.Left[f.Kind]++
+		}
+		return
+	}
 	switch {
 	case f.Repaired:
 		s.Repaired[f.Kind]++
@@ -223,12 +254,12 @@ func Count(m map[Kind]int) int {
 	return n
 }
 
-// Errors counts the error findings (repaired or not).
+// Errors counts the error findings (repaired or not; debris is none).
 func (s *Summary) Errors() int {
 	n := 0
 	for k, v := range s.Found {
 		if k.Severity() == Error {
-			n += v
+			n += v - s.Debris[k]
 		}
 	}
 	return n

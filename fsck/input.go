@@ -171,7 +171,7 @@ func (c *checker) inputTemp(rel string) *Finding {
 			Expected: "none once the add finished (it may be at work now; removed once an hour old)"}
 	}
 	f := &Finding{Kind: KindTemp, Path: rel, Found: "a temp file of a lease add --content that did not finish",
-		Expected: "no temp file once the add finished", Repair: "remove it"}
+		Expected: "no temp file once the add finished", Repair: "remove it", Debris: true}
 	if c.opt.Repair {
 		if err := c.removeDurably(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			failed(f, err)

@@ -236,7 +236,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 		}
 		c.emit(lf)
 	}
-	f := &Finding{Kind: KindStaleStage, Path: rel, ID: id,
+	f := &Finding{Kind: KindStaleStage, Path: rel, ID: id, Debris: true,
 		Found:    fmt.Sprintf("the staging directory of token %d, but %s", token, why),
 		Expected: "staging directories of current leases only (results of other tokens can never be published)"}
 	if len(kept) == 0 {

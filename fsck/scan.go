@@ -222,7 +222,7 @@ func (c *checker) checkLockFile(t task, typ fs.FileMode) *Finding {
 // writer can be active, so a temp file still there is stray.
 func (c *checker) checkTemp(t task, rel string, id leasefmt.ID, home bool) *Finding {
 	f := &Finding{Kind: KindTemp, Path: rel, ID: id, Found: "a temp file left by a writer that did not finish",
-		Expected: "no temp file while no writer holds the record's lock", Repair: "remove it under the record's lock"}
+		Expected: "no temp file while no writer holds the record's lock", Repair: "remove it under the record's lock", Debris: home}
 	unlock := noUnlock
 	if home {
 		u, err := c.lockAt(t.dir, id)
@@ -242,6 +242,7 @@ func (c *checker) checkTemp(t task, rel string, id leasefmt.ID, home bool) *Find
 	case err != nil:
 		return c.ioFinding(rel, "cannot stat", err)
 	case !fi.Mode().IsRegular():
+		f.Debris = false // no writer leaves this
 		f.Found = typeName(fi.Mode()) + " named like a temp file"
 		f.Repair = "move it to lost+found/"
 		if c.opt.Repair {

@@ -142,7 +142,9 @@ type Report struct {
 //   - The lease counts as lost at expires_at - clock_skew, by the
 //     monotonic clock counted from before the write that last extended
 //     it; the work is told to stop (Lost with Expired) at the stop point,
-//     a grace before (Lease.StopAt).
+//     a grace before (Lease.StopAt). A stop point found already past the
+//     lost point (the keeper's process was stopped meanwhile) first checks
+//     the record: a lease its holder completed meanwhile is Done.
 //
 // Keep returns the last report: Lost or Done, or Stopped when ctx ended
 // it first (the lease is still held; finish it). It returns only once no
@@ -242,11 +244,46 @@ func (k *keeper) run(ctx context.Context) Report {
 			}
 			resetStop()
 		case <-stopc:
+			if rep, done := k.doneMeanwhile(); done {
+				k.say(rep)
+				return k.finish(rep)
+			}
 			end := Report{Event: Lost, Expired: true}
 			k.say(end)
 			return k.finish(end)
 		}
 	}
+}
+
+// lateStop is how late a stop timer must fire for the keeper to take it
+// that its process was not running: far more than a timer's delay on a
+// loaded machine.
+const lateStop = time.Second
+
+// doneMeanwhile is the check at a stop point that is already past the
+// lost point: the keeper itself was not running (its process stopped, a
+// suspended machine), so that neither the renewals nor the checks it
+// would have made could tell it that the lease's holder had completed it
+// meanwhile. Done is final: such a lease is Done, not lost, and the work
+// may finish in peace. A stop point reached in time (renewals failing)
+// is not checked: the work must be told to stop now, and a check would
+// only wait on the same filesystem. Late is a stop timer that fired more
+// than lateStop after its time, and past the lost point.
+func (k *keeper) doneMeanwhile() (Report, bool) {
+	if k.lease.LostAt.IsZero() || time.Until(k.lease.LostAt) > 0 || time.Since(k.stopAt()) < lateStop {
+		return Report{}, false
+	}
+	var r commit.Result
+	if k.checking {
+		r = <-k.checkc
+		k.checking = false
+	} else {
+		r = k.t.Check(k.lease.Item)
+	}
+	if ev, ok := Checked(r.Outcome); ok && ev == Done {
+		return Report{Event: Done, Result: r, Checked: true}, true
+	}
+	return Report{}, false
 }
 
 // lockWait is the lock wait of a renewal starting now (see Keep).

@@ -362,3 +362,25 @@ func TestKeepRealTable(t *testing.T) {
 		t.Errorf("the store's lock timeout is %v after Keep", st.LockTimeout)
 	}
 }
+
+// TestKeepDoneWhileStopped: the keeper's process was stopped (SIGSTOP)
+// past the lease's lost point while its holder completed the lease: when
+// it runs again, the lease is Done, not lost, so that the work is not
+// stopped. A lease still leased then is lost.
+func TestKeepDoneWhileStopped(t *testing.T) {
+	for _, c := range []struct {
+		status string
+		want   Event
+	}{{"done", Done}, {"leased", Lost}} {
+		f := newFake(2)
+		f.set(func(f *fakeTable) { f.status = c.status; f.refuse = commit.IOError })
+		// Granted 10 s ago for 2 s: the stop and lost points are long past,
+		// as for a keeper that was not running.
+		l := Granted(f.item(), time.Now().Add(-10*time.Second), f.record(commit.SystemClock()), 100*time.Millisecond)
+		var rs reports
+		end := keepIn(t, context.Background(), f, l, Config{Interval: time.Hour, LockTimeout: time.Second, ClockSkew: 100 * time.Millisecond, Grace: time.Second, Poll: -1}, &rs)()
+		if end.Event != c.want {
+			t.Errorf("record %s: Keep ended %v (%v), want %v", c.status, end.Event, rs.events(), c.want)
+		}
+	}
+}

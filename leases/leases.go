@@ -12,6 +12,15 @@
 // is one group commit: N records in K shard directories cost N file fsyncs
 // and K directory fsyncs.
 //
+// A campaign uses the table's queue: [Table.AddContent] (or [Table.Add],
+// [Table.AddFiles]) enqueues the items with their input, [Table.ClaimNext]
+// claims the next free one ([ErrEmpty], [ErrBusy] when there is none), and
+// [Table.Work] is the whole worker of lease work: it claims, keeps the
+// lease alive while a function runs, publishes what the function staged
+// as public/ID/, counts an attempt when it fails (failed at max_attempts)
+// and goes on until the queue is empty. IDs are the SHA-256 of an item's
+// content ([IDOf], [IDOfFile]), as lease id makes them.
+//
 // Results carry an error ([Result.Err]) that wraps one of the sentinels
 // below and names the record's path:
 //

@@ -1,14 +1,18 @@
 #!/bin/sh
-# fuzz-one.sh: fuzz one work item with AFL++, under lease run. The item's
+# fuzz-one.sh: fuzz one work item with AFL++, under lease work (or lease
+# run --next --complete). The item's
 # input is LEASE_INPUT (the item was added with lease add --content); the
 # fuzzer runs for FUZZ_SECONDS (afl-fuzz -V), its findings are left in
-# LEASE_STAGE for lease run --complete to publish as the item's result
+# LEASE_STAGE for lease work (or lease run --complete) to publish as its result
 # (ROOT/public/ID/: crashes/ and fuzzer_stats, the same names in every
 # instance, never colliding), and new inputs it found are added to the
-# queue with their content, so the campaign grows.
+# queue with their content, so the campaign grows. A seed that itself
+# crashes the target (seeds/poison-00) makes afl-fuzz refuse to start: the
+# run fails (exit 1, the end of afl-fuzz's log on stderr), an attempt is
+# counted, and after max_attempts the item is failed.
 #
 #   lease add --content seeds/* > /dev/null
-#   while lease run --next --wait --complete -- ./fuzz-one.sh; do :; done
+#   lease work -- ./fuzz-one.sh          # on every core
 #
 # Environment: FUZZ_TARGET (default: ./target beside this script, made by
 # build.sh), FUZZ_SECONDS (default 2), FUZZ_CHILDREN (new inputs added per
@@ -16,8 +20,8 @@
 # holds this many items, default 60, so that the campaign ends; workers
 # adding at once may pass it by a few).
 set -eu
-: "${LEASE_INPUT:?fuzz-one.sh runs under lease run, for an item added with lease add --content}"
-: "${LEASE_STAGE:?fuzz-one.sh runs under lease run}"
+: "${LEASE_INPUT:?fuzz-one.sh runs under lease work, for an item added with lease add --content}"
+: "${LEASE_STAGE:?fuzz-one.sh runs under lease work}"
 here=$(cd "$(dirname "$0")" && pwd)
 target=${FUZZ_TARGET:-$here/target}
 seconds=${FUZZ_SECONDS:-2}

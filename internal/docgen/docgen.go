@@ -53,11 +53,11 @@ func newSite(app *cli.App) *site {
 func DocFiles(app *cli.App) []DocFile {
 	s := newSite(app)
 	var out []DocFile
-	out = append(out, DocFile{"man/lease.1", s.mainPage()})
+	out = append(out, DocFile{"man/man1/lease.1", s.mainPage()})
 	for _, c := range s.cmds {
-		out = append(out, DocFile{"man/" + pageName(c) + ".1", s.commandPage(c)})
+		out = append(out, DocFile{"man/man1/" + pageName(c) + ".1", s.commandPage(c)})
 	}
-	out = append(out, DocFile{"man/lease-format.5", s.formatPage()}, DocFile{"docs/lease-format.md", s.formatMarkdown()})
+	out = append(out, DocFile{"man/man5/lease-format.5", s.formatPage()}, DocFile{"docs/lease-format.md", s.formatMarkdown()})
 	cc := s.complCmds()
 	out = append(out,
 		DocFile{"completions/lease.bash", completion("lease.bash.tmpl", cc)},
@@ -67,9 +67,11 @@ func DocFiles(app *cli.App) []DocFile {
 }
 
 // generatedDirs are the directories DocFiles owns: WriteDocs removes files
-// there that it no longer generates (a page of a removed command). docs/
-// is not one of them: it holds hand-written pages too.
-var generatedDirs = []string{"man", "completions"}
+// there that it no longer generates (a page of a removed command, a page
+// of the flat man/ of before man/man1 and man/man5, which man(1) needs to
+// find pages by MANPATH). docs/ is not one of them: it holds hand-written
+// pages too.
+var generatedDirs = []string{"man", "man/man1", "man/man5", "completions"}
 
 // WriteDocs writes DocFiles(app) under root (the repository root) and
 // removes stale generated files. It returns the paths it changed.
@@ -92,14 +94,14 @@ func WriteDocs(root string, app *cli.App) ([]string, error) {
 		changed = append(changed, f.Path)
 	}
 	for _, d := range generatedDirs {
-		ents, err := os.ReadDir(filepath.Join(root, d))
+		ents, err := os.ReadDir(filepath.Join(root, filepath.FromSlash(d)))
 		if err != nil {
 			return changed, err
 		}
 		for _, e := range ents {
 			rel := d + "/" + e.Name()
 			if !e.IsDir() && !want[rel] {
-				if err := os.Remove(filepath.Join(root, d, e.Name())); err != nil {
+				if err := os.Remove(filepath.Join(root, filepath.FromSlash(d), e.Name())); err != nil {
 					return changed, err
 				}
 				changed = append(changed, rel+" (removed)")

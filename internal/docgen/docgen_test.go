@@ -33,11 +33,13 @@ func TestWriteDocs(t *testing.T) {
 		t.Fatalf("second WriteDocs changed %q (%v), want nothing", changed, err)
 	}
 	// A page of a removed command goes; an edited page is put back.
-	stale := filepath.Join(root, "man", "lease-gone.1")
+	stale := filepath.Join(root, "man", "man1", "lease-gone.1")
 	os.WriteFile(stale, []byte("old\n"), 0o644)
-	os.WriteFile(filepath.Join(root, "man", "lease.1"), []byte("edited\n"), 0o644)
+	os.WriteFile(filepath.Join(root, "man", "man1", "lease.1"), []byte("edited\n"), 0o644)
+	flat := filepath.Join(root, "man", "lease-run.1") // the old flat layout
+	os.WriteFile(flat, []byte("old\n"), 0o644)
 	changed, err = WriteDocs(root, app)
-	if err != nil || !slices.Equal(changed, []string{"man/lease.1", "man/lease-gone.1 (removed)"}) {
+	if err != nil || !slices.Equal(changed, []string{"man/man1/lease.1", "man/lease-run.1 (removed)", "man/man1/lease-gone.1 (removed)"}) {
 		t.Fatalf("WriteDocs after edits changed %q (%v)", changed, err)
 	}
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {

@@ -26,6 +26,12 @@
 //
 // Signals go through pidfds (pidfd_open, then the process's parent is
 // checked again), so a recycled process ID is never signalled.
+//
+// A Supervisor is one such supervisor for many commands, one after
+// another (lease work: one per worker), over a SOCK_SEQPACKET socket that
+// carries each command and its standard descriptors: each command is
+// supervised as above, and the end of the socket (the holder's death)
+// stops the tree of the one running.
 package proctree
 
 import (
@@ -42,8 +48,13 @@ import (
 )
 
 // markerEnv carries the supervisor's settings into the supervisor: its
-// presence is what makes a started executable a supervisor.
+// presence is what makes a started executable a supervisor. Its value is
+// the grace in nanoseconds: of a supervisor of one command (Cmd), or, after
+// servePrefix, of a Supervisor that runs one command after another.
 const markerEnv = "LEASE_PROCTREE_SUPERVISE"
+
+// servePrefix starts the value of markerEnv for a Supervisor.
+const servePrefix = "serve:"
 
 // The commands of the control pipe, one byte each (a signal to forward
 // is followed by its number).
@@ -51,6 +62,9 @@ const (
 	opSignal    = 's'
 	opTerminate = 'T'
 	opKill      = 'K'
+	// opRun (Supervisor only) carries a command to run: JSON, with its
+	// standard descriptors as SCM_RIGHTS.
+	opRun = 'R'
 )
 
 // The messages of the status pipe: the start (started, or the errno of a
@@ -91,6 +105,11 @@ type Cmd struct {
 	ws      syscall.WaitStatus
 	haveWS  bool
 	stopped bool
+
+	// via is the Supervisor that runs this command (Supervisor.Command),
+	// nil for a supervisor of its own; served is its state then.
+	via    *Supervisor
+	served *served
 }
 
 // Command returns the Cmd that runs path with argv (argv[0] is the name
@@ -103,6 +122,9 @@ func Command(path string, argv ...string) *Cmd {
 // was started, or with the error of its exec (an *os.PathError whose Err
 // is the errno: fs.ErrNotExist for a missing program).
 func (c *Cmd) Start() error {
+	if c.via != nil {
+		return c.startServed()
+	}
 	ctlR, ctlW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("proctree: control pipe: %w", err)
@@ -160,9 +182,17 @@ func (c *Cmd) Start() error {
 }
 
 // Pid is the supervisor's process ID (CMD's parent).
-func (c *Cmd) Pid() int { return c.sup.Process.Pid }
+func (c *Cmd) Pid() int {
+	if c.via != nil {
+		return c.via.sup.Process.Pid
+	}
+	return c.sup.Process.Pid
+}
 
 func (c *Cmd) send(b ...byte) error {
+	if c.via != nil {
+		return c.sendServed(b)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.stopped {
@@ -193,6 +223,9 @@ func (c *Cmd) Kill() error { return c.send(opKill) }
 // of the tree is left; the error is that of exec.Cmd.Wait for CMD's wait
 // status (an *exec.ExitError when CMD failed).
 func (c *Cmd) Wait() error {
+	if c.via != nil {
+		return c.waitServed()
+	}
 	werr := c.sup.Wait()
 	c.mu.Lock()
 	c.stopped = true

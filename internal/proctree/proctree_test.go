@@ -27,8 +27,22 @@ import (
 const holderEnv = "PROCTREE_TEST_HOLDER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(holderEnv) != "" {
+	if mode := os.Getenv(holderEnv); mode != "" {
 		c := proctree.Command("/bin/sh", "sh", "-c", os.Args[1])
+		if mode == "serve" {
+			s, err := proctree.StartSupervisor(500 * time.Millisecond)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(3)
+			}
+			// A first command, then the one the test kills the holder in.
+			first := s.Command("/bin/true", "true")
+			if err := first.Start(); err != nil || first.Wait() != nil {
+				fmt.Fprintln(os.Stderr, "the first command failed")
+				os.Exit(3)
+			}
+			c = s.Command("/bin/sh", "sh", "-c", os.Args[1])
+		}
 		c.Grace = 500 * time.Millisecond
 		c.Stdout, c.Stderr = os.Stdout, os.Stderr
 		if err := c.Start(); err != nil {
@@ -229,10 +243,11 @@ func TestSignalForwarded(t *testing.T) {
 // supervisor too; a process that ignores SIGTERM gets SIGKILL after the
 // grace.
 func TestHolderKilled(t *testing.T) {
-	for _, script := range []string{"", "trap '' TERM; "} {
+	for _, c := range []struct{ mode, script string }{{"1", ""}, {"1", "trap '' TERM; "}, {"serve", ""}, {"serve", "trap '' TERM; "}} {
+		script := c.script
 		pids := filepath.Join(t.TempDir(), "pids")
 		h := exec.Command(os.Args[0], script+tree(pids))
-		h.Env = append(os.Environ(), holderEnv+"=1")
+		h.Env = append(os.Environ(), holderEnv+"="+c.mode)
 		out, err := h.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -251,6 +266,102 @@ func TestHolderKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.Wait()
-		waitGone(t, fmt.Sprintf("after kill -9 of the holder (%q)", script), append(got, sup))
+		waitGone(t, fmt.Sprintf("after kill -9 of the holder (%s, %q)", c.mode, script), append(got, sup))
+	}
+}
+
+// TestSupervisorRunsEach: one Supervisor runs command after command, each
+// as a supervisor of its own would: its status, its output (to a writer
+// that is not a file: through a pipe) and environment, what it leaves
+// running stopped when it exits, Terminate, Kill and Signal; a missing
+// program is an error and the next command still runs.
+func TestSupervisorRunsEach(t *testing.T) {
+	s, err := proctree.StartSupervisor(500 * time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := func(script string) *proctree.Cmd {
+		t.Helper()
+		c := s.Command("/bin/sh", "sh", "-c", script)
+		c.Stderr = os.Stderr
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if c.Pid() != s.Pid() {
+			t.Errorf("command under supervisor %d, want the Supervisor's %d", c.Pid(), s.Pid())
+		}
+		return c
+	}
+	var se *proctree.StatusError
+	if c := run("exit 3"); !errors.As(c.Wait(), &se) || c.WaitStatus().ExitStatus() != 3 {
+		t.Errorf("exit 3: status %v", c.WaitStatus())
+	}
+	if c := run("kill -SEGV $$"); c.Wait() == nil || !c.WaitStatus().Signaled() || c.WaitStatus().Signal() != syscall.SIGSEGV {
+		t.Errorf("killed by SIGSEGV: status %v", c.WaitStatus())
+	}
+	c := s.Command(filepath.Join(t.TempDir(), "missing"), "missing")
+	if err := c.Start(); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing program: %v, want fs.ErrNotExist", err)
+	}
+	var out strings.Builder
+	c = s.Command("/bin/sh", "sh", "-c", `echo "$GREETING"; env | grep -c LEASE_PROCTREE || true`)
+	c.Env, c.Stdout = append(os.Environ(), "GREETING=hello"), &out
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Wait(); err != nil || out.String() != "hello\n0\n" {
+		t.Errorf("output %q (%v), want hello and no marker", out.String(), err)
+	}
+
+	dir := t.TempDir()
+	left := run(fmt.Sprintf(`sleep 600 & echo $! >> %[1]s/left
+setsid sh -c 'echo $$ >> %[1]s/left; exec sleep 600' &
+sleep 0.2; exit 7`, dir))
+	got := readPids(t, filepath.Join(dir, "left"), 2)
+	left.Wait()
+	if left.WaitStatus().ExitStatus() != 7 {
+		t.Errorf("status %v, want CMD's 7", left.WaitStatus())
+	}
+	waitGone(t, "after CMD exited", got)
+
+	term := run(tree(filepath.Join(dir, "term")))
+	got = readPids(t, filepath.Join(dir, "term"), 4)
+	term.Terminate()
+	term.Wait()
+	if ws := term.WaitStatus(); !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("status %v, want killed by SIGTERM", ws)
+	}
+	waitGone(t, "after Terminate", got)
+
+	kill := s.Command("/bin/sh", "sh", "-c", "trap '' TERM; "+tree(filepath.Join(dir, "kill")))
+	kill.Grace = time.Hour // only Kill may end it
+	if err := kill.Start(); err != nil {
+		t.Fatal(err)
+	}
+	got = readPids(t, filepath.Join(dir, "kill"), 4)
+	kill.Terminate()
+	time.Sleep(200 * time.Millisecond)
+	if !alive(got[0]) {
+		t.Fatal("the shell that ignores SIGTERM died of it")
+	}
+	kill.Kill()
+	kill.Wait()
+	waitGone(t, "after Kill", got)
+
+	sig := run(fmt.Sprintf(`trap 'echo usr1 > %[1]s/got; exit 0' USR1; echo $$ > %[1]s/pid; while :; do sleep 0.05; done`, dir))
+	readPids(t, filepath.Join(dir, "pid"), 1)
+	sig.Signal(syscall.SIGUSR1)
+	if err := sig.Wait(); err != nil {
+		t.Errorf("wait: %v", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "got")); string(data) != "usr1\n" {
+		t.Errorf("CMD did not get SIGUSR1: %q", data)
+	}
+	pid := s.Pid()
+	s.Close()
+	waitGone(t, "the supervisor after Close", []int{pid})
+	if err := s.Command("/bin/true", "true").Start(); !errors.Is(err, proctree.ErrSupervisorGone) {
+		t.Errorf("a command after Close: %v, want ErrSupervisorGone", err)
 	}
 }

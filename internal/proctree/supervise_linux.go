@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,6 +52,8 @@ type supervisor struct {
 	cmdDone bool
 	cmdWS   syscall.WaitStatus
 	grace   time.Duration
+	// holderGone: the holder closed its end (or died).
+	holderGone bool
 }
 
 func supervise(v string) int {
@@ -58,14 +61,12 @@ func supervise(v string) int {
 	// CMD is forked from it: its PDEATHSIG is tied to that thread.
 	runtime.LockOSThread()
 	os.Unsetenv(markerEnv) // CMD, and a lease run it starts, are no supervisors
-	n, err := strconv.ParseInt(v, 10, 64)
+	spec, serving := strings.CutPrefix(v, servePrefix)
+	n, err := strconv.ParseInt(spec, 10, 64)
 	if err != nil || n <= 0 {
 		fmt.Fprintf(os.Stderr, "lease-supervisor: bad %s=%q\n", markerEnv, v)
 		return 125
 	}
-	unix.CloseOnExec(ctlFD)
-	unix.CloseOnExec(statusFD)
-	ctl, status := os.NewFile(ctlFD, "control"), os.NewFile(statusFD, "status")
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "lease-supervisor: PR_SET_CHILD_SUBREAPER: %v\n", err)
 		return 125
@@ -73,34 +74,60 @@ func supervise(v string) int {
 	s := &supervisor{self: os.Getpid(), grace: time.Duration(n)}
 	sigc := make(chan os.Signal, 32)
 	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
+	if serving {
+		return s.serve(sigc)
+	}
+	unix.CloseOnExec(ctlFD)
+	unix.CloseOnExec(statusFD)
+	ctl, status := os.NewFile(ctlFD, "control"), os.NewFile(statusFD, "status")
 	if len(os.Args) < 3 {
 		fmt.Fprintln(os.Stderr, "lease-supervisor: no command")
 		return 125
 	}
-	attr := &os.ProcAttr{Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Env: os.Environ(),
-		// CMD leads a process group of its own (signals forwarded reach
-		// it and its children); if the supervisor itself is killed, CMD
-		// is too.
-		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
-	proc, err := os.StartProcess(os.Args[1], os.Args[2:], attr)
-	if err != nil {
+	if err := s.start(os.Args[1], os.Args[2:], os.Environ(), []*os.File{os.Stdin, os.Stdout, os.Stderr}); err != nil {
 		errno := syscall.ENOEXEC
 		errors.As(err, &errno)
 		writeMsg(status, msgExecFailed, uint32(errno))
 		return 126
 	}
-	s.cmdPid = proc.Pid
 	writeMsg(status, msgStarted, 0)
-
-	ops := make(chan byte, 16)
+	ops := make(chan ctlMsg, 16)
 	go readOps(ctl, ops)
+	s.follow(ops, sigc)
+	if !s.cmdDone {
+		return 125
+	}
+	writeMsg(status, msgExited, uint32(s.cmdWS))
+	if s.cmdWS.Signaled() {
+		return 128 + int(s.cmdWS.Signal())
+	}
+	return s.cmdWS.ExitStatus()
+}
+
+// start starts CMD, in a process group of its own (signals forwarded
+// reach it and its children), with files as its descriptors 0, 1, 2; if
+// the supervisor itself is killed, CMD is too.
+func (s *supervisor) start(path string, argv, env []string, files []*os.File) error {
+	attr := &os.ProcAttr{Files: files, Env: env, Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+	proc, err := os.StartProcess(path, argv, attr)
+	if err != nil {
+		return err
+	}
+	s.cmdPid, s.cmdDone, s.cmdWS = proc.Pid, false, 0
+	return nil
+}
+
+// follow runs the supervision of one CMD (see the package documentation)
+// until CMD has exited and nothing of its tree is left, or the tree would
+// not die. ops closing means the holder is gone: the tree is stopped, and
+// s.holderGone is set.
+func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 	var (
-		stopping  bool      // the tree got SIGTERM: SIGKILL at killAt
-		killAt    time.Time // when what is left gets SIGKILL
-		killing   bool      // SIGKILL until the tree is gone
-		giveUpAt  time.Time // killing stops waiting here
-		tick      = time.NewTicker(poll)
-		holderHas = true
+		stopping bool      // the tree got SIGTERM: SIGKILL at killAt
+		killAt   time.Time // when what is left gets SIGKILL
+		killing  bool      // SIGKILL until the tree is gone
+		giveUpAt time.Time // killing stops waiting here
+		tick     = time.NewTicker(poll)
 	)
 	defer tick.Stop()
 	terminate := func() {
@@ -116,6 +143,9 @@ func supervise(v string) int {
 		}
 		s.signalTree(syscall.SIGKILL)
 	}
+	if s.holderGone {
+		terminate()
+	}
 	for {
 		select {
 		case sig := <-sigc:
@@ -124,27 +154,30 @@ func supervise(v string) int {
 				break
 			}
 			s.forward(sig.(syscall.Signal))
-		case op, ok := <-ops:
+		case m, ok := <-ops:
 			switch {
 			case !ok:
 				// End of file: the holder is gone (or closed the pipe after
 				// CMD exited). Nothing may outlive it.
 				ops = nil
-				if holderHas && !s.cmdDone {
+				if !s.holderGone && !s.cmdDone {
 					terminate()
 				}
-				holderHas = false
-			case op == opTerminate:
+				s.holderGone = true
+			case m.op == opTerminate:
 				terminate()
-			case op == opKill:
+			case m.op == opKill:
 				kill()
-			case op > opSignal:
-				s.forward(syscall.Signal(op - opSignal))
+			case m.op == opSignal:
+				s.forward(m.sig)
+			case m.run != nil:
+				m.run.close() // one command at a time: the holder waits for the last
 			}
 		case <-tick.C:
 			s.reap()
 		}
-		if s.cmdDone && !stopping && s.live() {
+		live := s.cmdDone && s.live() // one scan of /proc per event, and only once CMD has exited
+		if live && !stopping {
 			terminate() // what CMD left running goes with it
 		}
 		if stopping && !killing && time.Now().After(killAt) {
@@ -153,28 +186,28 @@ func supervise(v string) int {
 		if killing {
 			kill()
 		}
-		if s.cmdDone && !s.live() {
+		if s.cmdDone && !live {
 			s.reap()
-			break
+			return
 		}
 		if killing && time.Now().After(giveUpAt) {
 			fmt.Fprintf(os.Stderr, "lease-supervisor: processes of the tree did not die within %s of SIGKILL (uninterruptible sleep?)\n", killWait)
-			break
+			return
 		}
 	}
-	if !s.cmdDone {
-		return 125
-	}
-	writeMsg(status, msgExited, uint32(s.cmdWS))
-	if s.cmdWS.Signaled() {
-		return 128 + int(s.cmdWS.Signal())
-	}
-	return s.cmdWS.ExitStatus()
 }
 
-// readOps turns the control pipe into ops: a signal to forward is sent as
-// opSignal+signal; the channel closes at end of file.
-func readOps(ctl *os.File, ops chan<- byte) {
+// ctlMsg is one command of the holder: an op (with its signal), or a
+// command to run (serve).
+type ctlMsg struct {
+	op  byte
+	sig syscall.Signal
+	run *runReq
+}
+
+// readOps turns the control pipe of a supervisor of one command into
+// messages; the channel closes at end of file.
+func readOps(ctl *os.File, ops chan<- ctlMsg) {
 	defer close(ops)
 	buf := make([]byte, 64)
 	pendingSignal := false
@@ -185,12 +218,12 @@ func readOps(ctl *os.File, ops chan<- byte) {
 			case pendingSignal:
 				pendingSignal = false
 				if b > 0 && b <= 64 {
-					ops <- opSignal + b
+					ops <- ctlMsg{op: opSignal, sig: syscall.Signal(b)}
 				}
 			case b == opSignal:
 				pendingSignal = true
 			default:
-				ops <- b
+				ops <- ctlMsg{op: b}
 			}
 		}
 		if err != nil {
@@ -208,17 +241,25 @@ func writeMsg(f *os.File, kind, val uint32) {
 
 // reap collects every child that exited: CMD, and the orphans reparented
 // to the supervisor.
-func (s *supervisor) reap() {
+//
+// It reports whether any child is left, exited or not. Every process of
+// the tree is a descendant of a child of the supervisor (an orphan is
+// reparented to it, the child subreaper), so none left means the tree is
+// gone: no scan of /proc needed.
+func (s *supervisor) reap() bool {
 	for {
 		var ws syscall.WaitStatus
 		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
 		if err == syscall.EINTR {
 			continue
 		}
-		if pid <= 0 || err != nil {
-			return
+		if err != nil {
+			return false // ECHILD: no child at all
 		}
-		if pid == s.cmdPid && (ws.Exited() || ws.Signaled()) {
+		if pid == 0 {
+			return true // children, none of them exited
+		}
+		if pid == s.cmdPid && !s.cmdDone && (ws.Exited() || ws.Signaled()) {
 			s.cmdDone, s.cmdWS = true, ws
 		}
 	}
@@ -235,15 +276,9 @@ func (s *supervisor) forward(sig syscall.Signal) {
 }
 
 // live reports whether any process of the tree is still running (zombies
-// do not count: they are dead, waiting for their parent).
-func (s *supervisor) live() bool {
-	for _, p := range descendants(s.self) {
-		if p.state != 'Z' {
-			return true
-		}
-	}
-	return false
-}
+// do not count: they are dead, waiting for their parent): whether the
+// supervisor has a child left once it reaped those that exited (see reap).
+func (s *supervisor) live() bool { return s.reap() }
 
 // signalTree sends sig to every process below the supervisor.
 func (s *supervisor) signalTree(sig syscall.Signal) {

@@ -21,12 +21,23 @@ type proc struct {
 	state     byte // R, S, D, Z, T, ... (proc(5))
 }
 
-// readStat reads pid's parent and state from /proc/PID/stat.
+// readStat reads pid's parent and state from /proc/PID/stat. It reads
+// with bare system calls (open, read, close): a scan reads every
+// process's file, and an *os.File costs several more calls each (the
+// poller's registration, its flags), which on a busy host made the scans
+// after each command of lease work most of its cost.
 func readStat(pid int) (proc, bool) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	var buf [512]byte
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return proc{}, false
 	}
+	n, err := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if err != nil || n <= 0 {
+		return proc{}, false
+	}
+	data := buf[:n]
 	// "PID (COMM) STATE PPID ...": COMM may hold spaces and parentheses,
 	// so the fields are read after the last ')'.
 	i := bytes.LastIndexByte(data, ')')
@@ -47,13 +58,21 @@ func readStat(pid int) (proc, bool) {
 // descendants lists every process below root, read from /proc: children
 // first found by their parent, then theirs.
 func descendants(root int) []proc {
-	ents, err := os.ReadDir("/proc")
+	d, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
 	if err != nil {
 		return nil
 	}
 	kids := map[int][]proc{}
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
+	for _, name := range names {
+		if name[0] < '0' || name[0] > '9' {
+			continue
+		}
+		pid, err := strconv.Atoi(name)
 		if err != nil || pid <= 0 {
 			continue
 		}

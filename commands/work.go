@@ -1,0 +1,420 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/config"
+	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/worker"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+var workCommand = &cli.Command{
+	Name:      "work",
+	Usage:     "a long-lived worker: run a command for each item of the queue until the campaign is done",
+	ArgsUsage: "[--max-items N] -- CMD [ARG...]",
+	Description: "Claims the next free item of the table's queue (as lease run --next --wait does), runs CMD for it\n" +
+		"with the lease held and kept alive, finishes the item when CMD exits, and goes on with the next,\n" +
+		"in one process, until the queue is empty (exit 0), --max-items items were run, a signal stops it,\n" +
+		"or the table fails. Each item is run exactly as lease run --next --complete runs it: under a\n" +
+		"supervisor that leaves no process of CMD's tree behind, with LEASE_ID, LEASE_TOKEN, LEASE_ROOT,\n" +
+		"LEASE_STAGE and LEASE_INPUT set, renewed every renewal interval, stopped when the lease is lost.\n" +
+		"CMD exiting 0 publishes what it left in LEASE_STAGE as ROOT/public/ID/ and marks the item done;\n" +
+		"any other end releases it with an attempt counted, so that another worker tries it again, and\n" +
+		"after max_attempts it is failed. No item stops the worker: not one that fails, is poisoned, is\n" +
+		"lost, or whose result cannot be published. CMD's standard streams are lease work's own; lease\n" +
+		"work writes only to stderr.",
+	Flags: flags(withJSON(commonFlags(), "print one JSON object per item, and one when lease work ends, on stderr (stdout is CMD's)"), []cli.Flag{
+		&cli.IntFlag{Name: "max-items", Usage: "stop after running `N` items (0: until the queue is empty)", DefaultText: "0, no limit"},
+		settingFlag("grace"),
+		settingFlag("renew-interval"),
+		settingFlag("max-attempts"),
+	}),
+	Action: runWork,
+}
+
+// workManual is the hand-written part of lease-work(1).
+var workManual = Manual{
+	More: "lease work is the campaign's worker: start one per core of every node (a job script, a job array, or " +
+		"`mpirun -np 64 worker.sh` whose script runs lease work), and each goes on until there is nothing left to do. " +
+		"It is the loop `while lease run --next --wait --complete -- CMD; do :; done` in one process, without its " +
+		"faults: that loop ends at the first item whose CMD fails, and its claims start a process each.\n\n" +
+		"The queue: lease work claims as lease claim --next 1 does. While every item left is held by another " +
+		"worker it waits, with backoff (50 ms doubling to 2 s, with jitter, woken when the first held lease can be " +
+		"taken over), for as long as it takes; the lease it then gets counts from the claim that granted it, " +
+		"so waiting never costs it its lease. When every queued item is done (or failed) it exits 0. Items that " +
+		"other workers add while it runs (lease add, from CMD too) are found by its next claim.\n\n" +
+		"An item: CMD runs as under lease run --next --complete (see lease-run(1): the supervisor, the keep-alive, " +
+		"the lost point, the grace), except that one supervisor, started once, runs every item's CMD in turn (a CMD " +
+		"costs its own fork and exec, not a supervisor's too); if it is killed, the next item gets a new one. Exit status 0 publishes what CMD left in LEASE_STAGE whole, once, as " +
+		"ROOT/public/ID/, and the item is done only when that publish succeeded; an empty LEASE_STAGE publishes " +
+		"nothing. A result that cannot be published (ROOT/public/ID exists, a symbolic link in it) leaves the item " +
+		"not done: released with an attempt counted, LEASE_STAGE kept for lease fsck. A CMD that exits non-zero, " +
+		"or is killed by a signal lease work did not send, is a failed run: the release counts an attempt, with " +
+		"CMD's exit status and the end of its standard error; at max_attempts (--max-attempts, LEASE_MAX_ATTEMPTS; " +
+		"default 3, 0 for no limit) the item becomes failed, which claims refuse until lease retry puts it back. A " +
+		"CMD stopped because its lease was lost (exit 124 under lease run), or because lease work was told to stop, " +
+		"is not an attempt. A CMD that completes or releases its own lease with its LEASE_TOKEN has finished it.\n\n" +
+		"Stopping: SIGINT, SIGTERM, SIGHUP or SIGQUIT stops the worker as flock(1) and consul lock stop theirs: the " +
+		"signal is forwarded to CMD's process group, every process of CMD's tree gets SIGKILL --grace seconds " +
+		"later if it is still there, the item is released with no attempt counted, and lease work exits 128+n. " +
+		"A signal while it waits for a busy queue ends the wait at once (nothing is held). SIGUSR1 and SIGUSR2 are " +
+		"forwarded to CMD and do not stop the worker. kill -9 of lease work stops CMD's whole tree as well (the " +
+		"supervisor sees its holder die); the lease then expires after its TTL and another worker takes the item " +
+		"over, no attempt counted.\n\n" +
+		"The store's lock wait: claims wait for a record's lock up to --lock-timeout; the release or completion " +
+		"after CMD waits no longer than a renewal would (keepalive's bound), and the next claim again up to " +
+		"--lock-timeout.\n\n" +
+		"Owner: unless --owner, LEASE_OWNER or a file names one, each worker's leases carry USER@HOST/PID, with " +
+		"the rank of a launcher's task when one started it (USER@HOST/rank-N/PID, from OMPI_COMM_WORLD_RANK, " +
+		"PMIX_RANK, SLURM_PROCID or PMI_RANK), so that the workers of one host are told apart in lease status. " +
+		"lease run does the same.\n\n" +
+		"Output: stdout and stdin are CMD's. lease work writes only to stderr: its messages (an attempt counted, " +
+		"a lost lease), with -v one line per item (its ID, token, CMD's status, how it was finished, the time), " +
+		"and with --json one JSON object per item (command, item, id, token, child_status, child_signal, lost, " +
+		"lost_reason, finish, attempts, duration_s; finish is done, released, failed, publish-refused, lost, " +
+		"by-command-done, by-command-released, or the reason word of a table error) and, when it ends, one " +
+		"object with end (empty, max-items, signal, error, cannot-run), exit, items, finishes (a count per finish " +
+		"word) and stats, whose lost counts the leases lost, as the items' lost say.",
+	Exit: []Item{
+		{exitTag(exitcode.OK), "The queue is empty (every queued item is done or failed), or --max-items items were run."},
+		{exitTag(exitcode.Usage), "Usage or configuration error; nothing was claimed."},
+		{exitTag(exitcode.Corrupt), "Only items with corrupt records are left to claim (lease fsck repairs them), or a record turned corrupt as an item was finished."},
+		{exitTag(exitcode.IO), "An I/O error of the table (also a full or read-only filesystem): a claim, the staging directory, or the release or completion of an item failed."},
+		{exitTag(exitcode.LockTimeout), "An item could not be finished within the lock wait."},
+		{exitTag(exitcode.RunCannotRun), "CMD was found but could not be run."},
+		{exitTag(exitcode.RunNotFound), "CMD was not found; nothing was claimed."},
+		{exitTag(exitcode.RunSignal) + "+n", "Signal n stopped the worker (SIGINT 130, SIGTERM 143); the item it held was released with no attempt counted."},
+	},
+	Env: runManual.Env,
+	Examples: []Example{
+		{"A campaign: the seeds with their content, then one worker per core on every node until every item is done or failed:",
+			"lease add --content corpus/* > /dev/null\nlease work -- ./fuzz-one.sh"},
+		{"64 workers under mpirun: the launcher starts a script (each lease work is one process, not a rank):",
+			"cat > worker.sh <<'EOF'\n#!/bin/sh\nexec lease work -- ./fuzz-one.sh\nEOF\nchmod +x worker.sh\nmpirun -np 64 ./worker.sh"},
+		{"Run at most 10 items, print one JSON object per item on stderr:",
+			"lease work --max-items 10 --json -- ./fuzz-one.sh 2> items.jsonl"},
+		{"Put the items that failed max_attempts times back, after fixing the harness:",
+			"lease retry --failed && lease work -- ./fuzz-one.sh"},
+	},
+	SeeAlso: []string{"lease-run(1)", "lease-add(1)", "lease-retry(1)", "lease-claim(1)", "flock(1)"},
+	Args:    "cmd",
+}
+
+func init() {
+	register(&Descriptor{Rank: 115, Command: workCommand, Manual: workManual, Launch: Alone, Worker: true})
+}
+
+// stopSignals stop lease work; the others it forwards are CMD's alone.
+func stopSignal(s os.Signal) bool {
+	switch s {
+	case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT:
+		return true
+	}
+	return false
+}
+
+// workItemJSON is the --json object of one item.
+type workItemJSON struct {
+	Command     string  `json:"command"`
+	Item        int     `json:"item"`
+	ID          string  `json:"id"`
+	Token       int64   `json:"token"`
+	ChildStatus *int    `json:"child_status"`
+	ChildSignal string  `json:"child_signal,omitempty"`
+	Lost        bool    `json:"lost"`
+	LostReason  string  `json:"lost_reason,omitempty"`
+	Finish      string  `json:"finish"`
+	Attempts    int64   `json:"attempts,omitempty"`
+	DurationS   float64 `json:"duration_s"`
+}
+
+// workEndJSON is the --json object of the worker's end.
+type workEndJSON struct {
+	Command  string          `json:"command"`
+	End      string          `json:"end"`
+	Exit     int             `json:"exit"`
+	Items    int             `json:"items"`
+	Finishes map[string]int  `json:"finishes"`
+	Stats    commit.Snapshot `json:"stats"`
+}
+
+func runWork(c *cli.Context) error {
+	e, err := newEnv(c)
+	if err != nil {
+		return err
+	}
+	if c.IsSet("now") {
+		return usageErr("--now: lease work keeps time with the system clock while CMD runs")
+	}
+	if err := e.set.CheckRenewInterval(); err != nil {
+		return cli.Exit(err.Error(), exitcode.Usage)
+	}
+	if !e.set.Explicit("owner") {
+		e.set.Owner = config.WorkerOwner(getenv)
+	}
+	maxItems := c.Int("max-items")
+	if maxItems < 0 {
+		return usageErr("--max-items %d: want 0 (no limit) or more", maxItems)
+	}
+	args := c.Args().Slice()
+	if len(args) > 0 && args[0] == "--" {
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return usageErr("no command to run (want lease work [--max-items N] -- CMD [ARG...]; see lease work --help)")
+	}
+	if _, err := leasefmt.ParseID(args[0]); err == nil && len(args) > 1 && args[1] == "--" {
+		return usageErr("lease work claims from the queue: give no ID (got %s)", args[0])
+	}
+	argv := args
+	path, err := lookCommand(argv[0])
+	if err != nil {
+		return err
+	}
+	st, err := e.open(false)
+	if err != nil {
+		return err
+	}
+
+	// One dispatcher for the worker's whole life: the first stopping
+	// signal cancels ctx (which ends a wait for the queue, and stops the
+	// current CMD through the holder); every other signal is CMD's.
+	sigc := make(chan os.Signal, 8)
+	signal.Notify(sigc, forwardedSignals...)
+	defer signal.Stop(sigc)
+	parent := c.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	cmdSig := make(chan os.Signal, 8)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		stopping := false
+		for {
+			select {
+			case s := <-sigc:
+				if stopSignal(s) && !stopping {
+					stopping = true
+					cancel(signalled{s})
+					continue
+				}
+				select {
+				case cmdSig <- s:
+				default:
+				}
+			case <-quit:
+				return
+			}
+		}
+	}()
+
+	w := &workLoop{e: e, st: st, finishes: map[string]int{}}
+	spec := itemSpec{who: "lease work", path: path, argv: argv, complete: true,
+		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: cmdSig, stop: ctx}
+	code, end := w.run(ctx, spec, maxItems)
+	if s := stoppedBy(ctx); s != nil && end == "signal" {
+		if sig, ok := s.(syscall.Signal); ok {
+			code = exitcode.RunSignal + int(sig)
+		}
+	}
+	if e.json {
+		snap := e.snapshot(st)
+		snap.Lost = int64(w.finishes[worker.HowLost])
+		json.NewEncoder(e.errw).Encode(workEndJSON{Command: "work", End: end, Exit: code, Items: w.items, Finishes: w.finishes, Stats: snap})
+	} else if e.verbose {
+		fmt.Fprintf(e.errw, "lease work: %s after %d items: %s; exit %d\n", end, w.items, formatFinishes(w.finishes), code)
+	}
+	if code != exitcode.OK {
+		return cli.Exit("", code)
+	}
+	return nil
+}
+
+// workLoop is the state of one worker.
+type workLoop struct {
+	e        *env
+	st       *commit.Store
+	items    int
+	finishes map[string]int
+}
+
+// run claims and runs items until the queue is empty, maxItems (0: no
+// limit) were run, ctx ends or the table fails; it returns the exit
+// status and the end's word.
+func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, string) {
+	e, st := w.e, w.st
+	rnd := worker.NewRand()
+	defer func() {
+		if spec.sup != nil {
+			spec.sup.Close()
+		}
+	}()
+	for maxItems == 0 || w.items < maxItems {
+		if ctx.Err() != nil {
+			return exitcode.RunFailed, "signal"
+		}
+		cl := worker.ClaimNext(ctx, st, rnd, 1, e.set.Owner, e.set.TTL, true, time.Time{})
+		var granted *commit.Result
+		bad := exitcode.OK
+		for i, r := range cl.Results {
+			if r.Outcome == commit.OK && granted == nil {
+				granted = &cl.Results[i]
+				continue
+			}
+			fmt.Fprintln(e.errw, failLine(r)) // errors met on the way (a corrupt record)
+			bad = exitcode.Worse(bad, exitcode.Of(r.Outcome))
+		}
+		switch cl.Answer {
+		case commit.Empty:
+			return exitcode.OK, "empty"
+		case commit.Busy:
+			// Only a stop ends the wait for a busy queue.
+			return exitcode.RunFailed, "signal"
+		case commit.Blocked:
+			fmt.Fprintln(e.errw, leasefmt.Bound("lease work: no queued item can be claimed: "+blockedWhy(cl.Results)+"; stopping"))
+			if bad == exitcode.OK {
+				bad = exitcode.IO
+			}
+			return bad, "error"
+		}
+		if granted == nil {
+			return exitcode.IO, "error"
+		}
+		if ctx.Err() != nil {
+			// The stop came with the grant: give the item back untouched.
+			it := commit.Item{ID: granted.ID, Token: granted.Token}
+			worker.Finish(st, it, worker.End{Complete: true}, e.set.MaxAttempts)
+			return exitcode.RunFailed, "signal"
+		}
+		if spec.sup == nil || spec.sup.Gone() {
+			// One supervisor for the worker's items (a CMD costs its own
+			// fork and exec only); again if it was killed.
+			sup, err := proctree.StartSupervisor(seconds(e.set.Grace))
+			if err != nil {
+				worker.Finish(st, commit.Item{ID: granted.ID, Token: granted.Token}, worker.End{Complete: true}, e.set.MaxAttempts)
+				fmt.Fprintln(e.errw, leasefmt.Bound("lease work: "+err.Error()+"; stopping"))
+				return exitcode.RunFailed, "error"
+			}
+			if spec.sup != nil {
+				spec.sup.Close()
+			}
+			spec.sup = sup
+		}
+		began := time.Now()
+		ir, err := holdItem(e, st, spec, *granted, cl.Started)
+		w.items++
+		w.report(ir, time.Since(began))
+		if err != nil {
+			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err)+"; stopping")
+			return exitcode.IO, "error"
+		}
+		if ir.h.notStarted {
+			return ir.code, "cannot-run"
+		}
+		if o, trouble := ir.h.finished.Trouble(); trouble {
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease work: %s token %d could not be finished (%s); stopping", granted.ID, granted.Token, o.Reason())))
+			return exitcode.Of(o), "error"
+		}
+	}
+	return exitcode.OK, "max-items"
+}
+
+// blockedWhy names the reasons of the results that blocked a claim.
+func blockedWhy(res []commit.Result) string {
+	seen := map[string]bool{}
+	why := ""
+	for _, r := range res {
+		if w := r.Outcome.Reason(); !seen[w] {
+			seen[w] = true
+			if why != "" {
+				why += ", "
+			}
+			why += w
+		}
+	}
+	if why == "" {
+		return "the queue could not be read"
+	}
+	return why
+}
+
+// exitMessage is the message of an error that holdItem returned.
+func exitMessage(err error) string {
+	if ec, ok := err.(cli.ExitCoder); ok {
+		return fmt.Sprint(ec)
+	}
+	return err.Error()
+}
+
+// report prints what -v and --json say of one item.
+func (w *workLoop) report(ir itemRun, took time.Duration) {
+	h, e := ir.h, w.e
+	w.finishes[h.finish]++
+	var attempts int64
+	if rec := h.finished.Result.Record; rec != nil {
+		attempts = rec.Attempts
+	}
+	switch {
+	case e.json:
+		json.NewEncoder(e.errw).Encode(workItemJSON{Command: "work", Item: w.items, ID: string(h.item.ID), Token: h.item.Token,
+			ChildStatus: ir.status.code, ChildSignal: ir.status.signal, Lost: h.lost, LostReason: h.lostReason,
+			Finish: h.finish, Attempts: attempts, DurationS: took.Seconds()})
+	case e.verbose:
+		status := "not run"
+		switch {
+		case ir.status.signal != "":
+			status = "killed by " + ir.status.signal
+		case ir.status.code != nil:
+			status = fmt.Sprintf("exit %d", *ir.status.code)
+		}
+		more := ""
+		if h.finished.Published {
+			more = " (published public/" + string(h.item.ID) + "/)"
+		}
+		if attempts > 0 && h.finished.Attempt {
+			more += fmt.Sprintf(" (attempt %d)", attempts)
+		}
+		fmt.Fprintf(e.errw, "lease work: item %d: %s token %d: %s, %s%s, %s\n", w.items, h.item.ID, h.item.Token, status, h.finish, more, formatSeconds(took.Seconds()))
+	}
+}
+
+// formatFinishes renders the counts per finish word: "done 3, failed 1".
+func formatFinishes(m map[string]int) string {
+	out := ""
+	for _, k := range []string{worker.HowDone, worker.HowFailed, worker.HowReleased, worker.HowPublishRefused, worker.HowLost, worker.HowByHolderDone, worker.HowByHolderReleased} {
+		if m[k] > 0 {
+			if out != "" {
+				out += ", "
+			}
+			out += fmt.Sprintf("%s %d", k, m[k])
+		}
+	}
+	for k, v := range m {
+		switch k {
+		case worker.HowDone, worker.HowFailed, worker.HowReleased, worker.HowPublishRefused, worker.HowLost, worker.HowByHolderDone, worker.HowByHolderReleased:
+			continue
+		}
+		if out != "" {
+			out += ", "
+		}
+		out += fmt.Sprintf("%s %d", k, v)
+	}
+	if out == "" {
+		return "nothing run"
+	}
+	return out
+}

@@ -1,0 +1,62 @@
+package worker
+
+import (
+	"context"
+	"math/rand/v2"
+	"os"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+)
+
+// Claimed is what ClaimNext got: the last try's answer and results, and
+// the counts of every try.
+type Claimed struct {
+	commit.Next
+	// Started is when the last try began: a lease it granted counts as
+	// lost from there (its expires_at - clock_skew), not from before the
+	// wait.
+	Started time.Time
+	// Tries counts the tries; Read, Shards and Cleaned sum theirs.
+	Tries, Read, Shards, Cleaned int
+	// Waited is the time from the first try to the end of the last.
+	Waited time.Duration
+}
+
+// NewRand is the random source of one worker's claims: seeded by time and
+// process, so that workers starting together visit the queue's shards in
+// different orders.
+func NewRand() *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+}
+
+// ClaimNext claims up to n free items of st's queue for owner, for ttl
+// seconds. With wait, a busy queue (items left, all held) is tried again
+// with backoff, woken when the first held item can be taken over, until
+// an item is granted, the queue is empty, the deadline (zero: none)
+// passes or ctx is done; the last try's answer is then Busy.
+func ClaimNext(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time) Claimed {
+	var out Claimed
+	var b *Backoff
+	start := time.Now()
+	for {
+		out.Started = time.Now()
+		nx := st.ClaimNext(n, owner, ttl, rnd)
+		out.Next = nx
+		out.Tries++
+		out.Cleaned += nx.Cleaned
+		out.Read += nx.Read
+		out.Shards += nx.Shards
+		if nx.Answer != commit.Busy || !wait {
+			break
+		}
+		if b == nil {
+			b = NewBackoff(ctx, deadline)
+		}
+		if !b.Wait(nx.Expiring) {
+			break
+		}
+	}
+	out.Waited = time.Since(start)
+	return out
+}

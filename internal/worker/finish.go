@@ -1,0 +1,189 @@
+package worker
+
+import (
+	"errors"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/keepalive"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// End is how the work of a held lease ended.
+type End struct {
+	// Complete: the holder finishes items (lease run --complete, lease
+	// work, leases.Table.Work): work that succeeded makes the item done,
+	// work that failed counts an attempt. Without it the lease is only
+	// ever released.
+	Complete bool
+	// Succeeded: the work succeeded (CMD exited 0).
+	Succeeded bool
+	// Failure, when not nil and the work did not succeed, is the work's
+	// own failure (a non-zero exit, a signal it did not get from its
+	// holder, an error): an attempt. Work that was stopped (its holder was
+	// told to stop), whose lease was lost or that could not start has no
+	// Failure: it is released with no attempt counted.
+	Failure *commit.Failure
+	// Lost: the holder knows its lease is lost (a renewal or check said
+	// so, or it ran out): a refusal of the finishing call is the loss.
+	Lost bool
+}
+
+// The words of Finished.How, as lease run --json's "finish" says them;
+// the reason word of the outcome (io-error, lock-timeout, corrupt) when
+// the table failed.
+const (
+	HowDone             = "done"
+	HowReleased         = "released"
+	HowFailed           = "failed"
+	HowPublishRefused   = "publish-refused"
+	HowByHolderDone     = "by-command-done"
+	HowByHolderReleased = "by-command-released"
+	HowLost             = "lost"
+)
+
+// Finished is how Finish finished a lease.
+type Finished struct {
+	// How is one of the How words, or the reason word of the outcome that
+	// stopped it (Trouble).
+	How string
+	// Result is the outcome of the call that decided it; for an attempt
+	// counted, its Record holds the attempts and the status.
+	Result commit.Result
+	// Attempt: an attempt was counted (How is released or failed, or
+	// publish-refused).
+	Attempt bool
+	// Published: the staged result was published as public/ID/.
+	Published bool
+	// Refused says why a staged result could not be published (How is
+	// publish-refused): the staging directory stays, for lease fsck.
+	Refused string
+	// Unpublished: the holder completed the lease itself and what it left
+	// staged was not published (it stays, for lease fsck).
+	Unpublished bool
+	// StageErr is why the staging directory could not be read (the item
+	// was released, not done).
+	StageErr error
+	// PublishErr is the outcome of a publish that failed for the table's
+	// sake (the item was released to settle it, not done).
+	PublishErr *commit.Result
+}
+
+// Trouble reports the outcome of a table error that kept the lease from
+// being finished (an I/O error, a lock timeout, a corrupt record); ok is
+// false when it was finished, given up or found lost, as work goes.
+func (f Finished) Trouble() (commit.Outcome, bool) {
+	switch f.How {
+	case HowDone, HowReleased, HowFailed, HowPublishRefused, HowByHolderDone, HowByHolderReleased, HowLost:
+		return commit.OK, false
+	}
+	if f.StageErr != nil {
+		return commit.IOError, true
+	}
+	return f.Result.Outcome, true
+}
+
+// Finish finishes the lease it of st once its work ended (e), by the
+// rules lease run --complete, lease work and leases.Table.Work share:
+//
+//   - Work that succeeded with Complete: what it left in its staging
+//     directory stage/ID.TOKEN/ is published whole as public/ID/ and the
+//     item is done only when that succeeded; with nothing staged the item
+//     is simply done. A result that cannot be published (a symbolic link
+//     in it, public/ID taken) releases the item with an attempt counted
+//     and leaves the staging directory in place; a publish that failed
+//     for the table's sake releases it (settling a half-done publish) and
+//     is Trouble.
+//   - Work that failed on its own with Complete: released with an attempt
+//     counted, with its exit status and stderr tail; at maxAttempts (0: no
+//     limit) the item becomes failed.
+//   - Anything else (stopped, lost, not started, or no Complete): released,
+//     no attempt.
+//
+// A lease its holder finished itself with its token (done, or released)
+// counts as finished; a refusal of a lease that is gone is HowLost. An
+// empty staging directory is removed; one with anything in it stays.
+func Finish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
+	defer st.FS.Remove(commit.StagePath(it.ID, it.Token)) // only an empty one goes
+	items := []commit.Item{it}
+	switch {
+	case e.Complete && e.Succeeded:
+		empty, err := st.StageEmpty(it.ID, it.Token)
+		if err != nil {
+			rel := st.Release(items)[0]
+			return Finished{How: commit.IOError.Reason(), Result: rel, StageErr: err}
+		}
+		if !empty {
+			return publish(st, it, e, maxAttempts)
+		}
+		return classify(st.Complete(items)[0], HowDone, e.Lost)
+	case e.Complete && e.Failure != nil && !e.Lost:
+		f := classify(st.ReleaseFailed(items, *e.Failure, maxAttempts)[0], HowReleased, false)
+		f.Attempt = f.Result.Outcome == commit.OK
+		return f
+	}
+	return classify(st.Release(items)[0], HowReleased, e.Lost)
+}
+
+// classify names how the finishing call r went; ok is the word of its
+// success.
+func classify(r commit.Result, ok string, lost bool) Finished {
+	f := Finished{Result: r}
+	switch ev := keepalive.Classify(r.Outcome); {
+	case r.Outcome == commit.OK:
+		f.How = ok
+		if r.Record != nil && r.Record.Status == leasefmt.Failed {
+			f.How = HowFailed
+		}
+	case lost:
+		f.How = HowLost
+	case ev == keepalive.Done:
+		f.How = HowByHolderDone
+	case r.Outcome == commit.Released:
+		f.How = HowByHolderReleased
+	case ev == keepalive.Lost:
+		f.How = HowLost
+	default:
+		f.How = r.Outcome.Reason()
+	}
+	return f
+}
+
+// publish publishes the staging directory of it as public/ID/ and
+// completes it (see Finish).
+func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
+	items := []commit.Item{it}
+	r, err := st.CompleteStage(it)
+	refused := ""
+	switch {
+	case errors.Is(err, commit.ErrStaged):
+		refused = err.Error()
+	case r.Outcome == commit.Exists:
+		refused = r.Detail
+	}
+	if refused != "" {
+		res := st.ReleaseFailed(items, commit.Failure{Stderr: []byte("the result cannot be published: " + refused)}, maxAttempts)[0]
+		f := classify(res, HowPublishRefused, e.Lost)
+		if res.Outcome == commit.OK {
+			f.How, f.Attempt = HowPublishRefused, true
+		}
+		f.Refused = refused
+		return f
+	}
+	switch ev := keepalive.Classify(r.Outcome); {
+	case r.Outcome == commit.OK:
+		return Finished{How: HowDone, Result: r, Published: true}
+	case ev == keepalive.Done:
+		// The holder completed the lease itself, without this result.
+		return Finished{How: HowByHolderDone, Result: r, Unpublished: true}
+	case ev == keepalive.Lost:
+		return Finished{How: HowLost, Result: r}
+	}
+	// An I/O error, a lock timeout, a corrupt record: the record may be
+	// committing; the release settles it (done if the result moved).
+	bad := r
+	rel := st.Release(items)[0]
+	if rel.Outcome == commit.Done {
+		return Finished{How: HowDone, Result: rel, Published: true}
+	}
+	return Finished{How: bad.Outcome.Reason(), Result: bad, PublishErr: &bad}
+}

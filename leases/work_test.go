@@ -1,0 +1,180 @@
+package leases_test
+
+// Table.Work follows lease work's rules: a lease lost while the function
+// runs cancels its context and is no attempt; ctx ends Work releasing the
+// item with no attempt; a busy queue is waited for without losing the
+// lease then granted; a result that cannot be published never makes the
+// item done; a command's exit status is recorded; the table's errors end
+// Work with an error that says which.
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/leasefmt"
+	"github.com/leasetool/lease/leases"
+)
+
+func workTable(t *testing.T) (*leases.Table, string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), "table")
+	tb, err := leases.Create(root, leases.WithShards(4, 4), leases.WithClockSkew(100*time.Millisecond), leases.WithOwner("test/work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tb.Close() })
+	return tb, root
+}
+
+// workRecord reads the work record of id.
+func workRecord(t *testing.T, root, id string) *leasefmt.Record {
+	t.Helper()
+	fsys, err := commit.OS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fsys.Close()
+	st, err := commit.Open(root, fsys, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := st.Read(leasefmt.Work, leasefmt.ID(id))
+	if err != nil || rec == nil {
+		t.Fatalf("record of %s: %v", id, err)
+	}
+	return rec
+}
+
+// TestWorkLostLeaseIsNoAttempt: a lease released from outside while the
+// function runs cancels the function's context with a cause wrapping
+// ErrLost; that run counts no attempt, and Work goes on (it claims the
+// item again and finishes it).
+func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
+	tb, root := workTable(t)
+	ctx := context.Background()
+	res, _ := tb.AddContent(ctx, []byte("lost"))
+	id := res[0].ID
+	other, _ := leases.Open(root)
+	defer other.Close()
+	var causes []error
+	runs := 0
+	stats, err := tb.Work(ctx, func(ctx context.Context, it leases.Item) error {
+		runs++
+		if runs > 1 {
+			return nil
+		}
+		other.Release(context.Background(), it.Lease) // another process with the token gives it up
+		<-ctx.Done()
+		causes = append(causes, context.Cause(ctx))
+		return ctx.Err()
+	}, leases.WorkOptions{MaxAttempts: 1, TTL: 10 * time.Second, Interval: time.Second})
+	if err != nil || stats.Items != 2 || stats.Finishes["lost"] != 1 || stats.Finishes["done"] != 1 {
+		t.Fatalf("Work: %+v, %v; want a lost run, then done (max_attempts 1: a lost run counted would fail it)", stats, err)
+	}
+	if len(causes) != 1 || !errors.Is(causes[0], leases.ErrLost) {
+		t.Errorf("the function's context ended with %v, want a cause wrapping ErrLost", causes)
+	}
+	if rec := workRecord(t, root, id); rec.Status != leasefmt.Done || rec.Attempts != 0 || rec.Token != 2 {
+		t.Errorf("record %+v, want done with token 2, no attempt", rec)
+	}
+}
+
+// TestWorkStopsOnContext: ctx ending while the function runs ends Work
+// with ctx's error; the item is released with no attempt counted.
+func TestWorkStopsOnContext(t *testing.T) {
+	tb, root := workTable(t)
+	res, _ := tb.AddContent(context.Background(), []byte("stopped"))
+	ctx, cancel := context.WithCancel(context.Background())
+	_, err := tb.Work(ctx, func(fctx context.Context, it leases.Item) error {
+		cancel()
+		<-fctx.Done()
+		return errors.New("interrupted")
+	}, leases.WorkOptions{MaxAttempts: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Work: %v, want context.Canceled", err)
+	}
+	if rec := workRecord(t, root, res[0].ID); rec.Status != leasefmt.Released || rec.Attempts != 0 {
+		t.Errorf("record %+v, want released with no attempt", rec)
+	}
+}
+
+// TestWorkWaitsForBusyQueue: the only item is held by another lease for
+// longer than Work's ttl - skew - grace; Work waits, takes it over when it
+// expires, and keeps it: the lost point counts from the claim that
+// granted it.
+func TestWorkWaitsForBusyQueue(t *testing.T) {
+	tb, root := workTable(t)
+	ctx := context.Background()
+	id := leases.IDOf([]byte("busy"))
+	tb.Add(ctx, id)
+	other, _ := leases.Open(root, leases.WithClockSkew(100*time.Millisecond))
+	defer other.Close()
+	if res, _ := other.Claim(ctx, 3*time.Second, id); res[0].Err() != nil {
+		t.Fatal(res[0].Err())
+	}
+	stats, err := tb.Work(ctx, func(ctx context.Context, it leases.Item) error {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(1500 * time.Millisecond):
+			return nil
+		}
+	}, leases.WorkOptions{TTL: 2 * time.Second, Interval: 500 * time.Millisecond, Grace: time.Second})
+	if err != nil || stats.Finishes["done"] != 1 || stats.Items != 1 {
+		t.Fatalf("Work: %+v, %v; want the item taken over after the wait and done", stats, err)
+	}
+	if rec := workRecord(t, root, id); rec.Token != 2 {
+		t.Errorf("token %d, want 2", rec.Token)
+	}
+}
+
+// TestWorkPublishRefusedAndExitStatus: a result that cannot be published
+// (public/ID is taken) leaves the item not done with an attempt counted
+// and what was staged in place; a command's exit status is recorded.
+func TestWorkPublishRefusedAndExitStatus(t *testing.T) {
+	tb, root := workTable(t)
+	ctx := context.Background()
+	res, _ := tb.AddContent(ctx, []byte("taken"), []byte("exit 7"))
+	taken, seven := res[0].ID, res[1].ID
+	os.MkdirAll(filepath.Join(root, "public", taken), 0o755)
+	stats, err := tb.Work(ctx, func(ctx context.Context, it leases.Item) error {
+		if it.ID == seven {
+			return exec.CommandContext(ctx, "sh", "-c", "exit 7").Run()
+		}
+		return os.WriteFile(filepath.Join(it.Stage, "crash"), []byte("finding\n"), 0o644)
+	}, leases.WorkOptions{MaxAttempts: 1})
+	if err != nil || stats.Finishes["publish-refused"] != 1 || stats.Finishes["failed"] != 1 {
+		t.Fatalf("Work: %+v, %v", stats, err)
+	}
+	if rec := workRecord(t, root, taken); rec.Status != leasefmt.Failed || rec.Attempts != 1 {
+		t.Errorf("the item whose publish was refused: %+v", rec)
+	}
+	if got, err := os.ReadFile(filepath.Join(root, "stage", taken+".1", "crash")); err != nil || string(got) != "finding\n" {
+		t.Errorf("what was staged: %q, %v", got, err)
+	}
+	if rec := workRecord(t, root, seven); rec.Status != leasefmt.Failed || rec.ExitStatus != 7 {
+		t.Errorf("the item whose command exited 7: %+v", rec)
+	}
+}
+
+// TestWorkTableError: only a corrupt record left to claim ends Work with
+// an error wrapping ErrCorrupt.
+func TestWorkTableError(t *testing.T) {
+	tb, root := workTable(t)
+	ctx := context.Background()
+	id := leases.IDOf([]byte("corrupt"))
+	tb.Add(ctx, id)
+	shard := filepath.Join(root, "work", leasefmt.ShardDirName(leasefmt.ID(id).Shard(4), 4))
+	os.MkdirAll(shard, 0o755)
+	os.WriteFile(filepath.Join(shard, id+".json"), []byte("{torn"), 0o644)
+	_, err := tb.Work(ctx, func(context.Context, leases.Item) error { return nil }, leases.WorkOptions{})
+	if !errors.Is(err, leases.ErrCorrupt) {
+		t.Fatalf("Work: %v, want an error wrapping ErrCorrupt", err)
+	}
+}
