@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/mpi/mpitest"
@@ -32,7 +33,7 @@ func table(t *testing.T) (string, func() (*commit.Store, error)) {
 		t.Fatal(err)
 	}
 	open := func(create bool) (*commit.Store, error) {
-		f, err := commit.OS(root)
+		f, err := seam.OS(root)
 		if err != nil {
 			return nil, err
 		}

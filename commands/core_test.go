@@ -25,6 +25,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -241,7 +242,7 @@ func coreImmutable(t *testing.T, dir string) {
 // own descriptor conflicts with the command's) until the test ends.
 func coreHoldLock(t *testing.T, root string, id leasefmt.ID) {
 	t.Helper()
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}

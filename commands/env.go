@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
@@ -30,7 +31,7 @@ func usageErr(format string, args ...any) error {
 // env is what an action works with: its settings, its clock and its output.
 type env struct {
 	// share is lease init --shared: how the table it creates is shared.
-	share   *commit.Sharing
+	share   *seam.Sharing
 	c       *cli.Context
 	set     *config.Settings
 	now     float64
@@ -106,7 +107,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 		}
 	}
-	f, err := commit.OS(root)
+	f, err := seam.OS(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, noTable(root)
@@ -124,14 +125,14 @@ func (e *env) open(create bool) (*commit.Store, error) {
 			if _, err := f.Lstat(commit.TableFile); isNotExist(err) {
 				// A new table: its root is shared too, so that what is
 				// made in it gets its group.
-				if err := commit.ShareRoot(root, *e.share); err != nil {
+				if err := seam.ShareRoot(root, *e.share); err != nil {
 					f.Close()
 					return nil, shareRootError(root, err)
 				}
 			}
 		}
 	}
-	var fsys commit.FS = f
+	var fsys seam.FS = f
 	if wrapFS != nil {
 		fsys = wrapFS(f)
 	}
@@ -186,7 +187,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 // wrapFS, when set, wraps the filesystem of every table a command opens:
 // the seam through which tests inject faults (a read-only or full
 // filesystem) and kill a process at an exact call.
-var wrapFS func(commit.FS) commit.FS
+var wrapFS func(seam.FS) seam.FS
 
 // noTable is the error of a command run where no table is (SPEC §2).
 func noTable(root string) error {

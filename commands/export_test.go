@@ -1,10 +1,10 @@
 package commands
 
-import "github.com/leasetool/lease/commit"
+import "github.com/leasetool/lease/commit/seam"
 
 // SetWrapFS sets the filesystem seam of every table opened from now on
 // (nil removes it) and returns a function that puts the old one back.
-func SetWrapFS(w func(commit.FS) commit.FS) func() {
+func SetWrapFS(w func(seam.FS) seam.FS) func() {
 	old := wrapFS
 	wrapFS = w
 	return func() { wrapFS = old }

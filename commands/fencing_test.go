@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -38,8 +39,8 @@ func installKillPoint() {
 		return
 	}
 	op, prefix, _ := strings.Cut(spec, " ")
-	commands.SetWrapFS(func(f commit.FS) commit.FS {
-		return commit.WithHook(f, func(o commit.Op, name string) error {
+	commands.SetWrapFS(func(f seam.FS) seam.FS {
+		return seam.WithHook(f, func(o seam.Op, name string) error {
 			if string(o) == op && strings.HasPrefix(name, prefix) {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				time.Sleep(time.Hour)
@@ -91,7 +92,7 @@ func (h *holdTable) publicFiles() map[string]string {
 // rawRecord reads the work record of id from disk.
 func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
 	h.t.Helper()
-	osfs, err := commit.OS(h.root)
+	osfs, err := seam.OS(h.root)
 	if err != nil {
 		h.t.Fatal(err)
 	}

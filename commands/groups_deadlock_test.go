@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -197,7 +198,7 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	// Final scan: every manifest agrees with its targets, every target
 	// with the manifest it names, and every granted token is at most the
 	// group's current one.
-	f, err := commit.OS(root)
+	f, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}

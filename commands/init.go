@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 var initCommand = &cli.Command{
@@ -68,7 +68,7 @@ func runInit(c *cli.Context) error {
 		return err
 	}
 	if c.IsSet("shared") {
-		sh, err := commit.ParseSharing(c.String("shared"))
+		sh, err := seam.ParseSharing(c.String("shared"))
 		if err != nil {
 			return usageErr("%v", err)
 		}

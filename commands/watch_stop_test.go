@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -20,7 +21,7 @@ import (
 // another lease process would, and returns its release.
 func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 	t.Helper()
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -61,6 +62,8 @@ var (
 	ErrCorrupt  = leasefmt.ErrCorrupt
 	ErrIO       = errors.New("I/O error")
 	ErrQueued   = errors.New("already queued")
+	// ErrLockTimeout is the lock seam's (seam.ErrLockTimeout).
+	ErrLockTimeout = seam.ErrLockTimeout
 )
 
 // The causes of items that a failed batch did not finish (G5, G6): they
@@ -203,7 +206,7 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 
 func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
 	s.Stats.Batches.Add(1)
-	if f, ok := s.FS.(interface{ DropIdleLocks() }); ok {
+	if f, ok := seam.As[seam.IdleLockDropper](s.FS); ok {
 		f.DropIdleLocks()
 	}
 	res := make([]Result, len(items))
@@ -303,7 +306,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		}
 	})
 	if s.Strategy == strategy.NoSync {
-		if sf, ok := s.FS.(interface{ Syncfs() error }); ok {
+		if sf, ok := seam.As[seam.Syncer](s.FS); ok {
 			if err := sf.Syncfs(); err != nil {
 				fail(-1, err)
 			}
@@ -448,7 +451,7 @@ func (s *Store) lockFailed(err error, r *Result, op string) error {
 	case errors.Is(err, ErrLockTimeout):
 		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout), err
 		return nil
-	case errors.Is(err, ErrNotRegular), errors.Is(err, unix.ENOTDIR):
+	case errors.Is(err, seam.ErrNotRegular), errors.Is(err, unix.ENOTDIR):
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
@@ -467,10 +470,6 @@ func (s *Store) readFailed(err error, r *Result) error {
 	return oe
 }
 
-// lockPreparer is the optional FS extension that opens a lock file ahead
-// of the batch (OSFS.PrepareLock).
-type lockPreparer interface{ PrepareLock(name string) error }
-
 // prepare makes sure, before anything of a batch is written, that this
 // process may use every shard the batch touches: the shard directory
 // exists (made if missing) and its lock file opens for writing. The lock
@@ -479,7 +478,7 @@ type lockPreparer interface{ PrepareLock(name string) error }
 // account's, or on a read-only filesystem) fails the whole batch with an
 // *AccessError before the first write, not halfway through it.
 func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
-	p, ok := s.FS.(lockPreparer)
+	p, ok := seam.As[seam.LockPreparer](s.FS)
 	if !ok {
 		return nil
 	}
@@ -505,7 +504,7 @@ func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
 		// (a link, a file) is left for the records of the shard to report
 		// as corrupt.
 		planted := func(err error) bool {
-			return errors.Is(err, ErrNotRegular) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+			return errors.Is(err, seam.ErrNotRegular) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
 		}
 		if err := s.ensureShard(dir); err != nil {
 			if !planted(err) {

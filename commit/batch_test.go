@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,13 +32,13 @@ func TestGroupCommitCounts(t *testing.T) {
 						t.Fatalf("%s %s: %s %s", what, r.ID, r.Outcome.Reason(), r.Detail)
 					}
 				}
-				if got := log.count(commit.OpFsync); got != files {
+				if got := log.count(seam.OpFsync); got != files {
 					t.Errorf("%s: %d file fsyncs, want %d", what, got, files)
 				}
 				synced := checkDirsSynced(t, ops)
 				want := dirsOf(st, items)
-				if len(synced) != len(want) || log.count(commit.OpSyncDir) != len(want) {
-					t.Errorf("%s: %d directory fsyncs of %d directories (%v), want one each of %d", what, log.count(commit.OpSyncDir), len(synced), synced, len(want))
+				if len(synced) != len(want) || log.count(seam.OpSyncDir) != len(want) {
+					t.Errorf("%s: %d directory fsyncs of %d directories (%v), want one each of %d", what, log.count(seam.OpSyncDir), len(synced), synced, len(want))
 				}
 				for d := range want {
 					if synced[d] != 1 {
@@ -73,7 +74,7 @@ func TestGroupCommitCounts(t *testing.T) {
 					t.Fatalf("complete %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
 				}
 			}
-			if f, d := log.count(commit.OpFsync), log.count(commit.OpSyncDir); f != 2*tc.n || d != 2*tc.k {
+			if f, d := log.count(seam.OpFsync), log.count(seam.OpSyncDir); f != 2*tc.n || d != 2*tc.k {
 				t.Errorf("complete: %d file and %d directory fsyncs, want %d and %d", f, d, 2*tc.n, 2*tc.k)
 			}
 			if left := tempFiles(t, st.Root); len(left) > 0 {
@@ -110,7 +111,7 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 	}
 	before := snapshotTree(t, st.Root)
 
-	writes := []commit.Op{commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpClose, commit.OpRename, commit.OpRenameNoReplace, commit.OpRemove, commit.OpMkdir, commit.OpSyncDir}
+	writes := []seam.Op{seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpClose, seam.OpRename, seam.OpRenameNoReplace, seam.OpRemove, seam.OpMkdir, seam.OpSyncDir}
 	for _, tc := range []struct {
 		name string
 		run  func() []commit.Result

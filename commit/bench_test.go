@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -47,7 +48,7 @@ func BenchmarkRenew(b *testing.B) {
 
 func benchRenew(b *testing.B, kind strategy.Kind, n, k int) {
 	root := benchRoot(b)
-	f, err := commit.OS(root)
+	f, err := seam.OS(root)
 	if err != nil {
 		b.Fatal(err)
 	}

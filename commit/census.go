@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -75,7 +76,7 @@ func (s *Store) Census(workers int) (Census, error) {
 // listNames calls fn with every name of directory dir (none when it does
 // not exist), read in chunks.
 func (s *Store) listNames(dir string, fn func(name string)) error {
-	d, err := OpenDir(s.FS, dir)
+	d, err := seam.OpenDir(s.FS, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -58,12 +58,12 @@
 // lease fsck. A record that cannot be read is never treated as missing
 // either: only a failed open (ENOENT from openat) means "no record"; a
 // read(2) that fails after a successful open (GlusterFS's open-behind
-// reports a file replaced through another client that way) is ErrVanished,
+// reports a file replaced through another client that way) is seam.ErrVanished,
 // an I/O error.
 //
 // # Transient errors of network filesystems (retry.go)
 //
-// ESTALE from any call, ErrVanished and ErrAppeared may go away when the
+// ESTALE from any call, seam.ErrVanished and ErrAppeared may go away when the
 // step is tried again, once the client has looked the name up afresh.
 // They are retried per record, as Store.Retry says (DefaultRetry: 9 tries,
 // about 1.4 s of pauses, longer than GlusterFS's 1 s entry and metadata

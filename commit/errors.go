@@ -76,25 +76,3 @@ func hint(err error) string {
 	}
 	return ""
 }
-
-// SameFile reports whether a and b describe one regular file (one inode).
-func SameFile(a, b fs.FileInfo) bool {
-	if a == nil || b == nil || !a.Mode().IsRegular() || !b.Mode().IsRegular() {
-		return false
-	}
-	ka, oka := inodeOf(a)
-	kb, okb := inodeOf(b)
-	return oka && okb && ka == kb
-}
-
-type fileKey struct{ dev, ino uint64 }
-
-func inodeOf(fi fs.FileInfo) (fileKey, bool) {
-	switch st := fi.Sys().(type) {
-	case *unix.Stat_t:
-		return fileKey{uint64(st.Dev), st.Ino}, true
-	case *syscall.Stat_t:
-		return fileKey{uint64(st.Dev), st.Ino}, true
-	}
-	return fileKey{}, false
-}

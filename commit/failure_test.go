@@ -11,13 +11,14 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // failAt fails the first call op on a name containing id.
-func failAt(op commit.Op, id leasefmt.ID) func(commit.Op, string) error {
+func failAt(op seam.Op, id leasefmt.ID) func(seam.Op, string) error {
 	done := false
-	return func(o commit.Op, name string) error {
+	return func(o seam.Op, name string) error {
 		if !done && o == op && strings.Contains(name, string(id)) {
 			done = true
 			return fmt.Errorf("injected %s failure on %s: %w", op, name, errors.ErrUnsupported)
@@ -31,7 +32,7 @@ func failAt(op commit.Op, id leasefmt.ID) func(commit.Op, string) error {
 // fsynced, nothing is reported OK, no temp file is left behind.
 func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 	const n, k = 24, 4
-	for _, op := range []commit.Op{commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpRename} {
+	for _, op := range []seam.Op{seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpRename} {
 		for _, writers := range []int{1, 64} {
 			// Sorted order is (shard, ID): position p is shard p/6.
 			for _, pos := range []int{0, 3, 6, 13, n - 1} {
@@ -79,14 +80,14 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 						// One writer: records after the victim are not attempted.
 						for _, it := range sorted[pos+1:] {
 							for _, o := range ops {
-								if o.op == commit.OpCreate && strings.Contains(o.name, string(it.ID)) {
+								if o.op == seam.OpCreate && strings.Contains(o.name, string(it.ID)) {
 									t.Errorf("%s after the failure was still written", it.ID)
 								}
 							}
 						}
 					}
 					// The victim still holds its old, valid record.
-					if r := readRecord(t, st, victim); op != commit.OpRename && r.ExpiresAt != 1060 {
+					if r := readRecord(t, st, victim); op != seam.OpRename && r.ExpiresAt != 1060 {
 						t.Errorf("victim record changed: %+v", r)
 					}
 				})
@@ -106,8 +107,8 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 				st.Writers = writers
 				h := held(t, at(st, 1000).Claim(spread(n, k), "host/w1", 60))
 				dir := st.ShardDir(leasefmt.Work, bad)
-				log.reset(func(op commit.Op, name string) error {
-					if op == commit.OpSyncDir && name == dir {
+				log.reset(func(op seam.Op, name string) error {
+					if op == seam.OpSyncDir && name == dir {
 						return errors.New("injected EIO on directory fsync")
 					}
 					return nil

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -39,16 +40,16 @@ func grpIDs(prefix string, n int) []leasefmt.ID {
 
 // grpOpen opens (creating) a table of 16 shards at root on the kernel
 // filesystem, through hook when it is not nil.
-func grpOpen(t testing.TB, root string, hook commit.Hook) *commit.Store {
+func grpOpen(t testing.TB, root string, hook seam.Hook) *commit.Store {
 	t.Helper()
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { osfs.Close() })
-	var f commit.FS = osfs
+	var f seam.FS = osfs
 	if hook != nil {
-		f = commit.WithHook(osfs, hook)
+		f = seam.WithHook(osfs, hook)
 	}
 	st, err := commit.Open(root, f, &leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1})
 	if err != nil {

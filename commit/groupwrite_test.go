@@ -18,17 +18,18 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // grpFailAt returns a hook that fails the i-th call (from 0) among the
 // write-related ones (create, write, fsync, rename, fsyncdir), and the
 // counter of those calls; i < 0 fails none.
-func grpFailAt(i int64, fired *atomic.Bool) (commit.Hook, *atomic.Int64) {
+func grpFailAt(i int64, fired *atomic.Bool) (seam.Hook, *atomic.Int64) {
 	var n atomic.Int64
-	return func(op commit.Op, name string) error {
+	return func(op seam.Op, name string) error {
 		switch op {
-		case commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpRename, commit.OpRenameNoReplace, commit.OpSyncDir:
+		case seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpRename, seam.OpRenameNoReplace, seam.OpSyncDir:
 			if n.Add(1)-1 == i {
 				fired.Store(true)
 				return &fs.PathError{Op: string(op), Path: name, Err: errors.New("injected failure")}
@@ -197,7 +198,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		}
 		wantDirs += len(d)
 	}
-	setup := func(t *testing.T, hook commit.Hook) (string, *commit.Store, []commit.Item) {
+	setup := func(t *testing.T, hook seam.Hook) (string, *commit.Store, []commit.Item) {
 		root := t.TempDir()
 		st := grpOpen(t, root, nil)
 		var items []commit.Item
@@ -228,8 +229,8 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	})
 	t.Run("last chunk fails", func(t *testing.T) {
 		last := commit.GroupID(sets[len(sets)-1])
-		root, st, items := setup(t, func(op commit.Op, name string) error {
-			if (op == commit.OpRename || op == commit.OpRenameNoReplace) && strings.Contains(name, string(last)) {
+		root, st, items := setup(t, func(op seam.Op, name string) error {
+			if (op == seam.OpRename || op == seam.OpRenameNoReplace) && strings.Contains(name, string(last)) {
 				return errors.New("injected failure")
 			}
 			return nil

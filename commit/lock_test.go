@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -44,7 +45,7 @@ func lockHelper(spec string) int {
 		return 2
 	}
 	mode, root, id := f[0], f[1], leasefmt.ID(f[2])
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -292,7 +293,7 @@ func TestLockBetweenGoroutines(t *testing.T) {
 // keeps it out.
 func TestReplacedLockFileBetweenBatches(t *testing.T) {
 	root := t.TempDir()
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // TestCrossDirectoryRefused: G8, the same-directory batch refuses a rename
@@ -35,13 +36,13 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if data, err := os.ReadFile(st.Abs(src)); err != nil || string(data) != "data" {
 		t.Errorf("source after refused Replace: %q, %v", data, err)
 	}
-	if c := log.count(commit.OpRename) + log.count(commit.OpSyncDir); c != 0 {
+	if c := log.count(seam.OpRename) + log.count(seam.OpSyncDir); c != 0 {
 		t.Errorf("%d renames or fsyncs for refused Replaces: %v", c, log.snapshot())
 	}
 	if err := b.Flush(); err != nil {
 		t.Errorf("Flush after refusals: %v", err)
 	}
-	if c := log.count(commit.OpSyncDir); c != 0 {
+	if c := log.count(seam.OpSyncDir); c != 0 {
 		t.Errorf("Flush synced %d directories though nothing was renamed", c)
 	}
 	// Same directory: renamed, and the directory synced once by Flush.
@@ -54,8 +55,8 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if !b.Pending(commit.StageDir) {
 		t.Error("stage not pending after a rename into it")
 	}
-	if err := b.Flush(); err != nil || log.count(commit.OpSyncDir) != 1 || b.Pending(commit.StageDir) {
-		t.Errorf("Flush: %v, %d directory fsyncs", err, log.count(commit.OpSyncDir))
+	if err := b.Flush(); err != nil || log.count(seam.OpSyncDir) != 1 || b.Pending(commit.StageDir) {
+		t.Errorf("Flush: %v, %d directory fsyncs", err, log.count(seam.OpSyncDir))
 	}
 }
 
@@ -98,14 +99,14 @@ func TestDurableMove(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q", rel, data, err, want)
 		}
 	}
-	if c := log.count(commit.OpSyncDir); c != 0 {
+	if c := log.count(seam.OpSyncDir); c != 0 {
 		t.Errorf("%d directory fsyncs after a refused move", c)
 	}
 
 	// A failing destination fsync stops before the source is synced.
 	write("stage/c", "C")
-	log.reset(func(op commit.Op, name string) error {
-		if op == commit.OpSyncDir && name == commit.PublicDir {
+	log.reset(func(op seam.Op, name string) error {
+		if op == seam.OpSyncDir && name == commit.PublicDir {
 			return errors.New("injected EIO")
 		}
 		return nil
@@ -113,7 +114,7 @@ func TestDurableMove(t *testing.T) {
 	if err := st.DurableMove("stage/c", "public/c"); err == nil {
 		t.Error("DurableMove with a failing fsync succeeded")
 	}
-	if c := log.count(commit.OpSyncDir); c != 1 {
+	if c := log.count(seam.OpSyncDir); c != 1 {
 		t.Errorf("%d directory fsyncs, want the failed destination one only", c)
 	}
 }

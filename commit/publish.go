@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -38,7 +39,7 @@ const maxCompare = 16 << 20
 // filesystem that tells no inode). Publishing bytes that public/ already
 // holds under the name would change nothing.
 func (s *Store) sameResult(staged, public string, sfi, pfi fs.FileInfo) bool {
-	if SameFile(sfi, pfi) {
+	if seam.SameFile(sfi, pfi) {
 		return true
 	}
 	n := sfi.Size()

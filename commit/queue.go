@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -292,7 +293,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 	blocked := false
 	for _, sh := range rnd.Perm(s.Table.WorkShards) {
 		dirName := s.QueueShardDir(sh)
-		d, err := OpenDir(s.FS, dirName)
+		d, err := seam.OpenDir(s.FS, dirName)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -16,7 +17,7 @@ import (
 // error, the kind a network filesystem's client gives while another client
 // replaces the file or while its own caches still describe an older
 // version: ESTALE from any call, a read that fails after its open
-// (ErrVanished), a record created without replacing that turned out to
+// (seam.ErrVanished), a record created without replacing that turned out to
 // exist (ErrAppeared). Retries are per record: one such error costs that
 // record a pause and a fresh try, never the batch. When the tries run out
 // the step fails with the error, as an I/O error; nothing is reported as
@@ -42,9 +43,9 @@ var DefaultRetry = Retry{Attempts: 9, Backoff: 10 * time.Millisecond, MaxBackoff
 var ErrAppeared = errors.New("record appeared while it was being created (another client made it, or this client's cache hid it)")
 
 // Transient reports whether err is one that trying the step again may cure
-// (see Retry): ESTALE, ErrVanished or ErrAppeared.
+// (see Retry): ESTALE, seam.ErrVanished or ErrAppeared.
 func Transient(err error) bool {
-	return errors.Is(err, unix.ESTALE) || errors.Is(err, ErrVanished) || errors.Is(err, ErrAppeared)
+	return errors.Is(err, unix.ESTALE) || errors.Is(err, seam.ErrVanished) || errors.Is(err, ErrAppeared)
 }
 
 // retryPolicy is the store's Retry, DefaultRetry when unset.
@@ -58,8 +59,8 @@ func (s *Store) retryPolicy() Retry {
 // again decides, after try number attempt (from 1) of a step on the record
 // at the table-relative name failed with err, whether to try once more. If
 // so, it counts the retry, lets the filesystem drop what it holds for the
-// record's directory when the error was ESTALE (an FS with a
-// Refresh(dir string) method), and pauses.
+// record's directory when the error was ESTALE (seam.Refresher), and
+// pauses.
 func (s *Store) again(attempt int, name string, err error) bool {
 	p := s.retryPolicy()
 	if err == nil || attempt >= p.Attempts || !Transient(err) {
@@ -67,7 +68,7 @@ func (s *Store) again(attempt int, name string, err error) bool {
 	}
 	s.Stats.Retries.Add(1)
 	if errors.Is(err, unix.ESTALE) {
-		if f, ok := s.FS.(interface{ Refresh(dir string) }); ok {
+		if f, ok := seam.As[seam.Refresher](s.FS); ok {
 			f.Refresh(path.Dir(name))
 		}
 	}

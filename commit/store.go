@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -17,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -41,7 +43,7 @@ var (
 // Store is an open lease table.
 type Store struct {
 	Root  string
-	FS    FS
+	FS    seam.FS
 	Table *leasefmt.Table
 	// LockTimeout bounds every lock wait.
 	LockTimeout time.Duration
@@ -72,7 +74,7 @@ type Store struct {
 	Stats Stats
 	// Sharing is how the table is shared (TABLE's "shared"), nil when it
 	// is not.
-	Sharing *Sharing
+	Sharing *seam.Sharing
 
 	ensured   sync.Map                    // shard directories known to exist
 	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
@@ -103,14 +105,14 @@ const DefaultWriters = 64
 // Open opens the table at root through f. When the root holds no TABLE and
 // create is nil, it returns ErrNoTable; with create it makes the table
 // durably (see create); a concurrent creator's header wins.
-func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
+func Open(root string, f seam.FS, create *leasefmt.Table) (*Store, error) {
 	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters, Retry: DefaultRetry}
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
 		if sh, ok, err := TableSharing(create); err != nil {
 			return nil, err
 		} else if ok {
-			applySharing(f, sh) // the table's own directories and files are shared too
+			seam.Share(f, sh) // the table's own directories and files are shared too
 		}
 		if err := s.create(create); err != nil {
 			return nil, err
@@ -126,7 +128,7 @@ func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
 		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.Root, TableFile), err)
 	}
 	if ok {
-		applySharing(f, sh)
+		seam.Share(f, sh)
 		s.Sharing = &sh
 	}
 	s.Table = t
@@ -138,7 +140,7 @@ func (s *Store) readTable() (*leasefmt.Table, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s: %w", ErrNoTable, filepath.Join(s.Root, TableFile), fs.ErrNotExist)
 	}
-	if errors.Is(err, ErrNotRegular) {
+	if errors.Is(err, seam.ErrNotRegular) {
 		return nil, fmt.Errorf("table header %s: %w: %w", filepath.Join(s.Root, TableFile), leasefmt.ErrCorrupt, err)
 	}
 	if err != nil {
@@ -224,7 +226,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 			if err := mk(dir); err != nil {
 				return err
 			}
-			unlock, err := s.FS.Lock(path.Join(dir, LockFile), 0, 0)
+			unlock, err := s.FS.Lock(context.TODO(), path.Join(dir, LockFile), 0, 0)
 			if err == nil {
 				unlock()
 			} else if !errors.Is(err, ErrLockTimeout) {
@@ -312,7 +314,7 @@ func (s *Store) EnsureDir(dir string) error {
 	switch {
 	case err == nil && fi.IsDir():
 	case err == nil:
-		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: not a directory", ErrNotRegular)}
+		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: not a directory", seam.ErrNotRegular)}
 	case errors.Is(err, fs.ErrNotExist):
 		if err := s.EnsureDir(path.Dir(dir)); err != nil {
 			return err
@@ -372,7 +374,7 @@ func (s *Store) Lock(k leasefmt.Kind, id leasefmt.ID) (func(), error) {
 	if err := s.ensureShard(dir); err != nil {
 		return nil, err
 	}
-	return s.FS.Lock(path.Join(dir, LockFile), id.LockOffset(), s.LockTimeout)
+	return s.FS.Lock(context.TODO(), path.Join(dir, LockFile), id.LockOffset(), s.LockTimeout)
 }
 
 // Read reads and validates the record of id. It returns (nil, nil) when
@@ -404,7 +406,7 @@ func (s *Store) readOnce(k leasefmt.Kind, id leasefmt.ID, name string) (*leasefm
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
-	if errors.Is(err, ErrNotRegular) {
+	if errors.Is(err, seam.ErrNotRegular) {
 		return nil, nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
 	}
 	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {

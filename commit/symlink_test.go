@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -110,7 +111,7 @@ func TestPlantedSymlinks(t *testing.T) {
 				}
 				for _, o := range log.snapshot() {
 					switch o.op {
-					case commit.OpCreate, commit.OpRename, commit.OpFsync, commit.OpSyncDir, commit.OpMkdir, commit.OpRemove:
+					case seam.OpCreate, seam.OpRename, seam.OpFsync, seam.OpSyncDir, seam.OpMkdir, seam.OpRemove:
 						t.Errorf("%s %s made for a planted link", o.op, o.name)
 					}
 				}

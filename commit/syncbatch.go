@@ -1,11 +1,18 @@
 package commit
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"sync"
 	"sync/atomic"
+
+	"github.com/leasetool/lease/commit/seam"
 )
+
+// ErrCrossDirectory is returned by SyncBatch.Replace for a rename whose
+// source and destination directories differ (G8).
+var ErrCrossDirectory = errors.New("rename across directories in a same-directory batch")
 
 // SyncBatch is a same-directory group commit: it renames temp files over
 // records and remembers the directories renamed into, then fsyncs each of
@@ -14,7 +21,7 @@ import (
 // destination-before-source order a cross-directory move needs (use
 // DurableMove for that).
 type SyncBatch struct {
-	fs       FS
+	fs       seam.FS
 	dirSyncs *atomic.Int64
 	mu       sync.Mutex
 	pending  map[string]bool
@@ -24,7 +31,7 @@ type SyncBatch struct {
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
 // the directory fsyncs it makes.
-func NewSyncBatch(f FS, dirSyncs *atomic.Int64) *SyncBatch {
+func NewSyncBatch(f seam.FS, dirSyncs *atomic.Int64) *SyncBatch {
 	return &SyncBatch{fs: f, dirSyncs: dirSyncs, pending: map[string]bool{}}
 }
 

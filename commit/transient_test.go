@@ -4,7 +4,7 @@ package commit_test
 // that fails after its open is never "no record", a record read as missing
 // is created without replacing and read again when it turns out to exist,
 // and ESTALE costs one record a retry, not the batch. The filesystems here
-// are the real one (commit.OS on a temp dir) behind a thin wrapper that
+// are the real one (seam.OS on a temp dir) behind a thin wrapper that
 // plays the other client.
 
 import (
@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -29,7 +30,7 @@ import (
 // another holder's record just before this client's create lands, and fail
 // renames with ESTALE before or after they take effect.
 type otherClient struct {
-	commit.FS
+	seam.FS
 	mu          sync.Mutex
 	vanish      map[string]int // record path -> reads to fail with ErrVanished
 	hide        map[string]int // record path -> reads to answer fs.ErrNotExist
@@ -39,7 +40,7 @@ type otherClient struct {
 	refreshed   []string
 }
 
-func newOtherClient(f commit.FS) *otherClient {
+func newOtherClient(f seam.FS) *otherClient {
 	return &otherClient{FS: f, vanish: map[string]int{}, hide: map[string]int{}, createFirst: map[string][]byte{},
 		staleBefore: map[string]int{}, staleAfter: map[string]int{}}
 }
@@ -62,7 +63,7 @@ func (o *otherClient) ReadFile(name string, max int) ([]byte, error) {
 		if _, err := o.FS.ReadFile(name, max); err != nil {
 			return nil, err
 		}
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", commit.ErrVanished)}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", seam.ErrVanished)}
 	}
 	return o.FS.ReadFile(name, max)
 }
@@ -112,14 +113,14 @@ func (o *otherClient) Refresh(dir string) {
 func transientTable(t *testing.T) (*commit.Store, *otherClient, *opLog) {
 	t.Helper()
 	root := t.TempDir()
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { osfs.Close() })
 	other := newOtherClient(osfs)
 	log := &opLog{}
-	st, err := commit.Open(root, commit.WithHook(other, log.hook), &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
+	st, err := commit.Open(root, seam.WithHook(other, log.hook), &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,10 +154,10 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 	other.vanish[name] = 100
 	log.reset(nil)
 	res := at(st, 9000).Claim([]commit.Item{{ID: id}}, "host/late", 10)
-	if r := res[0]; r.Outcome != commit.IOError || !errors.Is(r.Err(), commit.ErrVanished) || errors.Is(r.Err(), fs.ErrNotExist) {
+	if r := res[0]; r.Outcome != commit.IOError || !errors.Is(r.Err(), seam.ErrVanished) || errors.Is(r.Err(), fs.ErrNotExist) {
 		t.Fatalf("claim with reads failing after open: %s (%v), want io-error wrapping ErrVanished and not fs.ErrNotExist", r.Outcome.Reason(), r.Err())
 	}
-	if n := log.count(commit.OpCreate) + log.count(commit.OpRename) + log.count(commit.OpRenameNoReplace); n != 0 {
+	if n := log.count(seam.OpCreate) + log.count(seam.OpRename) + log.count(seam.OpRenameNoReplace); n != 0 {
 		t.Errorf("%d writes for a record that could not be read", n)
 	}
 	other.vanish[name] = 0
@@ -165,7 +166,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 	}
 	// Read-only callers see the same: Read is an I/O error, not "none".
 	other.vanish[name] = 100
-	if r, err := st.Read(leasefmt.Work, id); r != nil || !errors.Is(err, commit.ErrVanished) {
+	if r, err := st.Read(leasefmt.Work, id); r != nil || !errors.Is(err, seam.ErrVanished) {
 		t.Errorf("Read: %v, %v; want ErrVanished", r, err)
 	}
 }
@@ -205,7 +206,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 	if r := res[2]; r.Outcome != commit.OK || r.Token != 1 {
 		t.Errorf("fresh ID: %s token %d, want ok token 1", r.Outcome.Reason(), r.Token)
 	}
-	if n := log.count(commit.OpRename); n != 0 {
+	if n := log.count(seam.OpRename); n != 0 {
 		t.Errorf("%d renames over records that a claim read as missing, want 0 (create without replacing)", n)
 	}
 	if tmps := tempFiles(t, st.Root); len(tmps) != 0 {
@@ -247,7 +248,7 @@ func TestESTALEPerRecord(t *testing.T) {
 	}
 	renames := map[string]int{}
 	for _, o := range log.snapshot() {
-		if o.op == commit.OpRename && !o.failed {
+		if o.op == seam.OpRename && !o.failed {
 			renames[o.name]++
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -167,7 +167,7 @@ func BenchmarkScan(b *testing.B) {
 			}
 		}
 		runtime.GC()
-		osfs, err := commit.OS(root)
+		osfs, err := seam.OS(root)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -17,7 +18,7 @@ func ExampleCheck() {
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "table")
 	commit.MkdirRoot(root)
-	f, _ := commit.OS(root)
+	f, _ := seam.OS(root)
 	st, _ := commit.Open(root, f, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
 	id, _ := leasefmt.ParseID("6f9b91f83f7365e8037273295071469d1cf7d0e34dfae07af6158dcc64a7c067")
 	torn := `{"schema":"lease.work/v1","id":"` + string(id) + `","status":"leased","owner":"w","token":7,"claimed_at":1`
@@ -25,7 +26,7 @@ func ExampleCheck() {
 	f.Close()
 
 	for _, repair := range []bool{false, true, false} {
-		fsys, _ := commit.OS(root)
+		fsys, _ := seam.OS(root)
 		sum, err := fsck.Check(root, fsys, fsck.Options{Repair: repair, Now: 2000}, func(f *fsck.Finding) {
 			fmt.Printf("  %s %s repaired=%v\n", f.Kind, filepath.Base(f.Path), f.Repaired)
 		})

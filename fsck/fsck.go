@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -82,7 +83,7 @@ var (
 
 // checker is one run of Check.
 type checker struct {
-	fs     commit.FS
+	fs     seam.FS
 	st     *commit.Store
 	opt    Options
 	sum    *Summary
@@ -111,7 +112,7 @@ type committingRec struct {
 // finding, in a stable order, after any repair of it was made. The error is
 // ErrNoTable, ErrUsage or an I/O error that stopped the check; I/O errors
 // that only stop part of it are KindIO findings.
-func Check(root string, fsys commit.FS, opt Options, report func(*Finding)) (*Summary, error) {
+func Check(root string, fsys seam.FS, opt Options, report func(*Finding)) (*Summary, error) {
 	if opt.LockTimeout <= 0 {
 		opt.LockTimeout = 10 * time.Second
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -40,7 +41,7 @@ func (c *checker) readHeader() (*header, error) {
 		h.found, h.cause = "does not validate: "+derr.Error(), derr
 	case errors.Is(err, fs.ErrNotExist):
 		h.missing, h.found = true, "missing"
-	case errors.Is(err, commit.ErrNotRegular):
+	case errors.Is(err, seam.ErrNotRegular):
 		fi, lerr := c.fs.Lstat(commit.TableFile)
 		h.found, h.cause = "not a regular file", err
 		if lerr == nil {

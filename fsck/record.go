@@ -10,7 +10,7 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,7 +28,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return // removed meanwhile
-		case errors.Is(err, commit.ErrNotRegular):
+		case errors.Is(err, seam.ErrNotRegular):
 			bad, berr = "not a regular file", err
 		case err != nil:
 			r.add(c.ioFinding(rel, "cannot read", err))

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
@@ -68,7 +69,7 @@ var (
 // goroutines at once.
 type Table struct {
 	st    *commit.Store
-	fs    *commit.OSFS
+	fs    *seam.OSFS
 	owner string
 	ttl   time.Duration
 }
@@ -157,7 +158,7 @@ func open(root string, o *options, create bool) (*Table, error) {
 	if o.ttl <= o.clockSkew {
 		return nil, fmt.Errorf("ttl %v must be more than the clock skew %v", o.ttl, o.clockSkew)
 	}
-	fsys, err := commit.OS(root)
+	fsys, err := seam.OS(root)
 	if err != nil {
 		if !create {
 			return nil, fmt.Errorf("%w at %s: %w", ErrNoTable, root, err)

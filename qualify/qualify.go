@@ -15,6 +15,7 @@ package qualify
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
@@ -40,11 +42,11 @@ import (
 // the lock until it is killed. It returns only on failure.
 func HoldLock(file string, out io.Writer) error {
 	dir, base := filepath.Split(file)
-	fsys, err := commit.OS(dir)
+	fsys, err := seam.OS(dir)
 	if err != nil {
 		return err
 	}
-	if _, err := fsys.Lock(base, 0, 5*time.Second); err != nil {
+	if _, err := fsys.Lock(context.TODO(), base, 0, 5*time.Second); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "locked")
@@ -341,7 +343,7 @@ func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
 		return []Check{{Name: "lock-exclusion", Detail: "no second process to hold the lock (Options.Holder)"}}
 	}
 	dir, base := filepath.Split(file)
-	fsys, err := commit.OS(dir)
+	fsys, err := seam.OS(dir)
 	if err != nil {
 		return []Check{{Name: "lock-exclusion", Detail: err.Error()}}
 	}
@@ -371,7 +373,7 @@ func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
 		return []Check{{Name: "lock-exclusion", Detail: "second process did not report the lock within 10s"}}
 	}
 	var out []Check
-	unlock, err := fsys.Lock(base, 0, 100*time.Millisecond)
+	unlock, err := fsys.Lock(context.TODO(), base, 0, 100*time.Millisecond)
 	if err == nil {
 		unlock()
 		out = append(out, Check{Name: "lock-exclusion", Detail: fmt.Sprintf("pid %d holds the lock, yet this process took it: locks do not exclude", cmd.Process.Pid)})
@@ -383,7 +385,7 @@ func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	t0 := time.Now()
-	unlock, err = fsys.Lock(base, 0, 5*time.Second)
+	unlock, err = fsys.Lock(context.TODO(), base, 0, 5*time.Second)
 	if err != nil {
 		out = append(out, Check{Name: "lock-release-on-death", Detail: fmt.Sprintf("lock not granted within 5s after its holder was killed: %v", err)})
 	} else {
@@ -402,7 +404,7 @@ func clusterRounds(p *Proof, w *mpi.World, dir string, rounds int) []Check {
 	}
 	var out []Check
 	lockName := "qualify.lock"
-	fsys, ferr := commit.OS(dir)
+	fsys, ferr := seam.OS(dir)
 	if ferr == nil {
 		defer fsys.Close()
 	}
@@ -416,7 +418,7 @@ func clusterRounds(p *Proof, w *mpi.World, dir string, rounds int) []Check {
 		// identity record durably.
 		ok := 0
 		if me && ferr == nil {
-			unlock, err := fsys.Lock(lockName, 0, 5*time.Second)
+			unlock, err := fsys.Lock(context.TODO(), lockName, 0, 5*time.Second)
 			if err != nil {
 				fail("release", fmt.Sprintf("round %d: holder could not take the lock: %v", r, err))
 			} else {
@@ -444,7 +446,7 @@ func clusterRounds(p *Proof, w *mpi.World, dir string, rounds int) []Check {
 		// identity.
 		cont, ident := 0, 0
 		if !me && ferr == nil {
-			unlock, err := fsys.Lock(lockName, 0, 50*time.Millisecond)
+			unlock, err := fsys.Lock(context.TODO(), lockName, 0, 50*time.Millisecond)
 			if err == nil {
 				unlock()
 				fail("contention", fmt.Sprintf("round %d: rank %d took the lock held by rank %d", r, w.Rank(), holder))

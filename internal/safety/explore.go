@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,7 +32,7 @@ type Scenario struct {
 	// root (the operation creates the table).
 	Table *leasefmt.Table
 	// Setup builds the starting state; it is not recorded and is durable.
-	Setup func(st *commit.Store, fsys commit.FS) error
+	Setup func(st *commit.Store, fsys seam.FS) error
 	// Damage, when set, changes the starting state after Setup (what a
 	// crash or another program left for fsck).
 	Damage func(st *commit.Store, t *Tree) *Tree
@@ -61,7 +62,7 @@ type Scenario struct {
 
 // Run is what an operation gets.
 type Run struct {
-	FS    commit.FS
+	FS    seam.FS
 	Store *commit.Store // nil when the scenario starts without a table
 	Rec   *Recorder     // nil when the operation runs on another FS
 	calls func() int    // calls made so far
@@ -137,8 +138,8 @@ func (r *Run) AckResults(op string, res []commit.Result) {
 // Repairer repairs a crashed table through fsys at now, as `lease fsck
 // --repair` would; check is the read-only run that must then find nothing.
 type Repairer interface {
-	Repair(fsys commit.FS, now float64) error
-	Check(fsys commit.FS, now float64) (errs int, err error)
+	Repair(fsys seam.FS, now float64) error
+	Check(fsys seam.FS, now float64) (errs int, err error)
 }
 
 // Explorer runs scenarios and checks every crash state.
@@ -156,7 +157,7 @@ type Explorer struct {
 	ClaimAfter int
 	// Wrap, when set, wraps the recording FS the operation runs on (tests
 	// of the explorer break the protocol with it).
-	Wrap func(commit.FS) commit.FS
+	Wrap func(seam.FS) seam.FS
 }
 
 // Result sums an exploration.
@@ -193,7 +194,7 @@ func Base(sc *Scenario) (*Tree, error) {
 }
 
 // Record runs sc over a Recorder on its starting state and returns it.
-func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
+func Record(sc *Scenario, fsys func(*Recorder) seam.FS) (*Run, *Tree, error) {
 	base, err := Base(sc)
 	if err != nil {
 		return nil, nil, err
@@ -202,7 +203,7 @@ func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
 	if sc.Writers > 1 {
 		rec.Yield = runtime.Gosched
 	}
-	var f commit.FS = rec
+	var f seam.FS = rec
 	if fsys != nil {
 		f = fsys(rec)
 	}
@@ -236,9 +237,9 @@ func (run *Run) start(sc *Scenario) error {
 
 // Explore records sc and checks every crash state of every call prefix.
 func (x *Explorer) Explore(sc *Scenario) (*Result, error) {
-	var wrap func(*Recorder) commit.FS
+	var wrap func(*Recorder) seam.FS
 	if x.Wrap != nil {
-		wrap = func(r *Recorder) commit.FS { return x.Wrap(r) }
+		wrap = func(r *Recorder) seam.FS { return x.Wrap(r) }
 	}
 	run, base, err := Record(sc, wrap)
 	if err != nil {

@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // skipSync drops the directory or file fsyncs: the protocol then acks
 // records a crash can take away, and the explorer must say so.
 type skipSync struct {
-	commit.FS
+	seam.FS
 	dirs, files bool
 }
 
@@ -22,7 +23,7 @@ func (s skipSync) SyncDir(name string) error {
 	return s.FS.SyncDir(name)
 }
 
-func (s skipSync) CreateExcl(name string) (commit.File, error) {
+func (s skipSync) CreateExcl(name string) (seam.File, error) {
 	f, err := s.FS.CreateExcl(name)
 	if err != nil || !s.files {
 		return f, err
@@ -30,7 +31,7 @@ func (s skipSync) CreateExcl(name string) (commit.File, error) {
 	return noSyncFile{f}, nil
 }
 
-type noSyncFile struct{ commit.File }
+type noSyncFile struct{ seam.File }
 
 func (noSyncFile) Sync() error { return nil }
 
@@ -49,16 +50,16 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 	cases := []struct {
 		name     string
 		scenario string
-		wrap     func(commit.FS) commit.FS
+		wrap     func(seam.FS) seam.FS
 		run      func(r *Run)
 		want     string
 	}{
 		{name: "no directory fsync", scenario: "renew-batch",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, dirs: true} }, want: "acknowledged"},
+			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, dirs: true} }, want: "acknowledged"},
 		{name: "no file fsync", scenario: "claim",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
+			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
 		{name: "no file fsync, publish", scenario: "complete --publish",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "holder alice (token 3) acknowledged live until 6000, but after recovery the token is"},
+			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, files: true} }, want: "holder alice (token 3) acknowledged live until 6000, but after recovery the token is"},
 		{name: "success before the barrier", scenario: "claim", run: func(r *Run) {
 			// report each claim as soon as it is decided, before its write
 			// and its directory fsync

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -112,8 +113,8 @@ func TestFsckReportsIOErrors(t *testing.T) {
 	}
 	for _, name := range []string{"work", "targets", "groups", "public", "stage"} {
 		rec := NewRecorder(base)
-		f := commit.WithHook(rec, func(op commit.Op, n string) error {
-			if op == commit.OpLstat && n == name {
+		f := seam.WithHook(rec, func(op seam.Op, n string) error {
+			if op == seam.OpLstat && n == name {
 				return &iofs.PathError{Op: "lstat", Path: n, Err: syscall.EIO}
 			}
 			return nil

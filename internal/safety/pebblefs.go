@@ -1,7 +1,7 @@
 package safety
 
 // Mem, its crash clones, its path and error mapping, and the loading and
-// reading back of a Tree; its commit.FS methods are in pebblefs_fs.go,
+// reading back of a Tree; its seam.FS methods are in pebblefs_fs.go,
 // its file handles in pebblefs_file.go, its byte locks in
 // pebblefs_locks.go, and ExplorePebble in explore_pebble.go.
 
@@ -15,10 +15,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// Mem is a commit.FS in memory over Pebble's crash-simulating vfs.MemFS, for
+// Mem is a seam.FS in memory over Pebble's crash-simulating vfs.MemFS, for
 // crash tests: CrashClone returns the table as a crash at this moment
 // could leave it.
 //
@@ -142,7 +142,7 @@ func (m *Mem) load(t *Tree) error {
 			err = m.Mkdir(p)
 			return
 		}
-		var f commit.File
+		var f seam.File
 		if f, err = m.CreateExcl(p); err != nil {
 			return
 		}

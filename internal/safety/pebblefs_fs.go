@@ -1,6 +1,6 @@
 package safety
 
-// The commit.FS methods of Mem on names, over Pebble's MemFS (Lock is in
+// The seam.FS methods of Mem on names, over Pebble's MemFS (Lock is in
 // pebblefs_locks.go, the file handles in pebblefs_file.go).
 
 import (
@@ -12,7 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // ReadFile implements FS.
@@ -29,7 +29,7 @@ func (m *Mem) ReadFile(name string, max int) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	if fi.IsDir() {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: commit.ErrNotRegular}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: seam.ErrNotRegular}
 	}
 	f, err := m.fs.Open(p)
 	if err != nil {
@@ -45,7 +45,7 @@ func (m *Mem) ReadFile(name string, max int) ([]byte, error) {
 }
 
 // CreateExcl implements FS.
-func (m *Mem) CreateExcl(name string) (commit.File, error) {
+func (m *Mem) CreateExcl(name string) (seam.File, error) {
 	p, err := memPath("create", name)
 	if err != nil {
 		return nil, err
@@ -203,7 +203,7 @@ func (m *Mem) SyncFile(name string) error {
 		err = fs.ErrNotExist
 	}
 	if err == nil && fi.IsDir() {
-		err = commit.ErrNotRegular
+		err = seam.ErrNotRegular
 	}
 	if err != nil {
 		return memErr("open", name, err)

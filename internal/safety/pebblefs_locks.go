@@ -4,17 +4,18 @@ package safety
 // it.
 
 import (
+	"context"
 	"io/fs"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // Lock implements FS: the lock file is created when missing (never
 // truncated) and byte off is taken in this Mem's lock table.
-func (m *Mem) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+func (m *Mem) Lock(ctx context.Context, name string, off int64, timeout time.Duration) (func(), error) {
 	p, err := memPath("open", name)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func (m *Mem) Lock(name string, off int64, timeout time.Duration) (func(), error
 		return nil, memErr("open", name, err)
 	case ok && fi.IsDir():
 		m.mu.Unlock()
-		return nil, &fs.PathError{Op: "open", Path: name, Err: commit.ErrNotRegular}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: seam.ErrNotRegular}
 	case !ok:
 		f, err := m.fs.OpenReadWrite(p, vfs.WriteCategoryUnspecified)
 		if err != nil {
@@ -41,7 +42,7 @@ func (m *Mem) Lock(name string, off int64, timeout time.Duration) (func(), error
 		f.Close()
 	}
 	m.mu.Unlock()
-	unlock, err := m.locks.lock(memLockKey{p, off}, timeout, 100*time.Microsecond)
+	unlock, err := m.locks.lock(ctx, memLockKey{p, off}, timeout, 100*time.Microsecond)
 	if err != nil {
 		return nil, &fs.PathError{Op: "Lock", Path: name, Err: err}
 	}

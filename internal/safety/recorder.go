@@ -1,7 +1,7 @@
 package safety
 
 // Recorder, its call log and event log, and how it resolves names; its
-// commit.FS methods are in recorder_fs.go, its file handles in
+// seam.FS methods are in recorder_fs.go, its file handles in
 // recorder_file.go and its byte locks in recorder_locks.go.
 
 import (
@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// Recorder is a commit.FS in memory that logs every call made through it
+// Recorder is a seam.FS in memory that logs every call made through it
 // and every effect of those calls on the namespace and on file data, so
 // that the states a crash could leave can be built afterwards.
 //
@@ -68,7 +68,7 @@ func (r *Recorder) yield() {
 
 // Call is one call through the seam, in the order the Recorder served it.
 type Call struct {
-	Op   commit.Op
+	Op   seam.Op
 	Name string
 	Err  error
 	// Injected is set for a call a hook failed before it reached the FS.
@@ -180,13 +180,13 @@ func (r *Recorder) Written() [][]byte {
 
 // Injected logs a call that a hook failed with err before it reached the
 // Recorder, so the call log shows every attempt in order.
-func (r *Recorder) Injected(op commit.Op, name string, err error) {
+func (r *Recorder) Injected(op seam.Op, name string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, Call{Op: op, Name: name, Err: err, Injected: true})
 }
 
-func (r *Recorder) call(op commit.Op, name string) int {
+func (r *Recorder) call(op seam.Op, name string) int {
 	r.calls = append(r.calls, Call{Op: op, Name: name})
 	return len(r.calls) - 1
 }

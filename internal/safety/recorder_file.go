@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 type recFile struct {
@@ -24,7 +24,7 @@ func (f *recFile) Write(p []byte) (int, error) {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpWrite, f.name)
+	i := r.call(seam.OpWrite, f.name)
 	if f.closed {
 		return 0, r.fail(i, perr("write", f.name, fs.ErrClosed))
 	}
@@ -38,7 +38,7 @@ func (f *recFile) Sync() error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpFsync, f.name)
+	i := r.call(seam.OpFsync, f.name)
 	if f.closed {
 		return r.fail(i, perr("fsync", f.name, fs.ErrClosed))
 	}
@@ -51,7 +51,7 @@ func (f *recFile) Close() error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpClose, f.name)
+	i := r.call(seam.OpClose, f.name)
 	if f.closed {
 		return r.fail(i, perr("close", f.name, fs.ErrClosed))
 	}

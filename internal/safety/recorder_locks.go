@@ -4,17 +4,18 @@ package safety
 // with bounded waits behind it.
 
 import (
+	"context"
 	"sync"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// Lock implements commit.FS: the lock file is created when missing.
-func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+// Lock implements seam.FS: the lock file is created when missing.
+func (r *Recorder) Lock(ctx context.Context, name string, off int64, timeout time.Duration) (func(), error) {
 	r.yield()
 	r.mu.Lock()
-	i := r.call(commit.OpLock, name)
+	i := r.call(seam.OpLock, name)
 	d, base, err := r.parent(name)
 	if err != nil {
 		err = r.fail(i, perr("open", name, err))
@@ -24,7 +25,7 @@ func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), 
 	n, ok := d.kids[base]
 	switch {
 	case ok && n.dir:
-		err = r.fail(i, perr("open", name, commit.ErrNotRegular))
+		err = r.fail(i, perr("open", name, seam.ErrNotRegular))
 		r.mu.Unlock()
 		return nil, err
 	case !ok:
@@ -33,7 +34,7 @@ func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), 
 		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
 	}
 	r.mu.Unlock()
-	unlock, err := r.locks.lock(lockKey{n, off}, timeout, 50*time.Microsecond)
+	unlock, err := r.locks.lock(ctx, lockKey{n, off}, timeout, 50*time.Microsecond)
 	if err != nil {
 		r.mu.Lock()
 		r.fail(i, err)
@@ -53,9 +54,9 @@ type keyLocks[K comparable] struct {
 func newKeyLocks[K comparable]() *keyLocks[K] { return &keyLocks[K]{held: map[K]bool{}} }
 
 // lock takes k, polling with backoff from first up to 5 ms, and returns
-// its unlock (safe to call twice), or commit.ErrLockTimeout once timeout
-// has passed.
-func (l *keyLocks[K]) lock(k K, timeout, first time.Duration) (func(), error) {
+// its unlock (safe to call twice), or seam.ErrLockTimeout once timeout
+// has passed (seam.WaitEnded once ctx is done).
+func (l *keyLocks[K]) lock(ctx context.Context, k K, timeout, first time.Duration) (func(), error) {
 	deadline := time.Now().Add(timeout)
 	backoff := first
 	for {
@@ -74,9 +75,15 @@ func (l *keyLocks[K]) lock(k K, timeout, first time.Duration) (func(), error) {
 		}
 		l.mu.Unlock()
 		if !time.Now().Before(deadline) {
-			return nil, commit.ErrLockTimeout
+			return nil, seam.ErrLockTimeout
 		}
-		time.Sleep(backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, seam.WaitEnded(ctx)
+		}
 		if backoff < 5*time.Millisecond {
 			backoff *= 2
 		}

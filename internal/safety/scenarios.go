@@ -13,6 +13,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -77,7 +78,7 @@ func stagedData(name string) []byte {
 
 // stageFile writes a staged result through fsys, as a holder's command
 // would (not durably: lease complete --publish fsyncs it).
-func stageFile(st *commit.Store, fsys commit.FS, s staged) error {
+func stageFile(st *commit.Store, fsys seam.FS, s staged) error {
 	if _, err := st.MakeStage(TestID(s.id), s.token); err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func claimAt(st *commit.Store, id leasefmt.ID, owner string, now, ttl float64) e
 	return one(st, id, func(it []commit.Item) []commit.Result { return at(st, now).Claim(it, owner, ttl) }, 0)
 }
 
-func setupWork(st *commit.Store, fsys commit.FS) error {
+func setupWork(st *commit.Store, fsys seam.FS) error {
 	st.Writers = 1
 	id := TestID
 	for _, t := range []float64{100, 200} {

@@ -9,6 +9,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,7 +29,7 @@ var (
 	staged81b = staged{81, 2, "r81.bin", []byte("result of 81, second holder\n")}
 )
 
-func setupAbandoned(st *commit.Store, fsys commit.FS) error {
+func setupAbandoned(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -38,7 +39,7 @@ var (
 //	      link+unlink fallback died between them)
 //	ID 54 committing (bob, token 1) publishing r54.bin, still staged,
 //	      expired (a crash before the move): rolled back
-func setupDamaged(st *commit.Store, fsys commit.FS) error {
+func setupDamaged(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -42,7 +43,7 @@ func claimGroupAt(st *commit.Store, ts []leasefmt.ID, owner string, now, ttl flo
 	return nil
 }
 
-func setupGroups(st *commit.Store, fsys commit.FS) error {
+func setupGroups(st *commit.Store, fsys seam.FS) error {
 	st.Writers = 1
 	if err := claimGroupAt(st, targets(200, 204), "alice", T0, HeldTTL); err != nil {
 		return err

@@ -11,10 +11,11 @@ import (
 	"math/rand/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-func setupQueue(st *commit.Store, fsys commit.FS) error {
+func setupQueue(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}

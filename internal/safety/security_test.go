@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -249,7 +250,7 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 	for _, p := range plants {
 		t.Run(p.name, func(t *testing.T) {
 			root, canary := newTable(t)
-			osfs, err := commit.OS(root)
+			osfs, err := seam.OS(root)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -423,7 +424,7 @@ func TestOversizeInputsBounded(t *testing.T) {
 	}
 	// A huge (sparse) record file.
 	id := TestID(5)
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
