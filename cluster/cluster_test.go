@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
@@ -29,7 +30,7 @@ func testID(i int) leasefmt.ID {
 func table(t *testing.T) (string, func() (*commit.Store, error)) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "table")
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		t.Fatal(err)
 	}
 	open := func(create bool) (*commit.Store, error) {

@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/internal/strategy"
@@ -100,7 +101,7 @@ func (e *env) root() string {
 func (e *env) open(create bool) (*commit.Store, error) {
 	root := e.root()
 	if create {
-		if err := commit.MkdirRoot(root); err != nil {
+		if err := durable.MkdirRoot(root); err != nil {
 			if isAccess(err) {
 				return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, true)
 			}

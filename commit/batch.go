@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
@@ -242,7 +243,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 	if err := s.prepare(k, items); err != nil {
 		for i, it := range items {
 			res[i] = Result{Item: it, Path: s.Abs(s.RecordPath(k, it.ID)), Outcome: IOError,
-				Detail: "not attempted: " + describe(err), Cause: fmt.Errorf("%w: %w", ErrNotAttempted, err)}
+				Detail: "not attempted: " + durable.Describe(err), Cause: fmt.Errorf("%w: %w", ErrNotAttempted, err)}
 			s.count(IOError)
 		}
 		return res
@@ -256,7 +257,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		remaining[sh].Add(1)
 	}
 	var (
-		batch    = NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+		batch    = s.Disk().Batch()
 		aborted  atomic.Bool
 		errMu    sync.Mutex
 		firstErr error
@@ -290,7 +291,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		dir := path.Dir(s.RecordPath(k, it.ID))
 		if s.Strategy == strategy.OneAtATime && r.Outcome == OK {
 			if err := batch.SyncDir(dir); err != nil {
-				fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
+				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}
 			syncMu.Lock()
 			syncedAt[it.ID.FileName()] = time.Now()
@@ -298,7 +299,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		}
 		if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != strategy.NoSync && batch.Pending(dir) {
 			if err := batch.SyncDir(dir); err != nil {
-				fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
+				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}
 			syncMu.Lock()
 			syncedAt[dir] = time.Now()
@@ -311,10 +312,10 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 				fail(-1, err)
 			}
 		}
-		batch = NewSyncBatch(s.FS, nil) // nothing to flush: the floor syncs the filesystem once
+		batch = durable.NewSyncBatch(s.FS, nil) // nothing to flush: the floor syncs the filesystem once
 	}
 	if err := batch.Flush(); err != nil {
-		fail(-1, &OpError{Op: "fsync the shard directories", Err: err})
+		fail(-1, &durable.OpError{Op: "fsync the shard directories", Err: err})
 	}
 	flushed := time.Now()
 	cause := ""
@@ -377,10 +378,10 @@ func (s *Store) count(o Outcome) {
 // or the write; the read retries on its own). try carries what an earlier
 // try of the item wrote when its rename failed in a way that may still
 // have taken effect.
-func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *SyncBatch, r *Result, try *itemTry) (error, bool) {
+func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result, try *itemTry) (error, bool) {
 	unlock, err := s.Lock(k, it.ID)
 	if err != nil {
-		return s.lockFailed(err, r, "lock the record"), Transient(err)
+		return s.lockFailed(err, r, "lock the record"), durable.Transient(err)
 	}
 	defer unlock()
 	cur, raw, err := s.readRaw(k, it.ID)
@@ -391,7 +392,7 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 		// The earlier try's rename reported an error but took effect:
 		// the record is the one it wrote. Its directory still needs
 		// its fsync before the item is reported.
-		b.mark(path.Dir(s.RecordPath(k, it.ID)))
+		b.Mark(path.Dir(s.RecordPath(k, it.ID)))
 		r.Outcome, r.Detail, r.Record, r.Token = OK, try.detail, cur, cur.Token
 		return nil, false
 	}
@@ -404,8 +405,8 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 	settledHow := ""
 	if settle != nil && cur != nil && abandonedPublish(cur) && settle(it, cur, now) {
 		if settled, settledHow, err = s.settle(cur, now); err != nil {
-			r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
-			return err, Transient(err)
+			r.Outcome, r.Detail, r.Cause = IOError, durable.Describe(err), err
+			return err, durable.Transient(err)
 		}
 		if settled.Status == leasefmt.Done {
 			s.dropStage(cur.ID, cur.Token) // its result was moved out
@@ -438,9 +439,9 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 			r.Outcome, r.Detail, r.Cause = Corrupt, "cannot rewrite: "+err.Error(), err
 			return nil, false
 		}
-		r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
+		r.Outcome, r.Detail, r.Cause = IOError, durable.Describe(err), err
 		try.wrote(data, r.Detail, err)
-		return err, Transient(err)
+		return err, durable.Transient(err)
 	}
 	r.Record, r.Token = next, next.Token
 	return nil, false
@@ -455,7 +456,7 @@ func (s *Store) lockFailed(err error, r *Result, op string) error {
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
-	oe := &OpError{Op: "cannot " + op, Err: err}
+	oe := &durable.OpError{Op: "cannot " + op, Err: err}
 	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
 }
@@ -465,7 +466,7 @@ func (s *Store) readFailed(err error, r *Result) error {
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
-	oe := &OpError{Op: "cannot read the record", Err: err}
+	oe := &durable.OpError{Op: "cannot read the record", Err: err}
 	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
 }
@@ -531,7 +532,7 @@ func prepareError(path, op string, err error) error {
 	if accessDenied(err) {
 		return &AccessError{Path: path, Err: bareErrno(err)}
 	}
-	return &OpError{Op: op, Path: path, Err: bare(err)}
+	return &durable.OpError{Op: op, Path: path, Err: durable.Bare(err)}
 }
 
 // bareErrno is the errno under err, or err.

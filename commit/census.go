@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -81,7 +82,7 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 		return nil
 	}
 	if err != nil {
-		return &OpError{Op: "list", Path: s.Abs(dir), Err: err}
+		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 	}
 	defer d.Close()
 	for {
@@ -90,7 +91,7 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 			return nil
 		}
 		if err != nil {
-			return &OpError{Op: "list", Path: s.Abs(dir), Err: err}
+			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 		}
 		for _, n := range names {
 			fn(n)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -343,14 +344,14 @@ func (c *groupRun) write(todo []*groupOp) {
 			return
 		}
 		final := s.RecordPath(j.w.kind, j.w.id)
-		tmp, err := s.writeTemp(path.Dir(final), j.w.id.FileName(), j.w.data)
+		tmp, err := s.Disk().WriteTemp(path.Dir(final), j.w.id.FileName(), j.w.data)
 		if err != nil {
 			c.fail(j.op, err)
 			return
 		}
 		j.tmp = tmp
 	})
-	batch := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+	batch := s.Disk().Batch()
 	for _, j := range jobs {
 		if j.tmp == "" {
 			continue
@@ -370,7 +371,7 @@ func (c *groupRun) write(todo []*groupOp) {
 				continue
 			}
 			if j.w.prev == nil {
-				err = appeared(err)
+				err = durable.Appeared(err)
 			}
 			c.fail(j.op, err)
 		}
@@ -399,9 +400,9 @@ func (c *groupRun) write(todo []*groupOp) {
 
 // writeGroupRecord writes w's temp file, fsyncs it and renames it over the
 // record in batch b.
-func (s *Store) writeGroupRecord(b *SyncBatch, w recWrite) error {
+func (s *Store) writeGroupRecord(b *durable.SyncBatch, w recWrite) error {
 	final := s.RecordPath(w.kind, w.id)
-	tmp, err := s.writeTemp(path.Dir(final), w.id.FileName(), w.data)
+	tmp, err := s.Disk().WriteTemp(path.Dir(final), w.id.FileName(), w.data)
 	if err != nil {
 		return err
 	}
@@ -417,12 +418,12 @@ func (s *Store) writeGroupRecord(b *SyncBatch, w recWrite) error {
 // was none; then fsyncs each directory involved once. It is best effort:
 // every record is tried, and each group keeps the first error it met.
 func (s *Store) restoreGroups(ops []*groupOp) {
-	rb := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+	rb := s.Disk().Batch()
 	for _, op := range ops {
 		for i := len(op.replaced) - 1; i >= 0; i-- {
 			w := op.replaced[i]
 			final := s.RecordPath(w.kind, w.id)
-			rb.mark(path.Dir(final))
+			rb.Mark(path.Dir(final))
 			var err error
 			if w.prev == nil {
 				err = s.FS.Remove(final)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 )
 
@@ -23,10 +24,10 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if err := os.WriteFile(st.Abs(src), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := commit.NewSyncBatch(st.FS, nil)
+	b := durable.NewSyncBatch(st.FS, nil)
 	for _, dst := range []string{path.Join(commit.PublicDir, "result"), "work/00/" + string(shardID(0, 1)) + ".json", "result"} {
 		err := b.Replace(src, dst)
-		if !errors.Is(err, commit.ErrCrossDirectory) {
+		if !errors.Is(err, durable.ErrCrossDirectory) {
 			t.Errorf("Replace(%s, %s) = %v, want ErrCrossDirectory", src, dst, err)
 		}
 		if _, err := os.Lstat(st.Abs(dst)); !errors.Is(err, fs.ErrNotExist) {
@@ -70,7 +71,7 @@ func TestDurableMove(t *testing.T) {
 		}
 	}
 	write("stage/a", "A")
-	if err := st.DurableMove("stage/a", "public/a"); err != nil {
+	if err := st.Disk().Move("stage/a", "public/a"); err != nil {
 		t.Fatal(err)
 	}
 	var seq []string
@@ -90,7 +91,7 @@ func TestDurableMove(t *testing.T) {
 	write("stage/b", "new")
 	write("public/b", "old")
 	log.reset(nil)
-	err := st.DurableMove("stage/b", "public/b")
+	err := st.Disk().Move("stage/b", "public/b")
 	if !errors.Is(err, fs.ErrExist) {
 		t.Errorf("DurableMove over an existing name = %v, want fs.ErrExist", err)
 	}
@@ -111,7 +112,7 @@ func TestDurableMove(t *testing.T) {
 		}
 		return nil
 	})
-	if err := st.DurableMove("stage/c", "public/c"); err == nil {
+	if err := st.Disk().Move("stage/c", "public/c"); err == nil {
 		t.Error("DurableMove with a failing fsync succeeded")
 	}
 	if c := log.count(seam.OpSyncDir); c != 1 {

@@ -250,7 +250,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 			return r, err
 		}
 	case !p.public:
-		if err := s.DurableMove(staged, public); err != nil {
+		if err := s.Disk().Move(staged, public); err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("record is committing, publish %s failed: %v", s.Abs(public), err)
 			s.count(IOError)
 			return r, err

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -71,8 +72,8 @@ func (s *Store) Enqueue(items []Item) []Result {
 	}
 	// Make the shard directories first, durably, and in a fixed order.
 	for sh := range left {
-		if err := s.EnsureDir(s.QueueShardDir(sh)); err != nil {
-			fail(&OpError{Op: "make the queue shard directory", Path: s.Abs(s.QueueShardDir(sh)), Err: err})
+		if err := s.Disk().EnsureDir(s.QueueShardDir(sh)); err != nil {
+			fail(&durable.OpError{Op: "make the queue shard directory", Path: s.Abs(s.QueueShardDir(sh)), Err: err})
 		}
 	}
 	order := make([]int, len(items))
@@ -98,7 +99,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 			r.Outcome, r.Detail = Queued, "already queued"
 			return
 		case err != nil:
-			r.Outcome, r.Cause = IOError, &OpError{Op: "create the queue entry", Path: r.Path, Err: err}
+			r.Outcome, r.Cause = IOError, &durable.OpError{Op: "create the queue entry", Path: r.Path, Err: err}
 			fail(r.Cause)
 			return
 		}
@@ -106,7 +107,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 		created[it.ID.Shard(n)]++
 		mu.Unlock()
 		if err := f.Close(); err != nil {
-			r.Outcome, r.Cause = IOError, &OpError{Op: "close the queue entry", Path: r.Path, Err: err}
+			r.Outcome, r.Cause = IOError, &durable.OpError{Op: "close the queue entry", Path: r.Path, Err: err}
 			fail(r.Cause)
 			return
 		}
@@ -140,7 +141,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 			fail(err)
 		case rec != nil && rec.Status == leasefmt.Done:
 			if err := s.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				r.Outcome, r.Cause = IOError, &OpError{Op: "remove the queue entry of a done item", Path: r.Path, Err: err}
+				r.Outcome, r.Cause = IOError, &durable.OpError{Op: "remove the queue entry of a done item", Path: r.Path, Err: err}
 				fail(r.Cause)
 				return
 			}
@@ -160,7 +161,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 		dir := s.QueueShardDir(sh)
 		s.Stats.DirectorySyncs.Add(1)
 		if err := s.FS.SyncDir(dir); err != nil {
-			fail(&OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err})
+			fail(&durable.OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err})
 		}
 	})
 	wait := time.Since(synced)
@@ -179,7 +180,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 			s.Stats.Failures.Add(1)
 		}
 		if r.Outcome == IOError && r.Detail == "" {
-			r.Detail = describe(r.Cause)
+			r.Detail = durable.Describe(r.Cause)
 		}
 	}
 	return res
@@ -299,7 +300,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 		}
 		if err != nil {
 			nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
-				Detail: describe(err), Cause: &OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
+				Detail: durable.Describe(err), Cause: &durable.OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
 			nx.Answer = Blocked
 			return nx
 		}
@@ -312,7 +313,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 			if err != nil {
 				d.Close()
 				nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
-					Detail: describe(err), Cause: &OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
+					Detail: durable.Describe(err), Cause: &durable.OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
 				nx.Answer = Blocked
 				return nx
 			}

@@ -2,8 +2,6 @@ package commit
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
@@ -69,15 +68,22 @@ type Store struct {
 	ClockSkew float64
 	// Retry bounds the retries of one record's step after a transient
 	// error of a network filesystem (see Retry); zero means DefaultRetry.
-	Retry Retry
+	Retry durable.Retry
 	// Stats counts what the store did.
 	Stats Stats
 	// Sharing is how the table is shared (TABLE's "shared"), nil when it
 	// is not.
 	Sharing *seam.Sharing
 
-	ensured   sync.Map                    // shard directories known to exist
+	diskOnce  sync.Once
+	disk      *durable.Disk
 	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
+}
+
+// Disk is the durability layer the store writes through.
+func (s *Store) Disk() *durable.Disk {
+	s.diskOnce.Do(func() { s.disk = durable.New(s.FS, s.Root, &s.Stats.Counts) })
+	return s.disk
 }
 
 // SystemClock is the system's clock in seconds since the epoch, with the
@@ -106,7 +112,7 @@ const DefaultWriters = 64
 // create is nil, it returns ErrNoTable; with create it makes the table
 // durably (see create); a concurrent creator's header wins.
 func Open(root string, f seam.FS, create *leasefmt.Table) (*Store, error) {
-	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters, Retry: DefaultRetry}
+	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters, Retry: durable.DefaultRetry}
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
 		if sh, ok, err := TableSharing(create); err != nil {
@@ -172,36 +178,6 @@ func (s *Store) CheckShardsFrom(work int, workFrom string, target int, targetFro
 	return nil
 }
 
-// MkdirRoot creates root and its missing parents, fsyncing the parent of
-// every directory it creates so the root itself survives a crash.
-func MkdirRoot(root string) error {
-	root = filepath.Clean(root)
-	if fi, err := os.Stat(root); err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: root, Err: errors.New("not a directory")}
-		}
-		return nil
-	}
-	parent := filepath.Dir(root)
-	if parent != root {
-		if err := MkdirRoot(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(root, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	d, err := os.Open(parent)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return &fs.PathError{Op: "fsync", Path: parent, Err: err}
-	}
-	return nil
-}
-
 // create makes the directories, the shard lock files and then, last, the
 // TABLE header, so a TABLE that exists always describes a complete table.
 // Concurrent creators agree: the header is moved in without replacing, and
@@ -237,10 +213,9 @@ func (s *Store) create(t *leasefmt.Table) error {
 		dirs = append(dirs, k.Dir())
 	}
 	dirs = append(dirs, "")
-	b := NewSyncBatch(s.FS, nil)
+	b := durable.NewSyncBatch(s.FS, nil)
 	for _, d := range dirs {
-		b.pending[d] = true
-		b.order = append(b.order, d)
+		b.Mark(d)
 	}
 	if err := b.Flush(); err != nil {
 		return err
@@ -249,7 +224,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp("", TableFile, data)
+	tmp, err := s.Disk().WriteTemp("", TableFile, data)
 	if err != nil {
 		return err
 	}
@@ -295,43 +270,7 @@ func (s *Store) Abs(name string) string { return filepath.Join(s.Root, filepath.
 
 // ensureShard creates a shard directory that a table made by another
 // program may lack, durably, once per Store.
-func (s *Store) ensureShard(dir string) error { return s.EnsureDir(dir) }
-
-// EnsureDir makes the table-relative directory dir exist, creating it and
-// any missing parent below the root durably (mkdir, then fsync of the
-// parent), as SPEC §2 asks of the directories a table made by another
-// program may lack. A name that exists but is not a directory (a symbolic
-// link included) is refused with ErrNotRegular. Directories once seen are
-// remembered for the life of the Store.
-func (s *Store) EnsureDir(dir string) error {
-	if dir == "" || dir == "." {
-		return nil
-	}
-	if _, ok := s.ensured.Load(dir); ok {
-		return nil
-	}
-	fi, err := s.FS.Lstat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-	case err == nil:
-		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: not a directory", seam.ErrNotRegular)}
-	case errors.Is(err, fs.ErrNotExist):
-		if err := s.EnsureDir(path.Dir(dir)); err != nil {
-			return err
-		}
-		if err := s.FS.Mkdir(dir); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if err := s.FS.SyncDir(path.Dir(dir)); err != nil {
-			return err
-		}
-		s.Stats.DirectorySyncs.Add(1)
-	default:
-		return err
-	}
-	s.ensured.Store(dir, true)
-	return nil
-}
+func (s *Store) ensureShard(dir string) error { return s.Disk().EnsureDir(dir) }
 
 // StagePath is the table-relative staging directory of the holder of
 // token of id, stage/ID.TOKEN (SPEC §3.2): results staged there can only
@@ -362,7 +301,7 @@ func ParseStageName(name string) (leasefmt.ID, int64, bool) {
 // whatever is staged there is published only while token is current.
 func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	dir := StagePath(id, token)
-	if err := s.EnsureDir(dir); err != nil {
+	if err := s.Disk().EnsureDir(dir); err != nil {
 		return "", err
 	}
 	return s.Abs(dir), nil
@@ -394,7 +333,7 @@ func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []by
 	name := s.RecordPath(k, id)
 	for attempt := 1; ; attempt++ {
 		r, data, err := s.readOnce(k, id, name)
-		if !s.again(attempt, name, err) {
+		if !s.Disk().Again(context.TODO(), s.Retry, attempt, name, err) {
 			return r, data, err
 		}
 	}
@@ -423,110 +362,19 @@ func (s *Store) readOnce(k leasefmt.Kind, id leasefmt.ID, name string) (*leasefm
 	return r, data, nil
 }
 
-// TempName is the temp file name pattern of SPEC §4: .NAME.tmp.<random>.
-func TempName(name string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "." + name + ".tmp." + hex.EncodeToString(b[:])
-}
-
-// writeTemp writes data to a new temp file beside name in dir and makes it
-// durable (G1). The temp file is removed when anything fails.
-func (s *Store) writeTemp(dir, name string, data []byte) (string, error) {
-	tmp := path.Join(dir, TempName(name))
-	f, err := s.FS.CreateExcl(tmp)
-	if err != nil {
-		return "", &OpError{Op: "cannot create the new record's temp file", Err: bare(err)}
-	}
-	_, err = f.Write(data)
-	if err == nil && s.Strategy != strategy.NoSync {
-		if err = f.Sync(); err == nil {
-			s.Stats.FileSyncs.Add(1)
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		s.FS.Remove(tmp)
-		return "", &OpError{Op: "cannot write the new record (its temp file was removed)", Err: bare(err)}
-	}
-	return tmp, nil
-}
-
-// bare is the cause of a path error without its path: for a temp file that
-// is gone by the time the error is read.
-func bare(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	return err
-}
-
 // WriteOne durably replaces the record of rec.ID by rec on its own: temp,
 // fsync, rename, directory fsync. The caller holds the record's lock.
 func (s *Store) WriteOne(rec *leasefmt.Record) error {
-	b := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
-	if err := s.stage(b, rec); err != nil {
-		b.Flush()
-		return err
-	}
-	return b.Flush()
-}
-
-// stage writes rec's temp file and renames it over the record in batch b.
-func (s *Store) stage(b *SyncBatch, rec *leasefmt.Record) error {
 	data, err := leasefmt.Encode(rec)
 	if err != nil {
 		return err
 	}
-	return s.stageBytes(b, rec, data, false)
+	return s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data)
 }
 
 // stageBytes writes data, the encoding of rec, to a temp file and moves it
 // into place in batch b: over the record, or, with create, only where no
-// record exists (SyncBatch.Create; ErrAppeared when one does).
-func (s *Store) stageBytes(b *SyncBatch, rec *leasefmt.Record, data []byte, create bool) error {
-	final := s.RecordPath(rec.Kind, rec.ID)
-	tmp, err := s.writeTemp(path.Dir(final), rec.ID.FileName(), data)
-	if err != nil {
-		return err
-	}
-	move := b.Replace
-	if create {
-		move = b.Create
-	}
-	if err := move(tmp, final); err != nil {
-		s.FS.Remove(tmp)
-		if errors.Is(err, ErrCrossDirectory) {
-			return err
-		}
-		if create && errors.Is(err, fs.ErrExist) {
-			return appeared(err)
-		}
-		return &OpError{Op: "cannot rename the new record into place (its temp file was removed)", Err: bare(err)}
-	}
-	return nil
-}
-
-// DurableMove moves from to to across directories without ever replacing
-// an existing name, then fsyncs the destination directory and after it the
-// source directory (G8), so after a crash the file is in at least one place.
-func (s *Store) DurableMove(from, to string) error {
-	if err := s.FS.RenameNoReplace(from, to); err != nil {
-		return err
-	}
-	if err := s.FS.SyncDir(path.Dir(to)); err != nil {
-		return err
-	}
-	s.Stats.DirectorySyncs.Add(1)
-	if path.Dir(from) == path.Dir(to) {
-		return nil
-	}
-	if err := s.FS.SyncDir(path.Dir(from)); err != nil {
-		return err
-	}
-	s.Stats.DirectorySyncs.Add(1)
-	return nil
+// record exists (durable.Disk.Put; ErrAppeared when one does).
+func (s *Store) stageBytes(b *durable.SyncBatch, rec *leasefmt.Record, data []byte, create bool) error {
+	return s.Disk().Put(b, s.RecordPath(rec.Kind, rec.ID), data, create)
 }

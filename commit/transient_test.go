@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -124,7 +125,7 @@ func transientTable(t *testing.T) (*commit.Store, *otherClient, *opLog) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Retry = commit.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	st.Retry = durable.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}
 	log.reset(nil)
 	return st, other, log
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
@@ -17,7 +18,7 @@ func ExampleCheck() {
 	dir, _ := os.MkdirTemp("", "fsck-example-")
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "table")
-	commit.MkdirRoot(root)
+	durable.MkdirRoot(root)
 	f, _ := seam.OS(root)
 	st, _ := commit.Open(root, f, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
 	id, _ := leasefmt.ParseID("6f9b91f83f7365e8037273295071469d1cf7d0e34dfae07af6158dcc64a7c067")

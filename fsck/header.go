@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -194,7 +195,7 @@ func (c *checker) fixHeader(h *header) *Finding {
 		failed(f, err)
 		return f
 	}
-	tmp := commit.TempName(commit.TableFile)
+	tmp := durable.TempName(commit.TableFile)
 	if err := c.writeNew(tmp, data); err != nil {
 		failed(f, err)
 		return f

@@ -149,7 +149,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 // moveQueueEntry makes the entry at want durable, then removes the one at
 // rel, so that the item stays queued throughout.
 func (c *checker) moveQueueEntry(f *Finding, rel, want string) {
-	if err := c.st.EnsureDir(path.Dir(want)); err != nil {
+	if err := c.st.Disk().EnsureDir(path.Dir(want)); err != nil {
 		failed(f, err)
 		return
 	}

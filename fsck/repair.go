@@ -73,7 +73,7 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("note %s: %w", name+".why", err)
 		}
-		err = c.st.DurableMove(rel, name)
+		err = c.st.Disk().Move(rel, name)
 		if err == nil {
 			return name, nil
 		}

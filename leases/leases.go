@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/keepalive"
@@ -142,7 +143,7 @@ func Open(root string, opts ...Option) (*Table, error) {
 // when there is none, with the shard counts of WithShards.
 func Create(root string, opts ...Option) (*Table, error) {
 	o := resolve(opts)
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		return nil, fmt.Errorf("create table root %s: %w", root, err)
 	}
 	return open(root, o, true)

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
@@ -133,7 +134,7 @@ func Run(w *mpi.World, root string, opt Options) Proof {
 	dir := filepath.Join(root, string(name))
 	var local []Check
 	usable := true
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		local = append(local, Check{Name: "root", Pass: false, Detail: err.Error()})
 		// A root that was made but whose parent directory could not be
 		// fsynced is still checked, so that the proof names every check

@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -22,7 +23,7 @@ const Root = "/table"
 // Retry is the retry policy of the explored stores: the engine's number of
 // tries would do, but not its pauses (seconds per record under a sticky
 // ESTALE, times thousands of fault points).
-var Retry = commit.Retry{Attempts: 3, Backoff: time.Microsecond, MaxBackoff: time.Microsecond}
+var Retry = durable.Retry{Attempts: 3, Backoff: time.Microsecond, MaxBackoff: time.Microsecond}
 
 // Scenario is one operation to explore: a starting table built without
 // recording, and the operation run over a Recorder.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -55,7 +56,7 @@ func setupDamaged(st *commit.Store, fsys seam.FS) error {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	return st.DurableMove(staged8.path(), path.Join(commit.PublicDir, staged8.name))
+	return st.Disk().Move(staged8.path(), path.Join(commit.PublicDir, staged8.name))
 }
 
 // damageTable adds the damage that is not made through the store:
@@ -87,7 +88,7 @@ func damageTable(st *commit.Store, t *Tree) *Tree {
 			ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000}
 	}
 	p10 := st.RecordPath(leasefmt.Work, TestID(10))
-	t = t.Put(path.Join(path.Dir(p10), commit.TempName(TestID(10).FileName())), encode(rec(10, "bob", 2))[:40])
+	t = t.Put(path.Join(path.Dir(p10), durable.TempName(TestID(10).FileName())), encode(rec(10, "bob", 2))[:40])
 	torn := encode(rec(50, "dan", 1))
 	t = t.Put(st.RecordPath(leasefmt.Work, TestID(50)), torn[:len(torn)/2])
 	right := st.RecordPath(leasefmt.Work, TestID(51))

@@ -25,7 +25,7 @@ func setupQueue(st *commit.Store, fsys seam.FS) error {
 		}
 	}
 	// The leftover entry of done ID 3, made as another program would.
-	if err := st.EnsureDir(st.QueueShardDir(TestID(3).Shard(st.Table.WorkShards))); err != nil {
+	if err := st.Disk().EnsureDir(st.QueueShardDir(TestID(3).Shard(st.Table.WorkShards))); err != nil {
 		return err
 	}
 	f, err := fsys.CreateExcl(st.QueuePath(TestID(3)))

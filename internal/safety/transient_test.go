@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -80,7 +81,7 @@ func runWithTransient(sc *Scenario, base *Tree, f transientFault, at int, sticky
 }
 
 // TestTransientFaults injects, at every call each can hit, the transient
-// errors the engine retries per record (commit.Retry): ESTALE, a read that
+// errors the engine retries per record (durable.Retry): ESTALE, a read that
 // fails after its open (seam.ErrVanished), and EEXIST from a record's
 // create without replacing. Once: the retry must cure it where it hit a
 // retried step, so the command exits as without the fault with the same
@@ -259,7 +260,7 @@ func TestCreateRacesAnotherClient(t *testing.T) {
 	if states == 0 {
 		t.Fatal("no crash states explored")
 	}
-	if errors.Is(res[2].Err(), commit.ErrAppeared) {
+	if errors.Is(res[2].Err(), durable.ErrAppeared) {
 		t.Errorf("the refusal still carries the create's error: %v", res[2].Err())
 	}
 }

@@ -1,4 +1,4 @@
-package commit
+package durable
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ var ErrCrossDirectory = errors.New("rename across directories in a same-director
 // them once (G4). It refuses, before renaming, a rename whose source and
 // destination directories differ (G8): a set of directories cannot keep the
 // destination-before-source order a cross-directory move needs (use
-// DurableMove for that).
+// Disk.Move for that).
 type SyncBatch struct {
 	fs       seam.FS
 	dirSyncs *atomic.Int64
@@ -30,7 +30,8 @@ type SyncBatch struct {
 }
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
-// the directory fsyncs it makes.
+// the directory fsyncs it makes (Disk.Batch counts them in the Disk's
+// Counts).
 func NewSyncBatch(f seam.FS, dirSyncs *atomic.Int64) *SyncBatch {
 	return &SyncBatch{fs: f, dirSyncs: dirSyncs, pending: map[string]bool{}}
 }
@@ -59,14 +60,14 @@ func (b *SyncBatch) move(tmp, final string, rename func(o, n string) error) erro
 	if err := rename(tmp, final); err != nil {
 		return err
 	}
-	b.mark(dir)
+	b.Mark(dir)
 	return nil
 }
 
-// mark adds dir to the directories b fsyncs, for a change that did not go
-// through Replace or Create (a removal, or a rename whose call failed but
-// took effect).
-func (b *SyncBatch) mark(dir string) {
+// Mark adds dir to the directories b fsyncs, for a change that did not go
+// through Replace or Create (a removal, a rename whose call failed but took
+// effect, a directory a new table was made with).
+func (b *SyncBatch) Mark(dir string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.pending[dir] {
