@@ -17,7 +17,6 @@ import (
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
-	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -174,21 +173,25 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	st.Clock = e.storeClock()
 	st.MoreProcs = moreProcs
 	st.ClockSkew = e.set.ClockSkew
-	if e.c.IsSet("strategy") {
-		s, err := strategy.Parse(e.c.String("strategy"))
-		if err != nil {
-			f.Close()
-			return nil, usageErr("--strategy: %v", err)
-		}
-		st.Strategy = s
-	}
 	return st, nil
 }
 
 // wrapFS, when set, wraps the filesystem of every table a command opens:
 // the seam through which tests inject faults (a read-only or full
-// filesystem) and kill a process at an exact call.
+// filesystem) and kill a process at an exact call, and through which
+// bench/leasebench runs the seed's commit strategies (bench/strategy).
+// The lease binary never sets it.
 var wrapFS func(seam.FS) seam.FS
+
+// SetWrapFS sets the filesystem seam of every table opened from now on
+// (nil removes it) and returns a function that puts the old one back: for
+// tests and for the benchmark binary of bench/, which wrap the filesystem;
+// the lease command itself never calls it.
+func SetWrapFS(w func(seam.FS) seam.FS) func() {
+	old := wrapFS
+	wrapFS = w
+	return func() { wrapFS = old }
+}
 
 // noTable is the error of a command run where no table is (SPEC §2).
 func noTable(root string) error {

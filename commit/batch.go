@@ -13,7 +13,6 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
-	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -224,7 +223,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		}
 		return ia < ib
 	})
-	if s.Strategy == strategy.Concurrent && s.Writers > 1 {
+	if s.Writers > 1 {
 		// Deal the sorted records round-robin over the shards (each shard
 		// still in ID order), so the writers work in K directories at once:
 		// a create or rename holds its directory's lock for a whole round
@@ -289,15 +288,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 			fail(i, err)
 		}
 		dir := path.Dir(s.RecordPath(k, it.ID))
-		if s.Strategy == strategy.OneAtATime && r.Outcome == OK {
-			if err := batch.SyncDir(dir); err != nil {
-				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
-			}
-			syncMu.Lock()
-			syncedAt[it.ID.FileName()] = time.Now()
-			syncMu.Unlock()
-		}
-		if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != strategy.NoSync && batch.Pending(dir) {
+		if remaining[it.ID.Shard(n)].Add(-1) == 0 && batch.Pending(dir) {
 			if err := batch.SyncDir(dir); err != nil {
 				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}
@@ -306,14 +297,6 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 			syncMu.Unlock()
 		}
 	})
-	if s.Strategy == strategy.NoSync {
-		if sf, ok := seam.As[seam.Syncer](s.FS); ok {
-			if err := sf.Syncfs(); err != nil {
-				fail(-1, err)
-			}
-		}
-		batch = durable.NewSyncBatch(s.FS, nil) // nothing to flush: the floor syncs the filesystem once
-	}
 	if err := batch.Flush(); err != nil {
 		fail(-1, &durable.OpError{Op: "fsync the shard directories", Err: err})
 	}
@@ -346,10 +329,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 			r.Detail = fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable at %s",
 				formatTime(r.Record.ExpiresAt), s.ClockSkew, formatTime(reported))
 		case r.Outcome == OK:
-			t, ok := syncedAt[r.ID.FileName()]
-			if !ok {
-				t, ok = syncedAt[path.Dir(s.RecordPath(k, r.ID))]
-			}
+			t, ok := syncedAt[path.Dir(s.RecordPath(k, r.ID))]
 			if !ok {
 				t = flushed
 			}

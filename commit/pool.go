@@ -2,22 +2,15 @@ package commit
 
 import (
 	"sync"
-
-	"github.com/leasetool/lease/internal/strategy"
 )
 
 // The writer pool of a batch, shared by Apply and the group writer: records
 // are written by at most Writers goroutines at once, so that the
-// filesystem can merge their journal commits, one writer for the seed's
-// sequential strategies.
+// filesystem can merge their journal commits.
 
 // writers is the size of the writer pool for jobs jobs.
 func (s *Store) writers(jobs int) int {
-	n := s.Writers
-	if s.Strategy != strategy.Concurrent || n < 1 {
-		n = 1
-	}
-	return max(1, min(n, jobs))
+	return max(1, min(s.Writers, jobs))
 }
 
 // parallel runs do(j) for every j of jobs, taken in order by the writer

@@ -18,7 +18,6 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
-	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -48,9 +47,6 @@ type Store struct {
 	LockTimeout time.Duration
 	// Writers bounds the concurrent record writers of a batch.
 	Writers int
-	// Strategy is how batches commit: strategy.Concurrent, unless a
-	// benchmark of the module picks one of the seed's algorithms.
-	Strategy strategy.Kind
 	// MoreProcs, when set, is called with the size of a batch's writer pool
 	// before the batch and returns the function called after it: the
 	// command line raises GOMAXPROCS there while writers block in fsync.
