@@ -74,7 +74,7 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 		out.Err = fmt.Sprintf("a batch of %d bytes: %v", len(payload), err)
 		plan = nil
 	}
-	n := s.Store.Table.Shards(b.Kind)
+	n := s.Store.Table().Shards(b.Kind)
 	var mine []commit.Item
 	var index []int
 	for i, it := range plan {
@@ -94,7 +94,7 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 		}
 		out.Results = append(out.Results, toWire(index[j], r, b.Records))
 	}
-	snap := s.Store.Stats.Snapshot(0)
+	snap := s.Store.Stats().Snapshot(0)
 	out.Stats, out.Lat = snap, snap.Latencies
 	data, _ := json.Marshal(out)
 	var parts [][]byte
@@ -271,7 +271,7 @@ func (s *Session) RoundCollectives() time.Duration { return s.round }
 // ranks and the collective time, over duration d. Other ranks get their own.
 func (s *Session) Stats(d time.Duration) commit.Snapshot {
 	if s.w.Rank() != 0 || s.last.ranks == 0 {
-		return s.Store.Stats.Snapshot(d)
+		return s.Store.Stats().Snapshot(d)
 	}
 	total := s.last.total
 	total.DurationS = d.Seconds()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/mpi/mpitest"
@@ -34,21 +33,11 @@ func table(t *testing.T) (string, func() (*commit.Store, error)) {
 		t.Fatal(err)
 	}
 	open := func(create bool) (*commit.Store, error) {
-		f, err := seam.OS(root)
-		if err != nil {
-			return nil, err
-		}
 		var tmpl *leasefmt.Table
 		if create {
 			tmpl = &leasefmt.Table{WorkShards: 8, TargetShards: 4, CreatedAt: 1}
 		}
-		st, err := commit.Open(root, f, tmpl)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		st.Clock = commit.FixedClock(1000)
-		return st, nil
+		return commit.Open(root, commit.Create(tmpl), commit.WithClock(commit.FixedClock(1000)))
 	}
 	st, err := open(true)
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -242,11 +241,7 @@ func coreImmutable(t *testing.T, dir string) {
 // own descriptor conflicts with the command's) until the test ends.
 func coreHoldLock(t *testing.T, root string, id leasefmt.ID) {
 	t.Helper()
-	osfs, err := seam.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := commit.Open(root, osfs, nil)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +249,7 @@ func coreHoldLock(t *testing.T, root string, id leasefmt.ID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unlock(); osfs.Close() })
+	t.Cleanup(func() { unlock(); st.Close() })
 }
 
 // coreInShard returns an ID named name that falls in work shard sh of 16.

@@ -107,46 +107,38 @@ func (e *env) open(create bool) (*commit.Store, error) {
 			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 		}
 	}
-	f, err := seam.OS(root)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return nil, noTable(root)
-		}
-		if isAccess(err) {
-			return nil, e.accessError(e.c.Command.Name, root, err, false)
-		}
-		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
-	}
 	var tmpl *leasefmt.Table
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now}
 		if e.share != nil {
 			tmpl = commit.WithSharing(tmpl, *e.share)
-			if _, err := f.Lstat(commit.TableFile); isNotExist(err) {
-				// A new table: its root is shared too, so that what is
-				// made in it gets its group.
-				if err := seam.ShareRoot(root, *e.share); err != nil {
-					f.Close()
-					return nil, shareRootError(root, err)
-				}
-			}
 		}
 	}
-	var fsys seam.FS = f
-	if wrapFS != nil {
-		fsys = wrapFS(f)
-	}
-	st, err := commit.Open(root, fsys, tmpl)
-	if err != nil {
-		f.Close()
-		switch {
-		case errors.Is(err, commit.ErrNoTable):
+	st, err := commit.Open(root, commit.Create(tmpl), commit.WithWrap(wrapFS),
+		commit.WithLockTimeout(time.Duration(e.set.LockTimeout*float64(time.Second))),
+		commit.WithWriters(e.set.Writers), commit.WithClock(e.storeClock()),
+		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew))
+	var rootErr *commit.RootError
+	var shareErr *commit.ShareRootError
+	switch {
+	case err == nil:
+	case errors.As(err, &rootErr):
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, noTable(root)
-		case errors.Is(err, leasefmt.ErrCorrupt):
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
-		case isAccess(err):
-			return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
 		}
+		if isAccess(err) {
+			return nil, e.accessError(e.c.Command.Name, root, rootErr.Err, false)
+		}
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, rootErr.Err)), 4)
+	case errors.As(err, &shareErr):
+		return nil, shareRootError(root, shareErr.Err)
+	case errors.Is(err, commit.ErrNoTable):
+		return nil, noTable(root)
+	case errors.Is(err, leasefmt.ErrCorrupt):
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
+	case isAccess(err):
+		return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
+	default:
 		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
 	}
 	var work, target int
@@ -156,23 +148,18 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	if e.set.Explicit("target_shards") {
 		target = e.set.TargetShards
 	}
-	if e.share != nil && (st.Sharing == nil || st.Sharing.Name != e.share.Name) {
-		f.Close()
+	if sh := st.Sharing(); e.share != nil && (sh == nil || sh.Name != e.share.Name) {
+		st.Close()
 		has := "is not shared"
-		if st.Sharing != nil {
-			has = "is shared as " + leasefmt.Quote(st.Sharing.Name)
+		if sh != nil {
+			has = "is shared as " + leasefmt.Quote(sh.Name)
 		}
 		return nil, usageErr("--shared %s: the table at %s %s (the sharing is fixed when the table is created; lease fsck --repair puts the modes of a shared table right)", e.share.Name, root, has)
 	}
 	if err := st.CheckShardsFrom(work, e.set.Origin("shards"), target, e.set.Origin("target_shards")); err != nil {
-		f.Close()
+		st.Close()
 		return nil, usageErr("%v", err)
 	}
-	st.LockTimeout = time.Duration(e.set.LockTimeout * float64(time.Second))
-	st.Writers = e.set.Writers
-	st.Clock = e.storeClock()
-	st.MoreProcs = moreProcs
-	st.ClockSkew = e.set.ClockSkew
 	return st, nil
 }
 
@@ -200,7 +187,7 @@ func noTable(root string) error {
 
 // snapshot returns the store's statistics so far.
 func (e *env) snapshot(st *commit.Store) commit.Snapshot {
-	return st.Stats.Snapshot(time.Since(e.started))
+	return st.Stats().Snapshot(time.Since(e.started))
 }
 
 // remainingS is the time left on r at now, never negative.

@@ -92,15 +92,11 @@ func (h *holdTable) publicFiles() map[string]string {
 // rawRecord reads the work record of id from disk.
 func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
 	h.t.Helper()
-	osfs, err := seam.OS(h.root)
+	st, err := commit.Open(h.root)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer osfs.Close()
-	st, err := commit.Open(h.root, osfs, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	defer st.Close()
 	rec, err := st.Read(leasefmt.Work, id)
 	if err != nil {
 		h.t.Fatal(err)

@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -198,15 +197,11 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	// Final scan: every manifest agrees with its targets, every target
 	// with the manifest it names, and every granted token is at most the
 	// group's current one.
-	f, err := seam.OS(root)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	st, err := commit.Open(root, f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer st.Close()
 	targets := map[leasefmt.ID]*leasefmt.Record{}
 	for _, id := range pool {
 		r, err := st.Read(leasefmt.Target, id)

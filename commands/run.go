@@ -336,7 +336,7 @@ func runRun(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not %s%s: %s; %s not run", id, verb, how, r.Outcome.Reason(), leasefmt.Quote(argv[0]))), exitToolFailed)
 	}
 	item.Token = res[0].Token
-	st.LockTimeout = renewLockTimeout(e.set)
+	st.SetLockTimeout(renewLockTimeout(e.set))
 	h := &holder{e: e, st: st, item: item, argv: argv}
 	h.extend(start, res[0].Record)
 	stage, err := st.MakeStage(id, item.Token)

@@ -324,6 +324,6 @@ func (h *holder) end(complete bool) int {
 // is left stays for lease fsck to move to lost+found/.
 func (h *holder) removeStage() {
 	if h.stage != "" {
-		h.st.FS.Remove(commit.StagePath(h.item.ID, h.item.Token))
+		h.st.FS().Remove(commit.StagePath(h.item.ID, h.item.Token))
 	}
 }

@@ -39,7 +39,7 @@ func claimWaiting(e *env, st *commit.Store, item commit.Item, deadline time.Time
 		}
 		hint := 0.0
 		if r.Outcome == commit.Held && r.Record != nil {
-			hint = r.Record.ExpiresAt + st.ClockSkew // when a claim may take it over
+			hint = r.Record.ExpiresAt + st.ClockSkew() // when a claim may take it over
 		}
 		if !b.wait(hint) {
 			if b.stopped() {

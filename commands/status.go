@@ -241,10 +241,10 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 // order, with the record or the reason it does not validate. Files that are
 // not records (lock files, temp files) are skipped: fsck reports those.
 func scanRecords(st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *leasefmt.Record, err error)) error {
-	n := st.Table.Shards(k)
+	n := st.Table().Shards(k)
 	for sh := 0; sh < n; sh++ {
 		dir := st.ShardDir(k, sh)
-		ents, err := st.FS.ReadDir(dir)
+		ents, err := st.FS().ReadDir(dir)
 		if err != nil {
 			if isNotExist(err) {
 				continue

@@ -99,7 +99,7 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return ranked(w, err)
 	}
-	sess.Store.LockTimeout = renewLockTimeout(e.set)
+	sess.Store.SetLockTimeout(renewLockTimeout(e.set))
 	ticks := (<-chan os.Signal)(sigc)
 	if wt != nil {
 		wt.st = sess.Store

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -21,11 +20,7 @@ import (
 // another lease process would, and returns its release.
 func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 	t.Helper()
-	osfs, err := seam.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := commit.Open(root, osfs, nil)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +33,7 @@ func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 		if !done {
 			done = true
 			unlock()
-			osfs.Close()
+			st.Close()
 		}
 	}
 	t.Cleanup(release)

@@ -205,12 +205,12 @@ func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
 }
 
 func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
-	s.Stats.Batches.Add(1)
-	if f, ok := seam.As[seam.IdleLockDropper](s.FS); ok {
+	s.stats.Batches.Add(1)
+	if f, ok := seam.As[seam.IdleLockDropper](s.fs); ok {
 		f.DropIdleLocks()
 	}
 	res := make([]Result, len(items))
-	n := s.Table.Shards(k)
+	n := s.hdr.Shards(k)
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
@@ -223,7 +223,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		}
 		return ia < ib
 	})
-	if s.Writers > 1 {
+	if s.pool > 1 {
 		// Deal the sorted records round-robin over the shards (each shard
 		// still in ID order), so the writers work in K directories at once:
 		// a create or rename holds its directory's lock for a whole round
@@ -277,7 +277,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		it := items[i]
 		r := &res[i]
 		r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
-		defer s.Stats.Attempted.Add(1)
+		defer s.stats.Attempted.Add(1)
 		if aborted.Load() {
 			r.Outcome = IOError // the detail names the cause below
 			r.Detail = ""
@@ -324,17 +324,17 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 				r.Detail = "written, but the batch failed, so not reported: " + cause
 				r.Cause = fmt.Errorf("%w: %w", ErrBatchFailed, firstErr)
 			}
-		case r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Leased && reported >= r.Record.ExpiresAt-s.ClockSkew:
+		case r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Leased && reported >= r.Record.ExpiresAt-s.skew:
 			r.Outcome = Expired
 			r.Detail = fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable at %s",
-				formatTime(r.Record.ExpiresAt), s.ClockSkew, formatTime(reported))
+				formatTime(r.Record.ExpiresAt), s.skew, formatTime(reported))
 		case r.Outcome == OK:
 			t, ok := syncedAt[path.Dir(s.RecordPath(k, r.ID))]
 			if !ok {
 				t = flushed
 			}
 			r.Latency = t.Sub(begun[i])
-			s.Stats.addLatency(r.Latency)
+			s.stats.addLatency(r.Latency)
 		}
 		s.count(r.Outcome)
 	}
@@ -344,11 +344,11 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 func (s *Store) count(o Outcome) {
 	switch o {
 	case OK:
-		s.Stats.Renewals.Add(1)
+		s.stats.Renewals.Add(1)
 	case Corrupt, LockTimeout, IOError:
-		s.Stats.Failures.Add(1)
+		s.stats.Failures.Add(1)
 	default:
-		s.Stats.Lost.Add(1)
+		s.stats.Lost.Add(1)
 	}
 }
 
@@ -430,7 +430,7 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 func (s *Store) lockFailed(err error, r *Result, op string) error {
 	switch {
 	case errors.Is(err, ErrLockTimeout):
-		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout), err
+		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout()), err
 		return nil
 	case errors.Is(err, seam.ErrNotRegular), errors.Is(err, unix.ENOTDIR):
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
@@ -459,11 +459,11 @@ func (s *Store) readFailed(err error, r *Result) error {
 // account's, or on a read-only filesystem) fails the whole batch with an
 // *AccessError before the first write, not halfway through it.
 func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
-	p, ok := seam.As[seam.LockPreparer](s.FS)
+	p, ok := seam.As[seam.LockPreparer](s.fs)
 	if !ok {
 		return nil
 	}
-	n := s.Table.Shards(k)
+	n := s.hdr.Shards(k)
 	seen := map[int]bool{}
 	var shards []int
 	for _, it := range items {

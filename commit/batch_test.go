@@ -47,10 +47,10 @@ func TestGroupCommitCounts(t *testing.T) {
 				}
 				checkG1(t, ops, true)
 			}
-			before := st.Stats.Snapshot(0)
+			before := st.Stats().Snapshot(0)
 			res := at(st, 1000).Claim(items, "host/w1", 60)
 			check("claim", res, tc.n)
-			if s := st.Stats.Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
+			if s := st.Stats().Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
 				t.Errorf("stats: %d file syncs, %d directory syncs; want %d, %d", s.FileSyncs, s.DirectorySyncs, tc.n, tc.k)
 			}
 			for i, r := range res {
@@ -77,7 +77,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			if f, d := log.count(seam.OpFsync), log.count(seam.OpSyncDir); f != 2*tc.n || d != 2*tc.k {
 				t.Errorf("complete: %d file and %d directory fsyncs, want %d and %d", f, d, 2*tc.n, 2*tc.k)
 			}
-			if left := tempFiles(t, st.Root); len(left) > 0 {
+			if left := tempFiles(t, st.Root()); len(left) > 0 {
 				t.Errorf("temp files left: %v", left)
 			}
 		})
@@ -109,7 +109,7 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 	if err := st.WriteOne(exp); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshotTree(t, st.Root)
+	before := snapshotTree(t, st.Root())
 
 	writes := []seam.Op{seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpClose, seam.OpRename, seam.OpRenameNoReplace, seam.OpRemove, seam.OpMkdir, seam.OpSyncDir}
 	for _, tc := range []struct {
@@ -145,7 +145,7 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 				t.Errorf("%s: G7 violated: %s %s", tc.name, o.op, o.name)
 			}
 		}
-		if after := snapshotTree(t, st.Root); !after.equal(before) {
+		if after := snapshotTree(t, st.Root()); !after.equal(before) {
 			t.Errorf("%s: the table changed: %s", tc.name, after.diff(before))
 		}
 	}

@@ -44,7 +44,7 @@ func (s *Store) Census(workers int) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	var mu sync.Mutex
 	var firstErr error
-	shards := make([]int, s.Table.WorkShards)
+	shards := make([]int, s.hdr.WorkShards)
 	for i := range shards {
 		shards[i] = i
 	}
@@ -77,7 +77,7 @@ func (s *Store) Census(workers int) (Census, error) {
 // listNames calls fn with every name of directory dir (none when it does
 // not exist), read in chunks.
 func (s *Store) listNames(dir string, fn func(name string)) error {
-	d, err := seam.OpenDir(s.FS, dir)
+	d, err := seam.OpenDir(s.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

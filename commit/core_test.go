@@ -90,25 +90,22 @@ func (r renameDoneFS) Rename(o, n string) error {
 
 // hookedTable creates a table of workShards work shards in a temp dir and
 // opens it through a logging FS; the log starts empty.
-func hookedTable(t *testing.T, workShards int) (*commit.Store, *opLog) {
+func hookedTable(t *testing.T, workShards int, opts ...commit.Option) (*commit.Store, *opLog) {
 	t.Helper()
 	root := t.TempDir()
-	return openHooked(t, root, workShards)
+	return openHooked(t, root, workShards, opts...)
 }
 
-func openHooked(t *testing.T, root string, workShards int) (*commit.Store, *opLog) {
+func openHooked(t *testing.T, root string, workShards int, opts ...commit.Option) (*commit.Store, *opLog) {
 	t.Helper()
-	osfs, err := seam.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osfs.Close() })
 	log := &opLog{}
-	st, err := commit.Open(root, seam.WithHook(renameDoneFS{osfs, log}, log.hook),
-		&leasefmt.Table{WorkShards: workShards, TargetShards: 4, CreatedAt: 1000})
+	st, err := commit.Open(root, append([]commit.Option{
+		commit.WithWrap(func(osfs seam.FS) seam.FS { return seam.WithHook(renameDoneFS{osfs, log}, log.hook) }),
+		commit.Create(&leasefmt.Table{WorkShards: workShards, TargetShards: 4, CreatedAt: 1000})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	log.reset(nil)
 	return st, log
 }

@@ -37,8 +37,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 			// Sorted order is (shard, ID): position p is shard p/6.
 			for _, pos := range []int{0, 3, 6, 13, n - 1} {
 				t.Run(fmt.Sprintf("%s/writers=%d/at=%d", op, writers, pos), func(t *testing.T) {
-					st, log := hookedTable(t, k)
-					st.Writers = writers
+					st, log := hookedTable(t, k, commit.WithWriters(writers))
 					items := spread(n, k)
 					h := held(t, at(st, 1000).Claim(items, "host/w1", 60))
 					sorted := slices.Clone(h)
@@ -50,9 +49,9 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					})
 					victim := sorted[pos].ID
 					log.reset(failAt(op, victim))
-					attempted := st.Stats.Attempted.Load()
+					attempted := st.Stats().Attempted.Load()
 					res := at(st, 1010).Renew(h, 60)
-					if got := st.Stats.Attempted.Load() - attempted; got != int64(len(h)) {
+					if got := st.Stats().Attempted.Load() - attempted; got != int64(len(h)) {
 						t.Errorf("Stats.Attempted grew by %d, want %d: every item, also those not attempted after the failure, counts for progress", got, len(h))
 					}
 					ops := log.snapshot()
@@ -73,7 +72,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					if pos > 0 && log.count(opRenameDone) == 0 {
 						t.Errorf("no record was renamed before the failure at position %d", pos)
 					}
-					if left := tempFiles(t, st.Root); len(left) > 0 {
+					if left := tempFiles(t, st.Root()); len(left) > 0 {
 						t.Errorf("temp files left: %v", left)
 					}
 					if writers == 1 {
@@ -103,8 +102,7 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 	for _, writers := range []int{1, 64} {
 		for _, bad := range []int{0, 2, k - 1} {
 			t.Run(fmt.Sprintf("writers=%d/shard=%d", writers, bad), func(t *testing.T) {
-				st, log := hookedTable(t, k)
-				st.Writers = writers
+				st, log := hookedTable(t, k, commit.WithWriters(writers))
 				h := held(t, at(st, 1000).Claim(spread(n, k), "host/w1", 60))
 				dir := st.ShardDir(leasefmt.Work, bad)
 				log.reset(func(op seam.Op, name string) error {
@@ -113,14 +111,14 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 					}
 					return nil
 				})
-				before := st.Stats.Snapshot(0)
+				before := st.Stats().Snapshot(0)
 				res := at(st, 1010).Renew(h, 60)
 				for _, r := range res {
 					if r.Outcome != commit.IOError {
 						t.Errorf("%s: %s (%s), want io-error", r.ID, r.Outcome.Reason(), r.Detail)
 					}
 				}
-				if s := st.Stats.Snapshot(0); s.Renewals != before.Renewals {
+				if s := st.Stats().Snapshot(0); s.Renewals != before.Renewals {
 					t.Errorf("stats count %d renewals in a failed batch", s.Renewals-before.Renewals)
 				}
 				checkDirsSynced(t, log.snapshot())

@@ -153,7 +153,7 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 	if m != nil {
 		r.Token = m.Token
 	}
-	if r.Outcome, r.Detail = fenced(it, m, now, s.ClockSkew); r.Outcome != OK {
+	if r.Outcome, r.Detail = fenced(it, m, now, s.skew); r.Outcome != OK {
 		return
 	}
 	for _, tid := range m.Targets {
@@ -172,8 +172,8 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 			out, d = Corrupt, targetDisagrees(m, t)+" (lease fsck checks the group)"
 		case t.Status == leasefmt.Released:
 			out, d = Released, "target was released"
-		case !StillHeld(t, now, s.ClockSkew):
-			out, d = Expired, fmt.Sprintf("target expired %.1fs ago (clock_skew %gs)", now-t.ExpiresAt, s.ClockSkew)
+		case !StillHeld(t, now, s.skew):
+			out, d = Expired, fmt.Sprintf("target expired %.1fs ago (clock_skew %gs)", now-t.ExpiresAt, s.skew)
 		}
 		if out != OK {
 			r.Outcome, r.Detail = out, fmt.Sprintf("target %s: %s (%s)", tid, d, where)

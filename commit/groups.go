@@ -171,7 +171,7 @@ func (s *Store) ClaimGroup(gid leasefmt.ID, targets []leasefmt.ID, owner string,
 		return GroupResult{}, err
 	}
 	ids := sortedUnique(targets)
-	return s.runGroups([]Item{{ID: gid}}, claimGroupPolicy(ids, owner, ttl, s.ClockSkew))[0], nil
+	return s.runGroups([]Item{{ID: gid}}, claimGroupPolicy(ids, owner, ttl, s.skew))[0], nil
 }
 
 // RenewGroups renews each group whose manifest token is the item's token
@@ -185,7 +185,7 @@ func (s *Store) RenewGroups(items []Item, ttl float64) ([]GroupResult, error) {
 	if err := checkTTL(ttl, true); err != nil {
 		return nil, err
 	}
-	return s.runGroups(items, fencedGroupPolicy(s.ClockSkew, func(m, r *leasefmt.Record, now float64) {
+	return s.runGroups(items, fencedGroupPolicy(s.skew, func(m, r *leasefmt.Record, now float64) {
 		d := ttl
 		if d <= 0 {
 			d = m.ExpiresAt - m.RenewedAt
@@ -198,7 +198,7 @@ func (s *Store) RenewGroups(items []Item, ttl float64) ([]GroupResult, error) {
 // become released, expiring now, keeping their token. The checks are those
 // of RenewGroups.
 func (s *Store) ReleaseGroups(items []Item) ([]GroupResult, error) {
-	return s.runGroups(items, fencedGroupPolicy(s.ClockSkew, func(_, r *leasefmt.Record, now float64) {
+	return s.runGroups(items, fencedGroupPolicy(s.skew, func(_, r *leasefmt.Record, now float64) {
 		r.Status, r.RenewedAt, r.ExpiresAt = leasefmt.Released, now, now
 	})), nil
 }

@@ -40,22 +40,18 @@ func grpIDs(prefix string, n int) []leasefmt.ID {
 
 // grpOpen opens (creating) a table of 16 shards at root on the kernel
 // filesystem, through hook when it is not nil.
-func grpOpen(t testing.TB, root string, hook seam.Hook) *commit.Store {
+func grpOpen(t testing.TB, root string, hook seam.Hook, opts ...commit.Option) *commit.Store {
 	t.Helper()
-	osfs, err := seam.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osfs.Close() })
-	var f seam.FS = osfs
+	opts = append([]commit.Option{commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1}),
+		commit.WithLockTimeout(2 * time.Second)}, opts...)
 	if hook != nil {
-		f = seam.WithHook(osfs, hook)
+		opts = append(opts, commit.WithWrap(func(f seam.FS) seam.FS { return seam.WithHook(f, hook) }))
 	}
-	st, err := commit.Open(root, f, &leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1})
+	st, err := commit.Open(root, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.LockTimeout = 2 * time.Second
+	t.Cleanup(func() { st.Close() })
 	return st
 }
 
@@ -182,7 +178,7 @@ func grpSorted(ids []leasefmt.ID) []leasefmt.ID {
 func TestClaimGroupSharedLockByte(t *testing.T) {
 	root := t.TempDir()
 	st := grpOpen(t, root, nil)
-	st.LockTimeout = 300 * time.Millisecond
+	st.SetLockTimeout(300 * time.Millisecond)
 	a := leasefmt.ID(strings.Repeat("7", 63) + "1")
 	b := leasefmt.ID(strings.Repeat("7", 63) + "2")
 	if a.LockOffset() != b.LockOffset() || a.Shard(16) != b.Shard(16) {
@@ -278,7 +274,7 @@ func BenchmarkGroups(b *testing.B) {
 	for g := range sets {
 		sets[g] = grpIDs(fmt.Sprintf("bench-%d", g), per)
 	}
-	layout := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+	layout := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 	grpDirsOf := func(sets ...[]leasefmt.ID) int64 {
 		d := map[string]bool{}
 		for _, ts := range sets {
@@ -306,12 +302,12 @@ func BenchmarkGroups(b *testing.B) {
 		for b.Loop() {
 			now += 2 * ttl // every earlier claim has expired
 			for _, ts := range sets {
-				before := st.Stats.DirectorySyncs.Load()
+				before := st.Stats().DirectorySyncs.Load()
 				r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "bench", ttl)
 				if err != nil || r.Outcome != commit.OK {
 					b.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 				}
-				if got, want := st.Stats.DirectorySyncs.Load()-before, grpDirsOf(ts); got != want {
+				if got, want := st.Stats().DirectorySyncs.Load()-before, grpDirsOf(ts); got != want {
 					b.Fatalf("claim made %d directory fsyncs, want %d (distinct directories touched)", got, want)
 				}
 			}
@@ -332,7 +328,7 @@ func BenchmarkGroups(b *testing.B) {
 		now := 1000.0
 		for b.Loop() {
 			now++
-			before := st.Stats.DirectorySyncs.Load()
+			before := st.Stats().DirectorySyncs.Load()
 			res, err := at(st, now).RenewGroups(items, 1e9)
 			if err != nil {
 				b.Fatal(err)
@@ -342,7 +338,7 @@ func BenchmarkGroups(b *testing.B) {
 					b.Fatalf("renew %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 				}
 			}
-			if got := st.Stats.DirectorySyncs.Load() - before; got != want {
+			if got := st.Stats().DirectorySyncs.Load() - before; got != want {
 				b.Fatalf("renew of %d groups made %d directory fsyncs, want %d (distinct directories touched)", groups, got, want)
 			}
 		}

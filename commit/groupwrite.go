@@ -29,7 +29,7 @@ type groupLocks struct {
 }
 
 func (l *groupLocks) take(k leasefmt.Kind, id leasefmt.ID) error {
-	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.Table.Shards(k))), LockFile), id.LockOffset()}
+	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.hdr.Shards(k))), LockFile), id.LockOffset()}
 	if err, ok := l.got[key]; ok {
 		return err
 	}
@@ -83,7 +83,7 @@ type targetRead struct {
 // runGroups runs policy over the groups of items: the engine of group
 // claims, renewals and releases described at the top of this file.
 func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
-	s.Stats.Batches.Add(1)
+	s.stats.Batches.Add(1)
 	res := make([]GroupResult, len(items))
 	ops := make([]*groupOp, len(items))
 	for i, it := range items {
@@ -100,17 +100,17 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 		r := op.res
 		switch {
 		case op.written && fatal == nil && op.next[len(op.next)-1].Status == leasefmt.Leased &&
-			s.now() >= op.next[len(op.next)-1].ExpiresAt-s.ClockSkew:
+			s.now() >= op.next[len(op.next)-1].ExpiresAt-s.skew:
 			m := op.next[len(op.next)-1]
 			r.Manifest, r.Token = m, m.Token
 			r.Outcome, r.Detail = Expired, fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable",
-				formatTime(m.ExpiresAt), s.ClockSkew)
+				formatTime(m.ExpiresAt), s.skew)
 		case op.written && fatal == nil:
 			r.Outcome, r.Detail = OK, ""
 			r.Manifest = op.next[len(op.next)-1]
 			r.Token = r.Manifest.Token
-			s.Stats.Renewals.Add(int64(len(op.writes)))
-			s.Stats.addLatency(r.Latency)
+			s.stats.Renewals.Add(int64(len(op.writes)))
+			s.stats.addLatency(r.Latency)
 			continue
 		case op.written:
 			// An earlier chunk, durable; the call as a whole failed (G6).
@@ -375,7 +375,7 @@ func (c *groupRun) write(todo []*groupOp) {
 			}
 			c.fail(j.op, err)
 		}
-		s.FS.Remove(j.tmp)
+		s.fs.Remove(j.tmp)
 	}
 	if c.fatal == nil {
 		if err := batch.Flush(); err != nil {
@@ -407,7 +407,7 @@ func (s *Store) writeGroupRecord(b *durable.SyncBatch, w recWrite) error {
 		return err
 	}
 	if err := b.Replace(tmp, final); err != nil {
-		s.FS.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
 	return nil
@@ -426,7 +426,7 @@ func (s *Store) restoreGroups(ops []*groupOp) {
 			rb.Mark(path.Dir(final))
 			var err error
 			if w.prev == nil {
-				err = s.FS.Remove(final)
+				err = s.fs.Remove(final)
 			} else {
 				err = s.writeGroupRecord(rb, recWrite{kind: w.kind, id: w.id, data: w.prev})
 			}

@@ -88,7 +88,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 		}
 	}
 	grpDirsOf := func(groups ...[]leasefmt.ID) int {
-		st := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+		st := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 		d := map[string]bool{}
 		for _, ts := range groups {
 			d[path.Dir(st.RecordPath(leasefmt.Group, commit.GroupID(ts)))] = true
@@ -100,7 +100,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 	}
 	claimDirs := map[string]bool{}
 	{
-		st := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+		st := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 		claimDirs[path.Dir(st.RecordPath(leasefmt.Group, gid))] = true
 		for _, id := range targets {
 			claimDirs[path.Dir(st.RecordPath(leasefmt.Target, id))] = true
@@ -131,8 +131,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			tc.setup(t, root)
 			var never atomic.Bool
 			hook, calls := grpFailAt(-1, &never)
-			st := grpOpen(t, root, hook)
-			st.Writers = 1
+			st := grpOpen(t, root, hook, commit.WithWriters(1))
 			before := grpSnapshot(t, root)
 			for _, r := range tc.run(st) {
 				if r.Outcome != commit.OK {
@@ -152,8 +151,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 				before := grpSnapshot(t, root)
 				var fired atomic.Bool
 				hook, _ := grpFailAt(i, &fired)
-				st := grpOpen(t, root, hook)
-				st.Writers = 1
+				st := grpOpen(t, root, hook, commit.WithWriters(1))
 				res := tc.run(st)
 				if !fired.Load() {
 					t.Fatalf("call %d: the failure was not injected", i)
@@ -186,7 +184,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	slices.SortFunc(sets, func(a, b []leasefmt.ID) int {
 		return strings.Compare(string(commit.GroupID(a)), string(commit.GroupID(b)))
 	})
-	layout := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+	layout := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 	wantDirs := 0
 	for c := 0; c < len(sets); c += 2 {
 		d := map[string]bool{}
@@ -223,7 +221,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 				t.Errorf("group %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 			}
 		}
-		if got := st.Stats.DirectorySyncs.Load(); got != int64(wantDirs) {
+		if got := st.Stats().DirectorySyncs.Load(); got != int64(wantDirs) {
 			t.Errorf("%d directory fsyncs, want %d (each chunk's distinct directories once)", got, wantDirs)
 		}
 	})

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -45,25 +44,20 @@ func lockHelper(spec string) int {
 		return 2
 	}
 	mode, root, id := f[0], f[1], leasefmt.ID(f[2])
-	osfs, err := seam.OS(root)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	st, err := commit.Open(root, osfs, nil)
+	st, err := commit.Open(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	switch mode {
 	case "ofd":
-		st.LockTimeout = 10 * time.Second
+		st.SetLockTimeout(10 * time.Second)
 		if _, err := st.Lock(leasefmt.Work, id); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	case "posix":
-		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table.WorkShards)), commit.LockFile), os.O_RDWR, 0)
+		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table().WorkShards)), commit.LockFile), os.O_RDWR, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -128,9 +122,9 @@ func TestLockBetweenProcesses(t *testing.T) {
 			if id.LockOffset() == neighbour.LockOffset() {
 				t.Fatal("test IDs share a lock byte")
 			}
-			holder := startLockHolder(t, mode, st.Root, id)
+			holder := startLockHolder(t, mode, st.Root(), id)
 
-			st.LockTimeout = 200 * time.Millisecond
+			st.SetLockTimeout(200 * time.Millisecond)
 			unlock, err := st.Lock(leasefmt.Work, id)
 			if !errors.Is(err, commit.ErrLockTimeout) {
 				if err == nil {
@@ -153,7 +147,7 @@ func TestLockBetweenProcesses(t *testing.T) {
 				t.Fatal(err)
 			}
 			holder.Wait()
-			st.LockTimeout = 10 * time.Second
+			st.SetLockTimeout(10 * time.Second)
 			unlock, err = st.Lock(leasefmt.Work, id)
 			if err != nil {
 				t.Fatalf("Lock after the holder was killed: %v", err)
@@ -188,11 +182,11 @@ func TestUnlockHandsOverToOtherProcesses(t *testing.T) {
 			}
 			defer u()
 			start := time.Now()
-			holder := startLockHolder(t, mode, st.Root, id) // blocks (ofd: 10 s) unless really unlocked
+			holder := startLockHolder(t, mode, st.Root(), id) // blocks (ofd: 10 s) unless really unlocked
 			if el := time.Since(start); el > 5*time.Second {
 				t.Fatalf("the other process waited %v for a byte this process had unlocked", el)
 			}
-			st.LockTimeout = 100 * time.Millisecond
+			st.SetLockTimeout(100 * time.Millisecond)
 			if unlock, err := st.Lock(leasefmt.Work, id); !errors.Is(err, commit.ErrLockTimeout) {
 				if err == nil {
 					unlock()
@@ -219,7 +213,7 @@ func TestLockBetweenGoroutines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.LockTimeout = 200 * time.Millisecond
+	st.SetLockTimeout(200 * time.Millisecond)
 	errc := make(chan error)
 	go func() {
 		u, err := st.Lock(leasefmt.Work, id)
@@ -232,7 +226,7 @@ func TestLockBetweenGoroutines(t *testing.T) {
 		t.Fatalf("second goroutine's Lock = %v, want ErrLockTimeout", err)
 	}
 	// Released, the waiter gets it.
-	st.LockTimeout = 10 * time.Second
+	st.SetLockTimeout(10 * time.Second)
 	got := make(chan struct{})
 	go func() {
 		u, err := st.Lock(leasefmt.Work, id)
@@ -293,15 +287,11 @@ func TestLockBetweenGoroutines(t *testing.T) {
 // keeps it out.
 func TestReplacedLockFileBetweenBatches(t *testing.T) {
 	root := t.TempDir()
-	osfs, err := seam.OS(root)
+	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer osfs.Close()
-	st, err := commit.Open(root, osfs, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer st.Close()
 	id := shardID(1, 1)
 	if r := at(st, 1000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK {
 		t.Fatalf("claim: %s %s", r.Outcome.Reason(), r.Detail)
@@ -314,7 +304,7 @@ func TestReplacedLockFileBetweenBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder := startLockHolder(t, "ofd", root, id) // through the new file
-	st.LockTimeout = 200 * time.Millisecond
+	st.SetLockTimeout(200 * time.Millisecond)
 	if r := at(st, 1010).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.LockTimeout {
 		t.Fatalf("renew while another process holds the new lock file: %s (%s), want lock-timeout", r.Outcome.Reason(), r.Detail)
 	}

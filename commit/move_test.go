@@ -24,7 +24,7 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if err := os.WriteFile(st.Abs(src), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := durable.NewSyncBatch(st.FS, nil)
+	b := durable.NewSyncBatch(st.FS(), nil)
 	for _, dst := range []string{path.Join(commit.PublicDir, "result"), "work/00/" + string(shardID(0, 1)) + ".json", "result"} {
 		err := b.Replace(src, dst)
 		if !errors.Is(err, durable.ErrCrossDirectory) {

@@ -183,7 +183,7 @@ func doneRecord(cur *leasefmt.Record, now float64) *leasefmt.Record {
 // settleWhenTaken settles an abandoned publish when a claimer could take the
 // record over: expired by more than the clock skew.
 func (s *Store) settleWhenTaken(cur *leasefmt.Record, now float64) bool {
-	return !Taken(cur, now, s.ClockSkew)
+	return !Taken(cur, now, s.skew)
 }
 
 // settleTaken is settleWhenTaken as a policy (claims).
@@ -208,7 +208,7 @@ func settleAlways(Item, *leasefmt.Record, float64) bool { return true }
 // rolled forward (done) or back (released) as SPEC §3 says, never simply
 // taken over.
 func (s *Store) Claim(items []Item, owner string, ttl float64) []Result {
-	return s.apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.ClockSkew), s.settleTaken)
+	return s.apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.skew), s.settleTaken)
 }
 
 // ClaimFirst claims at most n of items, trying them in input order in waves
@@ -240,7 +240,7 @@ func (s *Store) ClaimFirst(items []Item, n int, owner string, ttl float64) []Res
 // Renew renews items for ttl seconds from the time each is written; with
 // ttl <= 0 each keeps its own duration.
 func (s *Store) Renew(items []Item, ttl float64) []Result {
-	return s.Apply(leasefmt.Work, items, RenewDecision(ttl, s.ClockSkew))
+	return s.Apply(leasefmt.Work, items, RenewDecision(ttl, s.skew))
 }
 
 // Release releases items. A committing record that names a published
@@ -250,7 +250,7 @@ func (s *Store) Renew(items []Item, ttl float64) []Result {
 // by its lease run), and nobody could publish that name again. Rolled
 // forward, the release reports done.
 func (s *Store) Release(items []Item) []Result {
-	return s.apply(leasefmt.Work, items, ReleaseDecision(s.ClockSkew), s.settleOwn)
+	return s.apply(leasefmt.Work, items, ReleaseDecision(s.skew), s.settleOwn)
 }
 
 // Revoke ends the leases of items (tokens ignored) whoever holds them: the
@@ -275,7 +275,7 @@ func (s *Store) Complete(items []Item) []Result {
 }
 
 func (s *Store) complete(items []Item) []Result {
-	res := s.Apply(leasefmt.Work, items, CommittingDecision("", s.ClockSkew))
+	res := s.Apply(leasefmt.Work, items, CommittingDecision("", s.skew))
 	var next []Item
 	var idx []int
 	for i, r := range res {
@@ -313,7 +313,7 @@ func (s *Store) Verify(items []Item) []Result {
 		if cur != nil {
 			r.Token = cur.Token
 		}
-		r.Outcome, r.Detail = fenced(it, cur, now, s.ClockSkew)
+		r.Outcome, r.Detail = fenced(it, cur, now, s.skew)
 		if r.Outcome == OK {
 			r.Detail = fmt.Sprintf("expires in %s", remaining(cur, now))
 		}

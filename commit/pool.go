@@ -10,7 +10,7 @@ import (
 
 // writers is the size of the writer pool for jobs jobs.
 func (s *Store) writers(jobs int) int {
-	return max(1, min(s.Writers, jobs))
+	return max(1, min(s.pool, jobs))
 }
 
 // parallel runs do(j) for every j of jobs, taken in order by the writer
@@ -22,8 +22,8 @@ func (s *Store) parallel(jobs []int, do func(j int)) {
 // parallelN is parallel with n goroutines.
 func (s *Store) parallelN(n int, jobs []int, do func(j int)) {
 	n = max(1, min(n, len(jobs)))
-	if s.MoreProcs != nil {
-		defer s.MoreProcs(n)()
+	if s.moreProcs != nil {
+		defer s.moreProcs(n)()
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup

@@ -46,21 +46,21 @@ func (s *Store) sameResult(staged, public string, sfi, pfi fs.FileInfo) bool {
 	if n != pfi.Size() || n > maxCompare {
 		return false
 	}
-	a, err1 := s.FS.ReadFile(staged, int(n))
-	b, err2 := s.FS.ReadFile(public, int(n))
+	a, err1 := s.fs.ReadFile(staged, int(n))
+	b, err2 := s.fs.ReadFile(public, int(n))
 	return err1 == nil && err2 == nil && string(a) == string(b)
 }
 
 func (s *Store) publishState(staged, public string) (publishState, error) {
 	var p publishState
-	sfi, err := s.FS.Lstat(staged)
+	sfi, err := s.fs.Lstat(staged)
 	switch {
 	case err == nil:
 		p.staged = sfi.Mode().IsRegular()
 	case !errors.Is(err, fs.ErrNotExist):
 		return p, err
 	}
-	pfi, err := s.FS.Lstat(public)
+	pfi, err := s.fs.Lstat(public)
 	switch {
 	case err == nil:
 		p.public = true
@@ -76,7 +76,7 @@ func (s *Store) publishState(staged, public string) (publishState, error) {
 // outside the record protocol (no fsync; a directory left, empty or not,
 // is lease fsck's to clean up).
 func (s *Store) dropStage(id leasefmt.ID, token int64) {
-	s.FS.Remove(StagePath(id, token))
+	s.fs.Remove(StagePath(id, token))
 }
 
 // ResultPublished reports whether the result name that the holder of token
@@ -181,7 +181,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	if cur != nil {
 		r.Token = cur.Token
 	}
-	next, out, detail := CommittingDecision(name, s.ClockSkew)(it, cur, now)
+	next, out, detail := CommittingDecision(name, s.skew)(it, cur, now)
 	resumed := cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Committing && cur.Publish == name
 	if resumed {
 		// Its own interrupted publish: resumed whatever the expiry, as
@@ -207,7 +207,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	case !resumed && !p.staged:
 		r.Outcome = Missing
 		what := "no such file"
-		if fi, err := s.FS.Lstat(staged); err == nil {
+		if fi, err := s.fs.Lstat(staged); err == nil {
 			what = "not a regular file"
 			if fi.Mode()&fs.ModeSymlink != 0 {
 				what = "a symbolic link, never followed"
@@ -224,17 +224,17 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		s.count(Exists)
 		return r, nil
 	}
-	s.Stats.Batches.Add(1)
+	s.stats.Batches.Add(1)
 	if !resumed {
 		s.shareResult(staged)
 		// G1 for the result itself: its bytes are durable before its name
 		// moves into public/.
-		if err := s.FS.SyncFile(staged); err != nil {
+		if err := s.fs.SyncFile(staged); err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("fsync staged result %s: %v", s.Abs(staged), err)
 			s.count(IOError)
 			return r, err
 		}
-		s.Stats.FileSyncs.Add(1)
+		s.stats.FileSyncs.Add(1)
 		if err := s.WriteOne(next); err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("write committing record: %v", err)
 			s.count(IOError)
@@ -244,7 +244,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	switch {
 	case p.same:
 		// A link left by a move that died between link and unlink.
-		if err := s.FS.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.Outcome, r.Detail = IOError, "record is committing, removing the staged name failed: "+err.Error()
 			s.count(IOError)
 			return r, err

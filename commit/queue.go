@@ -27,12 +27,12 @@ const QueueDir = "queue"
 
 // QueueShardDir is the directory of queue shard sh: queue/SS.
 func (s *Store) QueueShardDir(sh int) string {
-	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.Table.WorkShards)
+	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // QueuePath is the queue entry of id: queue/SS/ID.
 func (s *Store) QueuePath(id leasefmt.ID) string {
-	return s.QueueShardDir(id.Shard(s.Table.WorkShards)) + "/" + string(id)
+	return s.QueueShardDir(id.Shard(s.hdr.WorkShards)) + "/" + string(id)
 }
 
 // Enqueue adds items to the queue and returns their results in input
@@ -51,9 +51,9 @@ func (s *Store) QueuePath(id leasefmt.ID) string {
 // either the complete's removal comes after the entry, or this read sees
 // done and takes the entry back.
 func (s *Store) Enqueue(items []Item) []Result {
-	s.Stats.Batches.Add(1)
+	s.stats.Batches.Add(1)
 	res := make([]Result, len(items))
-	n := s.Table.WorkShards
+	n := s.hdr.WorkShards
 	left := map[int]int{}
 	for _, it := range items {
 		left[it.ID.Shard(n)]++
@@ -93,7 +93,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 			return
 		}
 		start := time.Now()
-		f, err := s.FS.CreateExcl(name)
+		f, err := s.fs.CreateExcl(name)
 		switch {
 		case errors.Is(err, fs.ErrExist):
 			r.Outcome, r.Detail = Queued, "already queued"
@@ -133,14 +133,14 @@ func (s *Store) Enqueue(items []Item) []Result {
 		rec, err := s.Read(leasefmt.Work, it.ID)
 		switch {
 		case errors.Is(err, leasefmt.ErrCorrupt):
-			s.FS.Remove(name) // not queued: the record is for lease fsck
+			s.fs.Remove(name) // not queued: the record is for lease fsck
 			r.Outcome, r.Detail, r.Cause = Corrupt, "record does not validate; not queued (lease fsck checks it)", err
 			r.Path = s.Abs(s.RecordPath(leasefmt.Work, it.ID))
 		case err != nil:
 			r.Outcome, r.Cause = IOError, err
 			fail(err)
 		case rec != nil && rec.Status == leasefmt.Done:
-			if err := s.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := s.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				r.Outcome, r.Cause = IOError, &durable.OpError{Op: "remove the queue entry of a done item", Path: r.Path, Err: err}
 				fail(r.Cause)
 				return
@@ -159,25 +159,25 @@ func (s *Store) Enqueue(items []Item) []Result {
 	synced := time.Now()
 	s.parallel(dirs, func(sh int) {
 		dir := s.QueueShardDir(sh)
-		s.Stats.DirectorySyncs.Add(1)
-		if err := s.FS.SyncDir(dir); err != nil {
+		s.stats.DirectorySyncs.Add(1)
+		if err := s.fs.SyncDir(dir); err != nil {
 			fail(&durable.OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err})
 		}
 	})
 	wait := time.Since(synced)
 	for i := range res {
 		r := &res[i]
-		s.Stats.Attempted.Add(1)
+		s.stats.Attempted.Add(1)
 		switch {
 		case r.Outcome == OK && failed != nil:
 			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrBatchFailed, failed)
 		case r.Outcome == OK:
 			r.Latency += wait
-			s.Stats.Renewals.Add(1)
-			s.Stats.addLatency(r.Latency)
+			s.stats.Renewals.Add(1)
+			s.stats.addLatency(r.Latency)
 		}
 		if r.Outcome == IOError || r.Outcome == Corrupt {
-			s.Stats.Failures.Add(1)
+			s.stats.Failures.Add(1)
 		}
 		if r.Outcome == IOError && r.Detail == "" {
 			r.Detail = durable.Describe(r.Cause)
@@ -199,7 +199,7 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 		if c < minEntries {
 			continue
 		}
-		fi, err := s.FS.Lstat(s.ShardDir(leasefmt.Work, sh))
+		fi, err := s.fs.Lstat(s.ShardDir(leasefmt.Work, sh))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out[sh] = map[string]bool{} // no records in it
@@ -225,8 +225,8 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 // The removal need not be durable and its failure changes nothing that was
 // reported: an entry met for a done record is removed then (SPEC §3.1).
 func (s *Store) dequeue(id leasefmt.ID) {
-	if err := s.FS.Remove(s.QueuePath(id)); err == nil {
-		s.Stats.Dequeued.Add(1)
+	if err := s.fs.Remove(s.QueuePath(id)); err == nil {
+		s.stats.Dequeued.Add(1)
 	}
 }
 
@@ -292,9 +292,9 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 	var nx Next
 	got := 0
 	blocked := false
-	for _, sh := range rnd.Perm(s.Table.WorkShards) {
+	for _, sh := range rnd.Perm(s.hdr.WorkShards) {
 		dirName := s.QueueShardDir(sh)
-		d, err := seam.OpenDir(s.FS, dirName)
+		d, err := seam.OpenDir(s.fs, dirName)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -343,7 +343,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 					case Held, LockTimeout, Expired:
 						nx.Held++
 						if r.Record != nil {
-							if t := r.Record.ExpiresAt + s.ClockSkew; nx.Expiring == 0 || t < nx.Expiring {
+							if t := r.Record.ExpiresAt + s.skew; nx.Expiring == 0 || t < nx.Expiring {
 								nx.Expiring = t
 							}
 						}
@@ -351,8 +351,8 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 						nx.Cleaned++
 						// The entry was found in this shard's directory, even
 						// if another program put it in the wrong one.
-						if err := s.FS.Remove(dirName + "/" + string(r.ID)); err == nil {
-							s.Stats.Dequeued.Add(1)
+						if err := s.fs.Remove(dirName + "/" + string(r.ID)); err == nil {
+							s.stats.Dequeued.Add(1)
 						}
 					case IOError:
 						d.Close()

@@ -33,7 +33,7 @@ func TestEnqueueDoneItems(t *testing.T) {
 			held[i] = commit.Item{ID: it.ID, Token: 1}
 		}
 		at(st, 101).Complete(held)
-		before := st.Stats.DirectorySyncs.Load()
+		before := st.Stats().DirectorySyncs.Load()
 		res := at(st, 102).Enqueue(items)
 		added := 0
 		for i, r := range res {
@@ -50,7 +50,7 @@ func TestEnqueueDoneItems(t *testing.T) {
 			t.Errorf("n=%d: a done item has a queue entry (%v)", n, err)
 		}
 		// mkdir queue/ and queue/00 (each fsyncs its parent), then queue/00 once.
-		if got := st.Stats.DirectorySyncs.Load() - before; got != 3 {
+		if got := st.Stats().DirectorySyncs.Load() - before; got != 3 {
 			t.Errorf("n=%d: %d directory fsyncs, want 3", n, got)
 		}
 		again := at(st, 103).Enqueue(items[5:7])
@@ -87,7 +87,7 @@ func TestClaimNextAnswers(t *testing.T) {
 		t.Fatalf("%d granted, want all 8", len(got))
 	}
 	nx := at(st, 105).ClaimNext(1, "w", 10, rnd)
-	if nx.Answer != commit.Busy || nx.Held != 8 || nx.Expiring != 110+st.ClockSkew {
+	if nx.Answer != commit.Busy || nx.Held != 8 || nx.Expiring != 110+st.ClockSkew() {
 		t.Fatalf("all held: %s held=%d expiring=%v, want busy, 8, 110+skew", nx.Answer, nx.Held, nx.Expiring)
 	}
 	// Expired: granted again with token 2.

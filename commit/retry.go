@@ -24,7 +24,7 @@ func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settleP
 	var try itemTry
 	for attempt := 1; ; attempt++ {
 		err, transient := s.applyOnce(k, it, decide, settle, b, r, &try)
-		if err == nil || !transient || !s.Disk().Again(context.TODO(), s.Retry, attempt, name, err) {
+		if err == nil || !transient || !s.Disk().Again(context.TODO(), s.retry, attempt, name, err) {
 			return err
 		}
 		*r = Result{Item: r.Item, Path: r.Path}

@@ -84,14 +84,14 @@ func accessDenied(err error) bool {
 // umask. Best effort: a result that keeps its mode is published all the
 // same.
 func (s *Store) shareResult(staged string) {
-	if s.Sharing == nil {
+	if s.sharing == nil {
 		return
 	}
-	fixer, ok := seam.As[seam.PermFixer](s.FS)
+	fixer, ok := seam.As[seam.PermFixer](s.fs)
 	if !ok {
 		return
 	}
-	fi, err := s.FS.Lstat(staged)
+	fi, err := s.fs.Lstat(staged)
 	if err != nil || !fi.Mode().IsRegular() {
 		return
 	}
@@ -99,7 +99,7 @@ func (s *Store) shareResult(staged string) {
 	if !ok {
 		return
 	}
-	if want := s.Sharing.FileMode(mode&0o777, false); want != mode {
+	if want := s.sharing.FileMode(mode&0o777, false); want != mode {
 		fixer.FixPerm(staged, want, -1)
 	}
 }

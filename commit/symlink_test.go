@@ -89,9 +89,9 @@ func TestPlantedSymlinks(t *testing.T) {
 				outside := t.TempDir()
 				tc.plant(t, st, outside)
 				// A fresh store: nothing resolved before the link was planted.
-				st, log := openHooked(t, st.Root, shards)
-				st.LockTimeout = 0
-				tableBefore, outsideBefore := snapshotTree(t, st.Root), snapshotTree(t, outside)
+				st, log := openHooked(t, st.Root(), shards)
+				st.SetLockTimeout(0)
+				tableBefore, outsideBefore := snapshotTree(t, st.Root()), snapshotTree(t, outside)
 				r := op.run(st)
 				want := commit.Corrupt
 				if tc.noLock && op.name == "verify" {
@@ -106,7 +106,7 @@ func TestPlantedSymlinks(t *testing.T) {
 				if after := snapshotTree(t, outside); !after.equal(outsideBefore) {
 					t.Errorf("outside the table changed: %s", after.diff(outsideBefore))
 				}
-				if after := snapshotTree(t, st.Root); !after.equal(tableBefore) {
+				if after := snapshotTree(t, st.Root()); !after.equal(tableBefore) {
 					t.Errorf("the table changed: %s", after.diff(tableBefore))
 				}
 				for _, o := range log.snapshot() {

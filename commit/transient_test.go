@@ -114,18 +114,17 @@ func (o *otherClient) Refresh(dir string) {
 func transientTable(t *testing.T) (*commit.Store, *otherClient, *opLog) {
 	t.Helper()
 	root := t.TempDir()
-	osfs, err := seam.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osfs.Close() })
-	other := newOtherClient(osfs)
+	var other *otherClient
 	log := &opLog{}
-	st, err := commit.Open(root, seam.WithHook(other, log.hook), &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
+	st, err := commit.Open(root, commit.WithWrap(func(osfs seam.FS) seam.FS {
+		other = newOtherClient(osfs)
+		return seam.WithHook(other, log.hook)
+	}), commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}),
+		commit.WithRetry(durable.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Retry = durable.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	t.Cleanup(func() { st.Close() })
 	log.reset(nil)
 	return st, other, log
 }
@@ -148,7 +147,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 			t.Fatalf("round %d: %s token %d (%s), want ok token %d", round, r.Outcome.Reason(), r.Token, r.Detail, want)
 		}
 	}
-	if got := st.Stats.Retries.Load(); got != 6 {
+	if got := st.Stats().Retries.Load(); got != 6 {
 		t.Errorf("%d retries counted, want 6", got)
 	}
 	// Reads that never succeed: an I/O error, no write.
@@ -210,7 +209,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 	if n := log.count(seam.OpRename); n != 0 {
 		t.Errorf("%d renames over records that a claim read as missing, want 0 (create without replacing)", n)
 	}
-	if tmps := tempFiles(t, st.Root); len(tmps) != 0 {
+	if tmps := tempFiles(t, st.Root()); len(tmps) != 0 {
 		t.Errorf("temp files left: %v", tmps)
 	}
 }
@@ -244,7 +243,7 @@ func TestESTALEPerRecord(t *testing.T) {
 			t.Fatalf("%s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 		}
 	}
-	if got := st.Stats.Retries.Load(); got != 2 {
+	if got := st.Stats().Retries.Load(); got != 2 {
 		t.Errorf("%d retries, want 2 (one per record that met ESTALE)", got)
 	}
 	renames := map[string]int{}

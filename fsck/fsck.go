@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -83,7 +84,10 @@ var (
 
 // checker is one run of Check.
 type checker struct {
-	fs     seam.FS
+	fs seam.FS
+	// disk writes through fs durably from the start; st, the table's
+	// store, exists once the header is known (run).
+	disk   *durable.Disk
 	st     *commit.Store
 	opt    Options
 	sum    *Summary
@@ -114,15 +118,14 @@ type committingRec struct {
 // that only stop part of it are KindIO findings.
 func Check(root string, fsys seam.FS, opt Options, report func(*Finding)) (*Summary, error) {
 	if opt.LockTimeout <= 0 {
-		opt.LockTimeout = 10 * time.Second
+		opt.LockTimeout = commit.DefaultLockTimeout
 	}
 	if opt.Workers < 1 {
 		opt.Workers = 8
 	}
 	c := &checker{
-		fs: fsys,
-		st: &commit.Store{Root: root, FS: fsys, LockTimeout: opt.LockTimeout, Writers: 1,
-			Clock: commit.FixedClock(opt.Now), ClockSkew: opt.ClockSkew},
+		fs:     fsys,
+		disk:   durable.New(fsys, root, &durable.Counts{}),
 		opt:    opt,
 		sum:    newSummary(opt.Repair),
 		report: report,
@@ -171,7 +174,13 @@ func (c *checker) run() error {
 		return nil // the shard counts are unknown: records cannot be checked
 	}
 	c.checkPerms(t)
-	c.st.Table = t
+	// The store of the records' operations (locks, reads, settling
+	// publishes, rewrites), over the header as checked (or inferred).
+	if c.st, err = commit.Open(c.disk.Abs(""), commit.WithFS(c.fs), commit.WithHeader(t),
+		commit.WithLockTimeout(c.opt.LockTimeout), commit.WithWriters(1),
+		commit.WithClock(commit.FixedClock(c.opt.Now)), commit.WithClockSkew(c.opt.ClockSkew)); err != nil {
+		return err
+	}
 	if tasks == nil {
 		tasks = c.checkKindDirs()
 	}

@@ -30,7 +30,7 @@ type groupLocker struct {
 func (c *checker) newGroupLocker() *groupLocker { return &groupLocker{c: c, held: map[string]bool{}} }
 
 func (l *groupLocker) take(k leasefmt.Kind, id leasefmt.ID) error {
-	dir := l.c.st.ShardDir(k, id.Shard(l.c.st.Table.Shards(k)))
+	dir := l.c.st.ShardDir(k, id.Shard(l.c.st.Table().Shards(k)))
 	key := fmt.Sprintf("%s/%d", dir, id.LockOffset())
 	if l.held[key] {
 		return nil

@@ -52,7 +52,7 @@ func (c *checker) readHeader() (*header, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("table header %s: %w", c.st.Abs(commit.TableFile), err)
+		return nil, fmt.Errorf("table header %s: %w", c.disk.Abs(commit.TableFile), err)
 	}
 	if h.missing {
 		any := false
@@ -68,9 +68,9 @@ func (c *checker) readHeader() (*header, error) {
 		}
 		if !any {
 			if len(ioErrs) > 0 {
-				return nil, fmt.Errorf("no TABLE, and %s: %w", c.st.Abs(ioErrs[0].Path), ioErrs[0].Err)
+				return nil, fmt.Errorf("no TABLE, and %s: %w", c.disk.Abs(ioErrs[0].Path), ioErrs[0].Err)
 			}
-			return nil, fmt.Errorf("%w: no TABLE and no work/, targets/ or groups/ directory in %s", ErrNoTable, c.st.Root)
+			return nil, fmt.Errorf("%w: no TABLE and no work/, targets/ or groups/ directory in %s", ErrNoTable, c.disk.Abs(""))
 		}
 		for _, f := range ioErrs {
 			c.emit(f)

@@ -168,7 +168,7 @@ func (c *checker) checkStageEntry(name string, typ fs.FileMode) {
 // durable, so a directory whose token is not the current one of a leased
 // or committing record can no longer be published from.
 func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
-	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table.WorkShards)), id)
+	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table().WorkShards)), id)
 	if err != nil {
 		c.emit(c.ioFinding(rel, "cannot lock the record of the staging directory", err))
 		return

@@ -48,7 +48,7 @@ func (c *checker) checkQueue(tasks []task) {
 		c.emit(c.ioFinding(commit.QueueDir, "cannot list", err))
 		return
 	}
-	n := c.st.Table.WorkShards
+	n := c.st.Table().WorkShards
 	for _, e := range ents {
 		rel := path.Join(commit.QueueDir, e.Name())
 		if e.Type()&fs.ModeSymlink != 0 {
@@ -134,7 +134,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 		}
 		return f
 	}
-	if home := id.Shard(c.st.Table.WorkShards); home != sh {
+	if home := id.Shard(c.st.Table().WorkShards); home != sh {
 		want := c.st.QueuePath(id)
 		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: "an entry in the wrong shard directory",
 			Expected: "the entry at " + want, Repair: "move it to " + want}
@@ -149,7 +149,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 // moveQueueEntry makes the entry at want durable, then removes the one at
 // rel, so that the item stays queued throughout.
 func (c *checker) moveQueueEntry(f *Finding, rel, want string) {
-	if err := c.st.Disk().EnsureDir(path.Dir(want)); err != nil {
+	if err := c.disk.EnsureDir(path.Dir(want)); err != nil {
 		failed(f, err)
 		return
 	}

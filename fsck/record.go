@@ -183,7 +183,7 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 		failed(f, err)
 		return f
 	}
-	err = c.st.Disk().Move(rel, dest)
+	err = c.disk.Move(rel, dest)
 	if errors.Is(err, fs.ErrExist) {
 		if c.quarantineInto(rel, f, "a record of this ID is already at "+dest) {
 			f.Done = "a record is already in " + path.Dir(dest) + "/; moved to " + f.MovedTo

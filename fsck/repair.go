@@ -73,7 +73,7 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("note %s: %w", name+".why", err)
 		}
-		err = c.st.Disk().Move(rel, name)
+		err = c.disk.Move(rel, name)
 		if err == nil {
 			return name, nil
 		}
@@ -186,7 +186,7 @@ func failed(f *Finding, err error) {
 
 // readLink describes where a link points, for messages only.
 func (c *checker) readLink(rel string) string {
-	t, err := os.Readlink(c.st.Abs(rel))
+	t, err := os.Readlink(c.disk.Abs(rel))
 	if err != nil {
 		return "a symbolic link"
 	}

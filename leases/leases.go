@@ -29,7 +29,6 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
@@ -70,7 +69,6 @@ var (
 // goroutines at once.
 type Table struct {
 	st    *commit.Store
-	fs    *seam.OSFS
 	owner string
 	ttl   time.Duration
 }
@@ -126,7 +124,7 @@ func WithShards(work, targets int) Option {
 }
 
 func resolve(opts []Option) *options {
-	o := &options{ttl: 120 * time.Second, lockTimeout: 10 * time.Second, clockSkew: time.Second, writers: commit.DefaultWriters}
+	o := &options{ttl: commit.DefaultTTL, lockTimeout: commit.DefaultLockTimeout, clockSkew: commit.DefaultClockSkew, writers: commit.DefaultWriters}
 	for _, opt := range opts {
 		opt.apply(o)
 	}
@@ -159,31 +157,30 @@ func open(root string, o *options, create bool) (*Table, error) {
 	if o.ttl <= o.clockSkew {
 		return nil, fmt.Errorf("ttl %v must be more than the clock skew %v", o.ttl, o.clockSkew)
 	}
-	fsys, err := seam.OS(root)
+	var tmpl *leasefmt.Table
+	if create {
+		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: commit.SystemClock()}
+	}
+	opts := []commit.Option{commit.Create(tmpl), commit.WithLockTimeout(o.lockTimeout), commit.WithWriters(o.writers), commit.WithClockSkew(o.clockSkew.Seconds())}
+	if o.clock != nil {
+		opts = append(opts, commit.WithClock(func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }))
+	}
+	st, err := commit.Open(root, opts...)
 	if err != nil {
-		if !create {
-			return nil, fmt.Errorf("%w at %s: %w", ErrNoTable, root, err)
+		var re *commit.RootError
+		switch {
+		case errors.As(err, &re) && !create:
+			return nil, fmt.Errorf("%w at %s: %w", ErrNoTable, root, re.Err)
+		case errors.As(err, &re):
+			return nil, re.Err
 		}
 		return nil, err
 	}
-	var tmpl *leasefmt.Table
-	if create {
-		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, 16), TargetShards: orDefault(o.targetShards, 16), CreatedAt: commit.SystemClock()}
-	}
-	st, err := commit.Open(root, fsys, tmpl)
-	if err != nil {
-		fsys.Close()
-		return nil, err
-	}
 	if err := st.CheckShards(o.workShards, o.targetShards); err != nil {
-		fsys.Close()
+		st.Close()
 		return nil, err
 	}
-	st.LockTimeout, st.Writers, st.ClockSkew = o.lockTimeout, o.writers, o.clockSkew.Seconds()
-	if o.clock != nil {
-		st.Clock = func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }
-	}
-	return &Table{st: st, fs: fsys, owner: o.owner, ttl: o.ttl}, nil
+	return &Table{st: st, owner: o.owner, ttl: o.ttl}, nil
 }
 
 func orDefault(n, def int) int {
@@ -194,10 +191,10 @@ func orDefault(n, def int) int {
 }
 
 // Close releases the table's open directories and lock files.
-func (t *Table) Close() error { return t.fs.Close() }
+func (t *Table) Close() error { return t.st.Close() }
 
 // Root is the table's root directory.
-func (t *Table) Root() string { return t.st.Root }
+func (t *Table) Root() string { return t.st.Root() }
 
 // Lease is a lease held by this table's owner: an ID and its fencing token.
 type Lease struct {
@@ -385,7 +382,7 @@ func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) 
 	}
 	var kept keepalive.Lease
 	if !l.Expires.IsZero() {
-		kept.LostAt = time.Now().Add(time.Until(l.Expires) - time.Duration(t.st.ClockSkew*float64(time.Second)))
+		kept.LostAt = time.Now().Add(time.Until(l.Expires) - time.Duration(t.st.ClockSkew()*float64(time.Second)))
 	}
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -399,7 +396,7 @@ func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) 
 		r := t.st.Renew(its, 0)[0]
 		switch keepalive.Classify(r.Outcome) {
 		case keepalive.Renewed:
-			kept.Extend(started, r.Record, t.st.ClockSkew)
+			kept.Extend(started, r.Record, t.st.ClockSkew())
 		case keepalive.Retry:
 			if !kept.LostAt.IsZero() && !time.Now().Before(kept.LostAt) {
 				return fmt.Errorf("%w: not renewed before it counted as lost: %w", ErrLost, r.Err())

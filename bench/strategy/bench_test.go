@@ -40,23 +40,22 @@ func BenchmarkRenew(b *testing.B) {
 
 func benchRenew(b *testing.B, kind strategy.Kind, n, k int) {
 	root := benchRoot(b)
-	f, err := seam.OS(root)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	w := strategy.Wrap(kind, f)
-	st, err := commit.Open(root, w, &leasefmt.Table{WorkShards: k, TargetShards: 16, CreatedAt: 1000})
-	if err != nil {
-		b.Fatal(err)
-	}
+	writers := commit.DefaultWriters
 	if kind.Writers() > 0 {
-		st.Writers = kind.Writers()
+		writers = kind.Writers()
 	} else if env := os.Getenv("LEASE_BENCH_WRITERS"); env != "" {
-		if st.Writers, err = strconv.Atoi(env); err != nil {
+		var err error
+		if writers, err = strconv.Atoi(env); err != nil {
 			b.Fatalf("LEASE_BENCH_WRITERS=%q: %v", env, err)
 		}
 	}
+	var w *strategy.FS
+	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: k, TargetShards: 16, CreatedAt: 1000}),
+		commit.WithWriters(writers), commit.WithWrap(func(f seam.FS) seam.FS { w = strategy.Wrap(kind, f); return w }))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
 	items := spreadIDs(b, n, k)
 	const now, ttl = 1000.0, 1e9 // nothing expires during the run
 	for i, r := range at(st, now).Claim(items, "bench", ttl) {
@@ -128,11 +127,8 @@ func spreadIDs(b *testing.B, n, k int) []commit.Item {
 	return items
 }
 
-// at sets st's clock to now and returns st.
-func at(st *commit.Store, now float64) *commit.Store {
-	st.Clock = commit.FixedClock(now)
-	return st
-}
+// at is st read at the clock now.
+func at(st *commit.Store, now float64) *commit.Store { return st.At(now) }
 
 // syncfs is the floor's one syncfs(2) per batch, as the engine's own
 // no-fsync mode made it before the strategies left the engine.

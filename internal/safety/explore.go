@@ -71,6 +71,10 @@ type Run struct {
 	acks  []Ack
 	exit  int // the exit status the command would return
 	mu    sync.Mutex
+	// now is the clock of the last At (when fixed): the time of the
+	// acknowledgements that follow.
+	now   float64
+	fixed bool
 }
 
 // Outcome notes an outcome the command would report.
@@ -115,12 +119,26 @@ type Ack struct {
 	at   float64
 }
 
-// Ack records a as reported now.
+// At is the run's store read at the clock now, which is also the time the
+// acknowledgements that follow are reported at: how a scenario runs an
+// operation at a given time.
+func (r *Run) At(now float64) *commit.Store {
+	r.mu.Lock()
+	r.now, r.fixed = now, true
+	r.mu.Unlock()
+	return r.Store.At(now)
+}
+
+// Ack records a as reported now: at the clock of the last At, else the
+// store's.
 func (r *Run) Ack(a Ack) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a.call = r.calls()
-	if r.Store != nil {
+	switch {
+	case r.fixed:
+		a.at = r.now
+	case r.Store != nil:
 		a.at = r.Store.Now()
 	}
 	r.acks = append(r.acks, a)
@@ -178,7 +196,7 @@ func Base(sc *Scenario) (*Tree, error) {
 	if sc.Table == nil {
 		return rec.Snapshot(), nil
 	}
-	st, err := commit.Open(Root, rec, sc.Table)
+	st, err := commit.Open(Root, commit.WithFS(rec), commit.Create(sc.Table), commit.WithWriters(1))
 	if err != nil {
 		return nil, err
 	}
@@ -219,16 +237,15 @@ func Record(sc *Scenario, fsys func(*Recorder) seam.FS) (*Run, *Tree, error) {
 func (run *Run) start(sc *Scenario) error {
 	f := run.FS
 	if sc.Table != nil && !sc.NoStore {
-		st, err := commit.Open(Root, f, nil)
+		opts := []commit.Option{commit.WithFS(f), commit.WithWriters(max(sc.Writers, 1)), commit.WithRetry(Retry)}
+		if sc.Clock != nil {
+			calls := run.calls
+			opts = append(opts, commit.WithClock(func() float64 { return sc.Clock(calls()) }))
+		}
+		st, err := commit.Open(Root, opts...)
 		if err != nil {
 			run.Outcome(commit.IOError) // the commands exit 4 when the table cannot be read
 			return fmt.Errorf("open %s: %w", sc.Name, err)
-		}
-		st.Writers = max(sc.Writers, 1)
-		st.Retry = Retry
-		if sc.Clock != nil {
-			calls := run.calls
-			st.Clock = func() float64 { return sc.Clock(calls()) }
 		}
 		run.Store = st
 	}

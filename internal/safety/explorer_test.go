@@ -64,7 +64,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 			// report each claim as soon as it is decided, before its write
 			// and its directory fsync
 			claim := commit.ClaimDecision(leasefmt.Work, "carol", TTL, 0)
-			at(r.Store, Now).Apply(leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
+			r.At(Now).Apply(leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
 				next, out, d := claim(it, cur, now)
 				if out == commit.OK {
 					r.Ack(Ack{Op: "early claim", Record: next})

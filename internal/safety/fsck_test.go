@@ -24,7 +24,7 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, rec, nil)
+	st, err := commit.Open(Root, commit.WithFS(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, rec, nil)
+	st, err := commit.Open(Root, commit.WithFS(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 	if err := (Fsck{}).Repair(fs, Now); err != nil {
 		t.Fatalf("fsck --repair: %v", err)
 	}
-	st2, err := commit.Open(Root, fs, nil)
+	st2, err := commit.Open(Root, commit.WithFS(fs))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,11 +236,10 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 	var v []string
 	rec := NewRecorder(t)
-	st, err := commit.Open(Root, rec, nil)
+	st, err := commit.Open(Root, commit.WithFS(rec), commit.WithWriters(1))
 	if err != nil {
 		return []string{fmt.Sprintf("after recovery the table does not open: %v", err)}
 	}
-	st.Writers = 1
 	maxTok := map[leasefmt.ID]int64{}
 	ids := map[leasefmt.ID]bool{}
 	for k := range c.versions {

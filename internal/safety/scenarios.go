@@ -105,7 +105,6 @@ func claimAt(st *commit.Store, id leasefmt.ID, owner string, now, ttl float64) e
 }
 
 func setupWork(st *commit.Store, fsys seam.FS) error {
-	st.Writers = 1
 	id := TestID
 	for _, t := range []float64{100, 200} {
 		if err := claimAt(st, id(0), "alice", t, 1); err != nil {
@@ -179,7 +178,7 @@ func itemsTok(pairs ...int64) []commit.Item {
 // publishRun completes id with token tok publishing name, as `lease
 // complete --publish` does, and acknowledges what it reports.
 func publishRun(r *Run, op string, it commit.Item, name string) {
-	res, _ := at(r.Store, Now).CompletePublish(it, name)
+	res, _ := r.At(Now).CompletePublish(it, name)
 	r.Outcome(res.Outcome)
 	if res.Outcome == commit.OK {
 		r.Ack(Ack{Op: op, Record: res.Record, Published: name, PublishedData: stagedData(name)})
@@ -195,58 +194,58 @@ func WorkScenarios() []*Scenario {
 	return []*Scenario{
 		{Name: "init", Now: Now, Reinit: workTable(), Run: func(r *Run) {
 			t := workTable()
-			if _, err := commit.Open(Root, r.FS, t); err == nil {
+			if _, err := commit.Open(Root, commit.WithFS(r.FS), commit.Create(t)); err == nil {
 				r.Ack(Ack{Op: "init", Table: t})
 			} else {
 				r.Outcome(commit.IOError)
 			}
 		}},
 		w("claim", 1, func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 4, 5, 1, 2, 0, 3, 6), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(items(0, 4, 5, 1, 2, 0, 3, 6), "carol", TTL))
 		}),
 		w("claim/4-writers", 4, func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 4, 5, 6, 7, 1, 2), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(items(0, 4, 5, 6, 7, 1, 2), "carol", TTL))
 		}),
 		w("claim --first 2", 1, func(r *Run) {
-			r.AckResults("claim --first", at(r.Store, Now).ClaimFirst(items(0, 0, 4, 5, 6), 2, "carol", TTL))
+			r.AckResults("claim --first", r.At(Now).ClaimFirst(items(0, 0, 4, 5, 6), 2, "carol", TTL))
 		}),
 		w("renew-batch", 1, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 2, 1, 1), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 2, 1, 1), TTL))
 		}),
 		w("renew-batch/4-writers", 4, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 3), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 3), TTL))
 		}),
 		w("release", 1, func(r *Run) {
-			r.AckResults("release", at(r.Store, Now).Release(itemsTok(8, 1, 9, 1, 0, 1)))
+			r.AckResults("release", r.At(Now).Release(itemsTok(8, 1, 9, 1, 0, 1)))
 		}),
 		w("complete", 1, func(r *Run) {
-			r.AckResults("complete", at(r.Store, Now).Complete(itemsTok(8, 1, 10, 1, 1, 1)))
+			r.AckResults("complete", r.At(Now).Complete(itemsTok(8, 1, 10, 1, 1, 1)))
 		}),
 		w("complete --publish", 1, func(r *Run) {
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(0), Token: 3}, "result.bin")
 		}),
 		w("claim/32", 1, func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(span(44, 76, 0), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(span(44, 76, 0), "carol", TTL))
 		}),
 		w("renew-batch/32", 1, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(span(12, 44, 1), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(span(12, 44, 1), TTL))
 		}),
 		w("renew-batch/32/8-writers", 8, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(span(12, 44, 1), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(span(12, 44, 1), TTL))
 		}),
 		w("release/16", 1, func(r *Run) {
-			r.AckResults("release", at(r.Store, Now).Release(span(12, 28, 1)))
+			r.AckResults("release", r.At(Now).Release(span(12, 28, 1)))
 		}),
 		w("complete/16", 1, func(r *Run) {
-			r.AckResults("complete", at(r.Store, Now).Complete(span(28, 44, 1)))
+			r.AckResults("complete", r.At(Now).Complete(span(28, 44, 1)))
 		}),
 		w("claim+renew+complete --publish", 1, func(r *Run) {
-			res := at(r.Store, Now).Claim(items(0, 4), "dave", TTL)
+			res := r.At(Now).Claim(items(0, 4), "dave", TTL)
 			r.AckResults("claim", res)
 			if res[0].Outcome != commit.OK {
 				return // a script stops at the first failure
 			}
-			rn := at(r.Store, Now+10).Renew([]commit.Item{{ID: TestID(4), Token: res[0].Token}}, TTL)
+			rn := r.At(Now+10).Renew([]commit.Item{{ID: TestID(4), Token: res[0].Token}}, TTL)
 			r.AckResults("renew-batch", rn)
 			if rn[0].Outcome != commit.OK {
 				return

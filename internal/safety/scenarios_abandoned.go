@@ -72,10 +72,10 @@ func AbandonedScenarios() []*Scenario {
 	}
 	return []*Scenario{
 		a("claim/abandoned publish, moved", func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 80), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(items(0, 80), "carol", TTL))
 		}),
 		a("claim/abandoned publish, staged, then publish", func(r *Run) {
-			res := at(r.Store, Now).Claim(items(0, 81), "carol", TTL)
+			res := r.At(Now).Claim(items(0, 81), "carol", TTL)
 			r.AckResults("claim", res)
 			if res[0].Outcome != commit.OK {
 				return
@@ -84,7 +84,7 @@ func AbandonedScenarios() []*Scenario {
 				r.Outcome(commit.IOError)
 				return
 			}
-			pub, _ := at(r.Store, Now+1).CompletePublish(commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
+			pub, _ := r.At(Now+1).CompletePublish(commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
 			r.Outcome(pub.Outcome)
 			if pub.Outcome == commit.OK {
 				r.Ack(Ack{Op: "complete --publish", Record: pub.Record, Published: staged81b.name, PublishedData: staged81b.data})
@@ -92,10 +92,10 @@ func AbandonedScenarios() []*Scenario {
 		}),
 		a("release/abandoned publish, moved", func(r *Run) {
 			// lease run releasing after its complete was killed past the move
-			r.AckResults("release", at(r.Store, Now).Release(itemsTok(84, 1)))
+			r.AckResults("release", r.At(Now).Release(itemsTok(84, 1)))
 		}),
 		a("release/abandoned publish, staged", func(r *Run) {
-			r.AckResults("release", at(r.Store, Now).Release(itemsTok(81, 1)))
+			r.AckResults("release", r.At(Now).Release(itemsTok(81, 1)))
 		}),
 		{Name: "claim/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
 			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(span(44, 52, 0), "carol", 4)) }},

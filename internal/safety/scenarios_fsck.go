@@ -92,8 +92,8 @@ func damageTable(st *commit.Store, t *Tree) *Tree {
 	torn := encode(rec(50, "dan", 1))
 	t = t.Put(st.RecordPath(leasefmt.Work, TestID(50)), torn[:len(torn)/2])
 	right := st.RecordPath(leasefmt.Work, TestID(51))
-	sh := TestID(51).Shard(st.Table.WorkShards)
-	wrong := path.Join(st.ShardDir(leasefmt.Work, (sh+1)%st.Table.WorkShards), TestID(51).FileName())
+	sh := TestID(51).Shard(st.Table().WorkShards)
+	wrong := path.Join(st.ShardDir(leasefmt.Work, (sh+1)%st.Table().WorkShards), TestID(51).FileName())
 	t = t.Put(wrong, encode(rec(51, "dan", 4)))
 	_ = right
 	ts := []leasefmt.ID{TestID(206), TestID(207)}
@@ -162,14 +162,13 @@ func FsckScenarios() []*Scenario {
 		if r.Exit()&^1 != 0 {
 			return
 		}
-		st, err := commit.Open(Root, r.FS, nil)
+		st, err := commit.Open(Root, commit.WithFS(r.FS), commit.WithWriters(1))
 		if err != nil {
 			r.SetExit(4)
 			return
 		}
-		st.Writers = 1
 		r.Store = st
-		r.AckResults("claim", at(st, Now).Claim(items(0, 82, 83), "carol", TTL))
+		r.AckResults("claim", r.At(Now).Claim(items(0, 82, 83), "carol", TTL))
 	}
 	return []*Scenario{damaged, noTable, quarantine}
 }

@@ -25,7 +25,7 @@ func setupQueue(st *commit.Store, fsys seam.FS) error {
 		}
 	}
 	// The leftover entry of done ID 3, made as another program would.
-	if err := st.Disk().EnsureDir(st.QueueShardDir(TestID(3).Shard(st.Table.WorkShards))); err != nil {
+	if err := st.Disk().EnsureDir(st.QueueShardDir(TestID(3).Shard(st.Table().WorkShards))); err != nil {
 		return err
 	}
 	f, err := fsys.CreateExcl(st.QueuePath(TestID(3)))
@@ -35,7 +35,7 @@ func setupQueue(st *commit.Store, fsys seam.FS) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return fsys.SyncDir(st.QueueShardDir(TestID(3).Shard(st.Table.WorkShards)))
+	return fsys.SyncDir(st.QueueShardDir(TestID(3).Shard(st.Table().WorkShards)))
 }
 
 func errSetup(r commit.Result) error {
@@ -70,11 +70,11 @@ func QueueScenarios() []*Scenario {
 			ackQueued(r, r.Store.Enqueue(items(0, 6, 7, 78, 79, 80, 81)))
 		}),
 		w("claim --next 3", 1, func(r *Run) {
-			nx := at(r.Store, Now).ClaimNext(3, "carol", TTL, rand.New(rand.NewPCG(1, 2)))
+			nx := r.At(Now).ClaimNext(3, "carol", TTL, rand.New(rand.NewPCG(1, 2)))
 			r.AckResults("claim", nx.Results)
 		}),
 		w("claim --next, complete", 1, func(r *Run) {
-			nx := at(r.Store, Now).ClaimNext(2, "carol", TTL, rand.New(rand.NewPCG(3, 4)))
+			nx := r.At(Now).ClaimNext(2, "carol", TTL, rand.New(rand.NewPCG(3, 4)))
 			r.AckResults("claim", nx.Results)
 			var held []commit.Item
 			for _, x := range nx.Results {
@@ -82,7 +82,7 @@ func QueueScenarios() []*Scenario {
 					held = append(held, commit.Item{ID: x.ID, Token: x.Token})
 				}
 			}
-			r.AckResults("complete", at(r.Store, Now+1).Complete(held))
+			r.AckResults("complete", r.At(Now+1).Complete(held))
 		}),
 	}
 }

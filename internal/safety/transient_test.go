@@ -222,11 +222,10 @@ func TestCreateRacesAnotherClient(t *testing.T) {
 	}
 	rec := NewRecorder(base)
 	other := &otherCreator{FS: rec, data: data}
-	st, err := commit.Open(Root, other, nil)
+	st, err := commit.Open(Root, commit.WithFS(other), commit.WithRetry(Retry))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Retry = Retry
 	other.target = st.RecordPath(leasefmt.Work, victim)
 	res := at(st, Now).Claim(items(0, 4, 5, 6), "carol", TTL)
 	if !other.done {
