@@ -55,9 +55,10 @@ type wireRank struct {
 
 // Batch runs b over items (rank 0's; ignored on the other ranks) and
 // returns, on rank 0, the results in input order (nil on the other ranks).
-// An I/O error of any rank fails the whole batch (G6 across ranks): every
-// result reported OK becomes an I/O error whose cause wraps
-// commit.ErrBatchFailed and names the rank and its error. An error is
+// An I/O error of any rank fails the whole batch (G6 across ranks, by the
+// engine's rule commit.FailBatch): every result reported OK becomes an I/O
+// error whose cause wraps commit.ErrBatchFailed and names the rank and its
+// error. An error is
 // returned only when a collective failed or a rank sent a malformed
 // message; every rank returns the same one.
 func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
@@ -191,13 +192,9 @@ func merge(plan []commit.Item, parts [][]byte, b Batch, size int) ([]commit.Resu
 		merged = kept
 	}
 	if cause != nil {
-		for i := range merged {
-			if merged[i].Outcome == commit.OK {
-				merged[i].Outcome = commit.IOError
-				merged[i].Detail = leasefmt.Bound("batch failed, not renewed: " + cause.Error())
-				merged[i].Cause = fmt.Errorf("%w: %w", commit.ErrBatchFailed, cause)
-			}
-		}
+		// G6 is the engine's rule (commit.FailBatch), here over the results
+		// of every rank; no result is a rank's own failure.
+		commit.FailBatch(merged, cause, -1, leasefmt.Bound("batch failed, not renewed: "+cause.Error()))
 	}
 	return merged, st, nil
 }

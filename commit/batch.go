@@ -310,21 +310,18 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 	}
 	reported := s.now()
 	for i := range res {
-		r := &res[i]
-		switch {
-		case r.Outcome == IOError && r.Detail == "":
+		if r := &res[i]; r.Outcome == IOError && r.Detail == "" {
 			r.Detail = "not attempted: the batch stopped at an I/O error of " + cause
 			r.Cause = fmt.Errorf("%w: %w", ErrNotAttempted, firstErr)
-		case (r.Outcome == OK || r.settledWrite) && firstErr != nil:
-			r.Outcome = IOError
-			if i == firstAt {
-				r.Detail = "written, but the batch failed: " + firstErr.Error()
-				r.Cause = firstErr
-			} else {
-				r.Detail = "written, but the batch failed, so not reported: " + cause
-				r.Cause = fmt.Errorf("%w: %w", ErrBatchFailed, firstErr)
-			}
-		case r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Leased && reported >= r.Record.ExpiresAt-s.skew:
+		}
+	}
+	if firstErr != nil {
+		FailBatch(res, firstErr, firstAt, "written, but the batch failed, so not reported: "+cause)
+	}
+	for i := range res {
+		r := &res[i]
+		switch {
+		case r.Outcome == OK && reportedLate(r.Record, reported, s.skew):
 			r.Outcome = Expired
 			r.Detail = fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable at %s",
 				formatTime(r.Record.ExpiresAt), s.skew, formatTime(reported))

@@ -99,8 +99,7 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 	for _, op := range ops {
 		r := op.res
 		switch {
-		case op.written && fatal == nil && op.next[len(op.next)-1].Status == leasefmt.Leased &&
-			s.now() >= op.next[len(op.next)-1].ExpiresAt-s.skew:
+		case op.written && fatal == nil && reportedLate(op.next[len(op.next)-1], s.now(), s.skew):
 			m := op.next[len(op.next)-1]
 			r.Manifest, r.Token = m, m.Token
 			r.Outcome, r.Detail = Expired, fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable",

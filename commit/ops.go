@@ -21,43 +21,6 @@ func heldDetail(r *leasefmt.Record, now float64) string {
 	return fmt.Sprintf("held by %s (token %d) for %s more", leasefmt.Quote(r.Owner), r.Token, remaining(r, now))
 }
 
-// Taken reports whether a claimer at now must leave r alone: it is leased
-// or committing and not expired by more than skew (SPEC §6: a claimer takes
-// over only from expires_at + clock_skew, so a claimer whose clock runs
-// ahead by up to skew never takes a lease its holder still has).
-func Taken(r *leasefmt.Record, now, skew float64) bool {
-	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt+skew
-}
-
-// StillHeld reports whether the holder of r still has it at now: leased or
-// committing and more than skew before expires_at (SPEC §6: a holder counts
-// its lease as lost from expires_at - clock_skew).
-func StillHeld(r *leasefmt.Record, now, skew float64) bool {
-	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt-skew
-}
-
-// fenced checks that it holds the current, live lease of cur: the checks of
-// renew, release, complete and verify, in the order that names the most
-// useful reason. Committing counts as held.
-func fenced(it Item, cur *leasefmt.Record, now, skew float64) (Outcome, string) {
-	switch {
-	case cur == nil:
-		return Missing, "no record"
-	case cur.Token != it.Token:
-		return StaleToken, fmt.Sprintf("current token is %d (%s, owner %s)", cur.Token, cur.Status, leasefmt.Quote(cur.Owner))
-	case cur.Status == leasefmt.Done:
-		return Done, "work is done"
-	case cur.Status == leasefmt.Released:
-		return Released, "lease was released"
-	case !StillHeld(cur, now, skew):
-		if now < cur.ExpiresAt {
-			return Expired, fmt.Sprintf("expires in %s, within clock_skew %gs: counted as lost", remaining(cur, now), skew)
-		}
-		return Expired, fmt.Sprintf("expired %.1fs ago", now-cur.ExpiresAt)
-	}
-	return OK, ""
-}
-
 // ClaimDecision grants a claim of a missing, released or expired record
 // with a token one larger than the record's; a live or done record is
 // refused. A lease counts as expired for a claim only from expires_at +
