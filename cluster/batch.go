@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +23,9 @@ type Batch struct {
 	// otherwise a result's Record holds only its kind, ID, status, token
 	// and expires_at.
 	Records bool
-	// Run runs this rank's items, in the order given.
-	Run func(items []commit.Item) []commit.Result
+	// Run runs this rank's items, in the order given, with the context of
+	// Session.Batch.
+	Run func(ctx context.Context, items []commit.Item) []commit.Result
 }
 
 // wire forms of what a batch exchanges.
@@ -60,8 +62,10 @@ type wireRank struct {
 // error whose cause wraps commit.ErrBatchFailed and names the rank and its
 // error. An error is
 // returned only when a collective failed or a rank sent a malformed
-// message; every rank returns the same one.
-func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
+// message; every rank returns the same one. ctx bounds the waits of this
+// rank's engine calls (b.Run); the collectives are bounded by the world's
+// own timeout (mpi_timeout), which no context can shorten.
+func (s *Session) Batch(ctx context.Context, b Batch, items []commit.Item) ([]commit.Result, error) {
 	w := s.w
 	payload, _ := json.Marshal(items)
 	if err := s.coll.time(func() (err error) { payload, err = w.Bcast(0, payload); return err }); err != nil {
@@ -86,7 +90,7 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 	}
 	var res []commit.Result
 	if len(mine) > 0 {
-		res = b.Run(mine)
+		res = b.Run(ctx, mine)
 	}
 	out.CollS = s.coll.d.Seconds()
 	for j, r := range res {

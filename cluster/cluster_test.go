@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,13 +78,13 @@ func TestBatchAcrossRanks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := s.Batch(Batch{Kind: leasefmt.Work, Spread: true, Run: func(mine []commit.Item) []commit.Result {
+		res, err := s.Batch(context.Background(), Batch{Kind: leasefmt.Work, Spread: true, Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
 			mu.Lock()
 			for _, it := range mine {
 				ran[w.Rank()] = append(ran[w.Rank()], it.ID)
 			}
 			mu.Unlock()
-			return s.Store.Claim(mine, "r", 60)
+			return s.Store.Claim(ctx, mine, "r", 60)
 		}}, in)
 		if err != nil {
 			return err
@@ -130,8 +131,8 @@ func TestBatchIOErrorFailsAll(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := s.Batch(Batch{Kind: leasefmt.Work, Spread: true, Run: func(mine []commit.Item) []commit.Result {
-			res := s.Store.Claim(mine, "r", 60)
+		res, err := s.Batch(context.Background(), Batch{Kind: leasefmt.Work, Spread: true, Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
+			res := s.Store.Claim(ctx, mine, "r", 60)
 			if w.Rank() == 1 {
 				res[0] = commit.Result{Item: mine[0], Outcome: commit.IOError, Detail: "injected", Cause: commit.ErrIO}
 			}
@@ -166,11 +167,11 @@ func TestBatchFirst(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := s.Batch(Batch{Kind: leasefmt.Work, Run: func(mine []commit.Item) []commit.Result {
+		res, err := s.Batch(context.Background(), Batch{Kind: leasefmt.Work, Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
 			if w.Rank() != 0 {
 				return nil
 			}
-			return s.Store.ClaimFirst(mine, 3, "r", 60)
+			return s.Store.ClaimFirst(ctx, mine, 3, "r", 60)
 		}}, in)
 		if w.Rank() == 0 {
 			merged = res

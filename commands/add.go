@@ -43,7 +43,7 @@ var addManual = Manual{
 func runAdd(c *cli.Context) error {
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Enqueue(items)
+			return st.Enqueue(e.ctx(), items)
 		}}
 	spec.idOnly = true
 	spec.silent = func(r commit.Result) bool { return r.Outcome == commit.Queued || r.Outcome == commit.Done }

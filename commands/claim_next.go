@@ -46,7 +46,13 @@ func claimNext(e *env, st *commit.Store, n int, wait bool, deadline time.Time) n
 	var b *backoff
 	start := time.Now()
 	for {
-		nx := st.ClaimNext(n, e.set.Owner, e.set.TTL, rnd)
+		// After the first wait, the claim's own waits end with the wait
+		// (SIGINT, SIGTERM: the backoff's context).
+		ctx := e.ctx()
+		if b != nil {
+			ctx = b.stop
+		}
+		nx := st.ClaimNext(ctx, n, e.set.Owner, e.set.TTL, rnd)
 		out.Next = nx
 		out.q.Tries++
 		out.q.Held, out.q.Cleaned, out.q.Foreign = nx.Held, out.q.Cleaned+nx.Cleaned, nx.Foreign

@@ -10,6 +10,7 @@ package commands_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -245,7 +246,7 @@ func coreHoldLock(t *testing.T, root string, id leasefmt.ID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := st.Lock(leasefmt.Work, id)
+	unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}

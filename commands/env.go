@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -58,6 +59,16 @@ func newEnv(c *cli.Context) (*env, error) {
 		e.now = float64(time.Now().UnixMicro()) / 1e6
 	}
 	return e, nil
+}
+
+// ctx is the context of the command's engine calls: what bounds their lock
+// waits and retries beyond the lock timeout (the command line's own,
+// c.Context, which no signal cancels unless the command says so).
+func (e *env) ctx() context.Context {
+	if e.c != nil && e.c.Context != nil {
+		return e.c.Context
+	}
+	return context.Background()
 }
 
 // clock is the time now: the --now clock when given, else the system's.

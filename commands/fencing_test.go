@@ -10,6 +10,7 @@ package commands_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -97,7 +98,7 @@ func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
 		h.t.Fatal(err)
 	}
 	defer st.Close()
-	rec, err := st.Read(leasefmt.Work, id)
+	rec, err := st.Read(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}

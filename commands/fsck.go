@@ -131,7 +131,7 @@ func runFsck(c *cli.Context) error {
 		opt.Progress = bar.update
 		p.before = bar.clear
 	}
-	sum, err := fsck.Check(root, f, opt, p.finding)
+	sum, err := fsck.Check(e.ctx(), root, f, opt, p.finding)
 	if err != nil {
 		p.w.Flush()
 		switch {

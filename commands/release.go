@@ -30,6 +30,6 @@ var releaseManual = Manual{
 func runRelease(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Release(items)
+			return st.Release(e.ctx(), items)
 		}})
 }

@@ -123,7 +123,7 @@ func renewSpec(c *cli.Context, mode string) batchSpec {
 	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
-			return st.Renew(items, e.renewTTL())
+			return st.Renew(e.ctx(), items, e.renewTTL())
 		}}
 }
 

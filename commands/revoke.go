@@ -37,7 +37,7 @@ var revokeManual = Manual{
 func runRevoke(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "revoke", kind: leasefmt.Work, spread: true, input: idOrTokenArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Revoke(items)
+			return st.Revoke(e.ctx(), items)
 		}})
 }
 

@@ -156,7 +156,7 @@ loop:
 				continue
 			}
 			checking = true
-			go func() { checkc <- h.st.Verify([]commit.Item{h.item})[0] }()
+			go func() { checkc <- h.st.Verify(h.e.ctx(), []commit.Item{h.item})[0] }()
 		case r := <-checkc:
 			checking = false
 			h.checked(r, lose, stopRenewing)
@@ -221,7 +221,7 @@ type renewal struct {
 
 func (h *holder) renew(out chan<- renewal) {
 	started := time.Now()
-	res := h.st.Renew([]commit.Item{h.item}, h.e.renewTTL())
+	res := h.st.Renew(h.e.ctx(), []commit.Item{h.item}, h.e.renewTTL())
 	out <- renewal{started, res[0]}
 }
 
@@ -293,9 +293,9 @@ func (h *holder) end(complete bool) int {
 	var res []commit.Result
 	verb := "release"
 	if complete {
-		res, verb = h.st.Complete([]commit.Item{h.item}), "complete"
+		res, verb = h.st.Complete(h.e.ctx(), []commit.Item{h.item}), "complete"
 	} else {
-		res = h.st.Release([]commit.Item{h.item})
+		res = h.st.Release(h.e.ctx(), []commit.Item{h.item})
 	}
 	switch r, ev := res[0], keepalive.Classify(res[0].Outcome); {
 	case r.Outcome == commit.OK:

@@ -24,7 +24,7 @@ func claimWaiting(e *env, st *commit.Store, item commit.Item, deadline time.Time
 	said := false
 	for {
 		started := time.Now()
-		res := st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
+		res := st.Claim(b.stop, []commit.Item{item}, e.set.Owner, e.set.TTL)
 		r := res[0]
 		if r.Outcome != commit.Held && r.Outcome != commit.LockTimeout {
 			return res, started, nil

@@ -45,7 +45,7 @@ func runStatusSummary(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	cen, err := st.Census(censusWorkers)
+	cen, err := st.Census(e.ctx(), censusWorkers)
 	if err != nil {
 		return cli.Exit(leasefmt.Bound(err.Error()), 4)
 	}

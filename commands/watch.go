@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -137,7 +138,9 @@ func runWatch(c *cli.Context) error {
 func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, sigc <-chan os.Signal) (os.Signal, error) {
 	t := keepalive.NewTicker(e.set.RenewInterval, sigc)
 	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
-		Run: func(mine []commit.Item) []commit.Result { return sess.Store.Renew(mine, e.renewTTL()) }}
+		Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
+			return sess.Store.Renew(ctx, mine, e.renewTTL())
+		}}
 	for rounds := 0; ; rounds++ {
 		done := wt != nil && wt.nothingLeft()
 		stop, err := sess.Any(rounds > 0 && (t.Signalled() || done))
@@ -148,7 +151,7 @@ func watchLoop(e *env, sess *cluster.Session, wt *watcher, items []commit.Item, 
 			return t.Stopped, nil
 		}
 		started := time.Now()
-		res, err := sess.Batch(batch, items)
+		res, err := sess.Batch(e.ctx(), batch, items)
 		if err != nil {
 			return t.Stopped, err
 		}
@@ -374,7 +377,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 		candidates = w.first
 	}
 	var held []watchHeld
-	for _, r := range w.st.Verify(candidates) {
+	for _, r := range w.st.Verify(w.e.ctx(), candidates) {
 		switch keepalive.Classify(r.Outcome) {
 		case keepalive.Renewed:
 			held = append(held, watchHeld{string(r.ID), r.Item.Token, r.Record.ExpiresAt})

@@ -6,6 +6,7 @@ package commands_test
 // every round.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,7 @@ func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := st.Lock(leasefmt.Work, id)
+	unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -200,11 +201,11 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // clock skew, has passed by the time its directory is fsynced is reported
 // Expired, not OK: nothing is reported granted or renewed that its holder
 // could no longer count on (SPEC §6).
-func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
-	return s.apply(k, items, decide, nil)
+func (s *Store) Apply(ctx context.Context, k leasefmt.Kind, items []Item, decide Decide) []Result {
+	return s.apply(ctx, k, items, decide, nil)
 }
 
-func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
+func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
 	s.stats.Batches.Add(1)
 	if f, ok := seam.As[seam.IdleLockDropper](s.fs); ok {
 		f.DropIdleLocks()
@@ -283,8 +284,16 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 			r.Detail = ""
 			return
 		}
+		if ctx.Err() != nil {
+			// The caller is done waiting: items not started are not
+			// attempted, as a lock wait cut short (what was written is
+			// still made durable and reported).
+			r.Outcome, r.Cause = LockTimeout, seam.WaitEnded(ctx)
+			r.Detail = "not attempted: " + r.Cause.Error()
+			return
+		}
 		begun[i] = time.Now()
-		if err := s.applyOne(k, it, decide, settle, batch, r); err != nil {
+		if err := s.applyOne(ctx, k, it, decide, settle, batch, r); err != nil {
 			fail(i, err)
 		}
 		dir := path.Dir(s.RecordPath(k, it.ID))
@@ -355,13 +364,13 @@ func (s *Store) count(o Outcome) {
 // or the write; the read retries on its own). try carries what an earlier
 // try of the item wrote when its rename failed in a way that may still
 // have taken effect.
-func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result, try *itemTry) (error, bool) {
-	unlock, err := s.Lock(k, it.ID)
+func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result, try *itemTry) (error, bool) {
+	unlock, err := s.Lock(ctx, k, it.ID)
 	if err != nil {
 		return s.lockFailed(err, r, "lock the record"), durable.Transient(err)
 	}
 	defer unlock()
-	cur, raw, err := s.readRaw(k, it.ID)
+	cur, raw, err := s.readRaw(ctx, k, it.ID)
 	if err != nil {
 		return s.readFailed(err, r), false
 	}
@@ -426,6 +435,12 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 
 func (s *Store) lockFailed(err error, r *Result, op string) error {
 	switch {
+	case errors.Is(err, ErrLockTimeout) && errors.Is(err, context.DeadlineExceeded):
+		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": not granted by the caller's deadline (another process holds it)", err
+		return nil
+	case errors.Is(err, ErrLockTimeout) && errors.Is(err, context.Canceled):
+		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": not granted: the caller stopped waiting", err
+		return nil
 	case errors.Is(err, ErrLockTimeout):
 		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout()), err
 		return nil
@@ -484,7 +499,7 @@ func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
 		planted := func(err error) bool {
 			return errors.Is(err, seam.ErrNotRegular) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
 		}
-		if err := s.ensureShard(dir); err != nil {
+		if err := s.disk.EnsureDir(dir); err != nil {
 			if !planted(err) {
 				errs[i] = prepareError(s.Abs(dir), "cannot make the shard directory", err)
 			}

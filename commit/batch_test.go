@@ -4,6 +4,7 @@ package commit_test
 // and K directory fsyncs (G4), and refused items cost nothing (G7).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -48,7 +49,7 @@ func TestGroupCommitCounts(t *testing.T) {
 				checkG1(t, ops, true)
 			}
 			before := st.Stats().Snapshot(0)
-			res := at(st, 1000).Claim(items, "host/w1", 60)
+			res := at(st, 1000).Claim(context.Background(), items, "host/w1", 60)
 			check("claim", res, tc.n)
 			if s := st.Stats().Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
 				t.Errorf("stats: %d file syncs, %d directory syncs; want %d, %d", s.FileSyncs, s.DirectorySyncs, tc.n, tc.k)
@@ -60,7 +61,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			h := held(t, res)
 			log.reset(nil)
-			check("renew", at(st, 1010).Renew(h, 60), tc.n)
+			check("renew", at(st, 1010).Renew(context.Background(), h, 60), tc.n)
 			for _, it := range h {
 				if r := readRecord(t, st, it.ID); r.ExpiresAt != 1070 || r.Token != 1 || r.RenewedAt != 1010 {
 					t.Fatalf("after renew %s: %+v", it.ID, r)
@@ -68,7 +69,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			// Complete is two group commits: committing, then done.
 			log.reset(nil)
-			res = at(st, 1020).Complete(h)
+			res = at(st, 1020).Complete(context.Background(), h)
 			for _, r := range res {
 				if r.Outcome != commit.OK || r.Record.Status != leasefmt.Done {
 					t.Fatalf("complete %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
@@ -94,12 +95,12 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 		ids[name] = shardID(i, i)
 	}
 	for _, name := range []string{"leased", "done", "released", "corrupt", "expired"} {
-		if r := at(st, 1000).Claim([]commit.Item{{ID: ids[name]}}, "host/w1", 60); r[0].Outcome != commit.OK {
+		if r := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: ids[name]}}, "host/w1", 60); r[0].Outcome != commit.OK {
 			t.Fatal(r[0].Detail)
 		}
 	}
-	at(st, 1001).Complete([]commit.Item{{ID: ids["done"], Token: 1}})
-	at(st, 1001).Release([]commit.Item{{ID: ids["released"], Token: 1}})
+	at(st, 1001).Complete(context.Background(), []commit.Item{{ID: ids["done"], Token: 1}})
+	at(st, 1001).Release(context.Background(), []commit.Item{{ID: ids["released"], Token: 1}})
 	corruptPath := st.Abs(st.RecordPath(leasefmt.Work, ids["corrupt"]))
 	if err := os.WriteFile(corruptPath, []byte(`{"schema":"lease.work/v1","token":NaN}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -117,19 +118,41 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 		run  func() []commit.Result
 		want commit.Outcome
 	}{
-		{"stale token", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["leased"], Token: 2}}, 60) }, commit.StaleToken},
-		{"older token", func() []commit.Result { return at(st, 1010).Release([]commit.Item{{ID: ids["expired"], Token: 7}}) }, commit.StaleToken},
-		{"done", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["done"], Token: 1}}, 60) }, commit.Done},
-		{"released", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["released"], Token: 1}}, 60) }, commit.Released},
-		{"missing", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["missing"], Token: 1}}, 60) }, commit.Missing},
-		{"corrupt renew", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["corrupt"], Token: 1}}, 60) }, commit.Corrupt},
-		{"corrupt claim", func() []commit.Result { return at(st, 5000).Claim([]commit.Item{{ID: ids["corrupt"]}}, "host/w2", 60) }, commit.Corrupt},
-		{"expired", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["expired"], Token: 1}}, 60) }, commit.Expired},
-		{"held", func() []commit.Result { return at(st, 1010).Claim([]commit.Item{{ID: ids["leased"]}}, "host/w2", 60) }, commit.Held},
-		{"done claim", func() []commit.Result { return at(st, 9999).Claim([]commit.Item{{ID: ids["done"]}}, "host/w2", 60) }, commit.Done},
-		{"complete stale", func() []commit.Result { return at(st, 1010).Complete([]commit.Item{{ID: ids["leased"], Token: 9}}) }, commit.StaleToken},
+		{"stale token", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["leased"], Token: 2}}, 60)
+		}, commit.StaleToken},
+		{"older token", func() []commit.Result {
+			return at(st, 1010).Release(context.Background(), []commit.Item{{ID: ids["expired"], Token: 7}})
+		}, commit.StaleToken},
+		{"done", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["done"], Token: 1}}, 60)
+		}, commit.Done},
+		{"released", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["released"], Token: 1}}, 60)
+		}, commit.Released},
+		{"missing", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["missing"], Token: 1}}, 60)
+		}, commit.Missing},
+		{"corrupt renew", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["corrupt"], Token: 1}}, 60)
+		}, commit.Corrupt},
+		{"corrupt claim", func() []commit.Result {
+			return at(st, 5000).Claim(context.Background(), []commit.Item{{ID: ids["corrupt"]}}, "host/w2", 60)
+		}, commit.Corrupt},
+		{"expired", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["expired"], Token: 1}}, 60)
+		}, commit.Expired},
+		{"held", func() []commit.Result {
+			return at(st, 1010).Claim(context.Background(), []commit.Item{{ID: ids["leased"]}}, "host/w2", 60)
+		}, commit.Held},
+		{"done claim", func() []commit.Result {
+			return at(st, 9999).Claim(context.Background(), []commit.Item{{ID: ids["done"]}}, "host/w2", 60)
+		}, commit.Done},
+		{"complete stale", func() []commit.Result {
+			return at(st, 1010).Complete(context.Background(), []commit.Item{{ID: ids["leased"], Token: 9}})
+		}, commit.StaleToken},
 		{"all at once", func() []commit.Result {
-			return at(st, 1010).Renew([]commit.Item{{ID: ids["leased"], Token: 2}, {ID: ids["done"], Token: 1}, {ID: ids["released"], Token: 1},
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["leased"], Token: 2}, {ID: ids["done"], Token: 1}, {ID: ids["released"], Token: 1},
 				{ID: ids["missing"], Token: 1}, {ID: ids["corrupt"], Token: 1}, {ID: ids["expired"], Token: 1}}, 60)
 		}, commit.Outcome(-1)},
 	} {

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
@@ -39,7 +40,7 @@ const censusChunk = 4096
 // to workers shards at a time, so that memory stays at a few shards'
 // names whatever the table's size. A record that cannot be read for an
 // I/O error stops it.
-func (s *Store) Census(workers int) (Census, error) {
+func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
 	c := Census{Owners: map[string]int64{}}
 	var mu sync.Mutex
@@ -49,7 +50,7 @@ func (s *Store) Census(workers int) (Census, error) {
 		shards[i] = i
 	}
 	s.parallelN(workers, shards, func(sh int) {
-		part, err := s.censusShard(sh, now)
+		part, err := s.censusShard(ctx, sh, now)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -99,7 +100,7 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 	}
 }
 
-func (s *Store) censusShard(sh int, now float64) (Census, error) {
+func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	queued := map[leasefmt.ID]bool{}
 	err := s.listNames(s.QueueShardDir(sh), func(name string) {
@@ -127,7 +128,7 @@ func (s *Store) censusShard(sh int, now float64) (Census, error) {
 	}
 	c.Free = int64(len(queued))
 	for _, id := range ids {
-		rec, err := s.Read(leasefmt.Work, id)
+		rec, err := s.Read(ctx, leasefmt.Work, id)
 		switch {
 		case errors.Is(err, leasefmt.ErrCorrupt):
 			c.Corrupt++

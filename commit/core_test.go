@@ -7,6 +7,7 @@ package commit_test
 // (G4, G7), failure_test.go (G5, G6), move_test.go (G8) and claim_test.go.
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -152,7 +153,7 @@ func dirsOf(st *commit.Store, items []commit.Item) map[string]bool {
 
 func readRecord(t *testing.T, st *commit.Store, id leasefmt.ID) *leasefmt.Record {
 	t.Helper()
-	r, err := st.Read(leasefmt.Work, id)
+	r, err := st.Read(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ package commit_test
 // still fsynced, and a failed directory fsync fails the whole batch.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -39,7 +40,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/writers=%d/at=%d", op, writers, pos), func(t *testing.T) {
 					st, log := hookedTable(t, k, commit.WithWriters(writers))
 					items := spread(n, k)
-					h := held(t, at(st, 1000).Claim(items, "host/w1", 60))
+					h := held(t, at(st, 1000).Claim(context.Background(), items, "host/w1", 60))
 					sorted := slices.Clone(h)
 					slices.SortFunc(sorted, func(a, b commit.Item) int {
 						if c := a.ID.Shard(k) - b.ID.Shard(k); c != 0 {
@@ -50,7 +51,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					victim := sorted[pos].ID
 					log.reset(failAt(op, victim))
 					attempted := st.Stats().Attempted.Load()
-					res := at(st, 1010).Renew(h, 60)
+					res := at(st, 1010).Renew(context.Background(), h, 60)
 					if got := st.Stats().Attempted.Load() - attempted; got != int64(len(h)) {
 						t.Errorf("Stats.Attempted grew by %d, want %d: every item, also those not attempted after the failure, counts for progress", got, len(h))
 					}
@@ -103,7 +104,7 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 		for _, bad := range []int{0, 2, k - 1} {
 			t.Run(fmt.Sprintf("writers=%d/shard=%d", writers, bad), func(t *testing.T) {
 				st, log := hookedTable(t, k, commit.WithWriters(writers))
-				h := held(t, at(st, 1000).Claim(spread(n, k), "host/w1", 60))
+				h := held(t, at(st, 1000).Claim(context.Background(), spread(n, k), "host/w1", 60))
 				dir := st.ShardDir(leasefmt.Work, bad)
 				log.reset(func(op seam.Op, name string) error {
 					if op == seam.OpSyncDir && name == dir {
@@ -112,7 +113,7 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 					return nil
 				})
 				before := st.Stats().Snapshot(0)
-				res := at(st, 1010).Renew(h, 60)
+				res := at(st, 1010).Renew(context.Background(), h, 60)
 				for _, r := range res {
 					if r.Outcome != commit.IOError {
 						t.Errorf("%s: %s (%s), want io-error", r.ID, r.Outcome.Reason(), r.Detail)

@@ -6,6 +6,7 @@ package commit_test
 // the checks fsck uses in groupcheck_test.go.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -136,14 +137,14 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 		Extra: []leasefmt.Field{{Key: "k", Value: []byte(`{"v":1}`)}}})
 	grpWriteRecord(t, root, st, &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: "b",
 		Token: 7, ClaimedAt: 1, RenewedAt: 1, ExpiresAt: 1, Targets: ts[:1]})
-	r, err := at(st, 100).ClaimGroup(gid, ts, "me", 10)
+	r, err := at(st, 100).ClaimGroup(context.Background(), gid, ts, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
 	if r.Token != 42 {
 		t.Errorf("token %d, want 42 (one more than the largest earlier token of group and targets)", r.Token)
 	}
-	m, err := st.Read(leasefmt.Group, gid)
+	m, err := st.Read(context.Background(), leasefmt.Group, gid)
 	if err != nil || m == nil {
 		t.Fatalf("manifest: %v", err)
 	}
@@ -152,7 +153,7 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 	}
 	targets := map[leasefmt.ID]*leasefmt.Record{}
 	for _, id := range ts {
-		tr, err := st.Read(leasefmt.Target, id)
+		tr, err := st.Read(context.Background(), leasefmt.Target, id)
 		if err != nil || tr == nil {
 			t.Fatalf("target %s: %v", id.Short(), err)
 		}
@@ -184,11 +185,11 @@ func TestClaimGroupSharedLockByte(t *testing.T) {
 	if a.LockOffset() != b.LockOffset() || a.Shard(16) != b.Shard(16) {
 		t.Fatal("test IDs do not share a lock byte")
 	}
-	r, err := at(st, 100).ClaimGroup(commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
+	r, err := at(st, 100).ClaimGroup(context.Background(), commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim of two targets sharing a lock byte: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
-	res, err := at(st, 105).RenewGroups([]commit.Item{{ID: r.ID, Token: r.Token}}, 10)
+	res, err := at(st, 105).RenewGroups(context.Background(), []commit.Item{{ID: r.ID, Token: r.Token}}, 10)
 	if err != nil || res[0].Outcome != commit.OK {
 		t.Fatalf("renew: %v %s %s", err, res[0].Outcome.Reason(), res[0].Detail)
 	}
@@ -227,24 +228,24 @@ func TestRenewGroupsChecksTargets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			st := grpOpen(t, root, nil)
-			r, err := at(st, 100).ClaimGroup(gid, ts, "me", 50)
+			r, err := at(st, 100).ClaimGroup(context.Background(), gid, ts, "me", 50)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
 			if r.Token < 2 {
 				// Make "older token" possible: claim again after expiry.
-				if r, err = at(st, 200).ClaimGroup(gid, ts, "me", 50); err != nil || r.Outcome != commit.OK {
+				if r, err = at(st, 200).ClaimGroup(context.Background(), gid, ts, "me", 50); err != nil || r.Outcome != commit.OK {
 					t.Fatalf("claim: %v %s", err, r.Detail)
 				}
 			}
-			tr, _ := st.Read(leasefmt.Target, ts[1])
+			tr, _ := st.Read(context.Background(), leasefmt.Target, ts[1])
 			if d := tc.damage(tr); d == nil {
 				os.Remove(filepath.Join(root, filepath.FromSlash(st.RecordPath(leasefmt.Target, ts[1]))))
 			} else {
 				grpWriteRecord(t, root, st, d)
 			}
 			before := grpSnapshot(t, root)
-			res, err := at(st, 210).RenewGroups([]commit.Item{{ID: gid, Token: r.Token}}, 50)
+			res, err := at(st, 210).RenewGroups(context.Background(), []commit.Item{{ID: gid, Token: r.Token}}, 50)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -303,7 +304,7 @@ func BenchmarkGroups(b *testing.B) {
 			now += 2 * ttl // every earlier claim has expired
 			for _, ts := range sets {
 				before := st.Stats().DirectorySyncs.Load()
-				r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "bench", ttl)
+				r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "bench", ttl)
 				if err != nil || r.Outcome != commit.OK {
 					b.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 				}
@@ -318,7 +319,7 @@ func BenchmarkGroups(b *testing.B) {
 		st := open(b)
 		items := make([]commit.Item, groups)
 		for g, ts := range sets {
-			r, err := at(st, 1000).ClaimGroup(commit.GroupID(ts), ts, "bench", 1e9)
+			r, err := at(st, 1000).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "bench", 1e9)
 			if err != nil || r.Outcome != commit.OK {
 				b.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -329,7 +330,7 @@ func BenchmarkGroups(b *testing.B) {
 		for b.Loop() {
 			now++
 			before := st.Stats().DirectorySyncs.Load()
-			res, err := at(st, now).RenewGroups(items, 1e9)
+			res, err := at(st, now).RenewGroups(context.Background(), items, 1e9)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -5,6 +5,7 @@ package commit
 // pool, and the restore when a write or a barrier fails (G9).
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -23,6 +24,7 @@ type lockKey struct {
 
 // groupLocks holds the locks of one chunk, each byte once.
 type groupLocks struct {
+	ctx     context.Context
 	s       *Store
 	got     map[lockKey]error
 	unlocks []func()
@@ -33,7 +35,7 @@ func (l *groupLocks) take(k leasefmt.Kind, id leasefmt.ID) error {
 	if err, ok := l.got[key]; ok {
 		return err
 	}
-	unlock, err := l.s.Lock(k, id)
+	unlock, err := l.s.Lock(l.ctx, k, id)
 	l.got[key] = err
 	if err == nil {
 		l.unlocks = append(l.unlocks, unlock)
@@ -82,7 +84,7 @@ type targetRead struct {
 
 // runGroups runs policy over the groups of items: the engine of group
 // claims, renewals and releases described at the top of this file.
-func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
+func (s *Store) runGroups(ctx context.Context, items []Item, pol groupPolicy) []GroupResult {
 	s.stats.Batches.Add(1)
 	res := make([]GroupResult, len(items))
 	ops := make([]*groupOp, len(items))
@@ -94,7 +96,7 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 	slices.SortStableFunc(sorted, func(a, b *groupOp) int { return strings.Compare(string(a.it.ID), string(b.it.ID)) })
 	var fatal error
 	for pos := 0; pos < len(sorted) && fatal == nil; {
-		pos, fatal = s.groupChunk(sorted, pos, pol)
+		pos, fatal = s.groupChunk(ctx, sorted, pos, pol)
 	}
 	for _, op := range ops {
 		r := op.res
@@ -136,8 +138,8 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 // are held, and returns where the next chunk starts and the I/O error that
 // stops the call, if any. Every lock of the chunk is held until its
 // directories are fsynced or its records restored.
-func (s *Store) groupChunk(sorted []*groupOp, pos int, pol groupPolicy) (int, error) {
-	c := &groupRun{s: s, pol: pol, locks: groupLocks{s: s, got: map[lockKey]error{}}}
+func (s *Store) groupChunk(ctx context.Context, sorted []*groupOp, pos int, pol groupPolicy) (int, error) {
+	c := &groupRun{ctx: ctx, s: s, pol: pol, locks: groupLocks{ctx: ctx, s: s, got: map[lockKey]error{}}}
 	defer c.locks.release()
 	pos = c.manifests(sorted, pos)
 	c.targets()
@@ -149,6 +151,7 @@ func (s *Store) groupChunk(sorted []*groupOp, pos int, pol groupPolicy) (int, er
 
 // groupRun is one chunk of a group call while it runs.
 type groupRun struct {
+	ctx   context.Context
 	s     *Store
 	pol   groupPolicy
 	locks groupLocks
@@ -195,7 +198,7 @@ func (c *groupRun) manifests(sorted []*groupOp, pos int) int {
 			r.Outcome, r.Detail = rr.Outcome, rr.Detail
 			continue
 		}
-		m, raw, err := s.readRaw(leasefmt.Group, op.it.ID)
+		m, raw, err := s.readRaw(c.ctx, leasefmt.Group, op.it.ID)
 		if err != nil {
 			c.fatal = s.readFailed(err, &rr)
 			r.Outcome, r.Detail = rr.Outcome, rr.Detail
@@ -238,7 +241,7 @@ func (c *groupRun) targets() {
 			tr.out, tr.detail = rr.Outcome, rr.Detail
 			continue
 		}
-		rec, raw, err := c.s.readRaw(leasefmt.Target, id)
+		rec, raw, err := c.s.readRaw(c.ctx, leasefmt.Target, id)
 		if err != nil {
 			c.fatal = c.s.readFailed(err, &rr)
 			tr.out, tr.detail = rr.Outcome, rr.Detail

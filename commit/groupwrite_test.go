@@ -6,6 +6,7 @@ package commit_test
 // helpers are in groups_test.go.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -80,7 +81,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		renewItems = renewItems[:0]
 		for _, ts := range renewGroups {
-			r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "holder", ttl)
+			r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "holder", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 			}
@@ -109,7 +110,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 	cases := []restoreCase{
 		{name: "claim", setup: claimSetup, records: 5, dirs: len(claimDirs),
 			run: func(st *commit.Store) []commit.GroupResult {
-				r, err := at(st, now).ClaimGroup(gid, []leasefmt.ID{targets[2], targets[0], targets[3], targets[1]}, "new", ttl)
+				r, err := at(st, now).ClaimGroup(context.Background(), gid, []leasefmt.ID{targets[2], targets[0], targets[3], targets[1]}, "new", ttl)
 				if err != nil {
 					panic(err)
 				}
@@ -117,7 +118,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			}},
 		{name: "renew", setup: renewSetup, records: 10, dirs: grpDirsOf(renewGroups...),
 			run: func(st *commit.Store) []commit.GroupResult {
-				res, err := at(st, now+10).RenewGroups(renewItems, ttl)
+				res, err := at(st, now+10).RenewGroups(context.Background(), renewItems, ttl)
 				if err != nil {
 					panic(err)
 				}
@@ -201,7 +202,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		var items []commit.Item
 		for _, ts := range sets {
-			r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "me", ttl)
+			r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "me", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -212,7 +213,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	}
 	t.Run("all renewed", func(t *testing.T) {
 		_, st, items := setup(t, nil)
-		res, err := at(st, now+10).RenewGroups(items, ttl)
+		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -234,7 +235,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 			return nil
 		})
 		before := grpSnapshot(t, root)
-		res, err := at(st, now+10).RenewGroups(items, ttl)
+		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ package commit
 // meets it under its lock next, never taken over.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -121,13 +122,13 @@ func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, str
 // (expired by more than the clock skew), since until then its holder may
 // still resume the publish. It returns the record as written, or nil when
 // nothing was done, and a detail saying what was done.
-func (s *Store) Settle(id leasefmt.ID) (*leasefmt.Record, string, error) {
-	unlock, err := s.Lock(leasefmt.Work, id)
+func (s *Store) Settle(ctx context.Context, id leasefmt.ID) (*leasefmt.Record, string, error) {
+	unlock, err := s.Lock(ctx, leasefmt.Work, id)
 	if err != nil {
 		return nil, "", err
 	}
 	defer unlock()
-	cur, err := s.Read(leasefmt.Work, id)
+	cur, err := s.Read(ctx, leasefmt.Work, id)
 	if err != nil || cur == nil || !abandonedPublish(cur) {
 		return nil, "", err
 	}
@@ -161,18 +162,18 @@ func abandonedPublish(cur *leasefmt.Record) bool {
 // resumes an interrupted publish, or succeeds again when it finished. An
 // error wrapping ErrStaged means the staged file is unusable and nothing
 // was written.
-func (s *Store) CompletePublish(it Item, name string) (Result, error) {
+func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Result, error) {
 	r := Result{Item: it, Path: s.Abs(s.RecordPath(leasefmt.Work, it.ID))}
 	if err := leasefmt.CheckPublishName(name); err != nil {
 		return r, fmt.Errorf("%w: %v", ErrStaged, err)
 	}
 	staged, public := path.Join(StagePath(it.ID, it.Token), name), path.Join(PublicDir, name)
-	unlock, err := s.Lock(leasefmt.Work, it.ID)
+	unlock, err := s.Lock(ctx, leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.lockFailed(err, &r, "lock")
 	}
 	defer unlock()
-	cur, err := s.Read(leasefmt.Work, it.ID)
+	cur, err := s.Read(ctx, leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.readFailed(err, &r)
 	}

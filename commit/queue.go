@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,7 @@ func (s *Store) QueuePath(id leasefmt.ID) string {
 // at the same time cannot leave an entry behind for an item it made done:
 // either the complete's removal comes after the entry, or this read sees
 // done and takes the entry back.
-func (s *Store) Enqueue(items []Item) []Result {
+func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 	s.stats.Batches.Add(1)
 	res := make([]Result, len(items))
 	n := s.hdr.WorkShards
@@ -130,7 +131,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 		if names, ok := listed[it.ID.Shard(n)]; ok && !names[it.ID.FileName()] {
 			return // no record: not done
 		}
-		rec, err := s.Read(leasefmt.Work, it.ID)
+		rec, err := s.Read(ctx, leasefmt.Work, it.ID)
 		switch {
 		case errors.Is(err, leasefmt.ErrCorrupt):
 			s.fs.Remove(name) // not queued: the record is for lease fsck
@@ -288,11 +289,15 @@ type Next struct {
 // met; only when no chunk had a free item does it read on, so it reads the
 // whole queue only when everything in it is held or done. An I/O error
 // stops it.
-func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next {
+func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64, rnd *rand.Rand) Next {
 	var nx Next
 	got := 0
-	blocked := false
+	blocked, stopped := false, false
 	for _, sh := range rnd.Perm(s.hdr.WorkShards) {
+		if ctx.Err() != nil {
+			stopped = true // the caller is done waiting: never "empty" then
+			break
+		}
 		dirName := s.QueueShardDir(sh)
 		d, err := seam.OpenDir(s.fs, dirName)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -335,7 +340,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 					items[i] = Item{ID: cands[i]}
 				}
 				cands = cands[w:]
-				for _, r := range s.Claim(items, owner, ttl) {
+				for _, r := range s.Claim(ctx, items, owner, ttl) {
 					switch r.Outcome {
 					case OK:
 						got++
@@ -377,7 +382,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 	switch {
 	case got > 0:
 		nx.Answer = Granted
-	case nx.Held > 0:
+	case nx.Held > 0, stopped:
 		nx.Answer = Busy
 	case blocked:
 		nx.Answer = Blocked

@@ -19,12 +19,12 @@ import (
 // applyOne runs one item of a batch (applyOnce), trying it again, lock,
 // read, decision and write, while it fails with a transient error and the
 // store's Retry allows. Between tries the record's lock is released.
-func (s *Store) applyOne(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result) error {
+func (s *Store) applyOne(ctx context.Context, k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result) error {
 	name := s.RecordPath(k, it.ID)
 	var try itemTry
 	for attempt := 1; ; attempt++ {
-		err, transient := s.applyOnce(k, it, decide, settle, b, r, &try)
-		if err == nil || !transient || !s.Disk().Again(context.TODO(), s.retry, attempt, name, err) {
+		err, transient := s.applyOnce(ctx, k, it, decide, settle, b, r, &try)
+		if err == nil || !transient || !s.disk.Again(ctx, s.retry, attempt, name, err) {
 			return err
 		}
 		*r = Result{Item: r.Item, Path: r.Path}

@@ -367,7 +367,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 			if err := mk(dir); err != nil {
 				return err
 			}
-			unlock, err := s.fs.Lock(context.TODO(), path.Join(dir, LockFile), 0, 0)
+			unlock, err := s.fs.Lock(context.Background(), path.Join(dir, LockFile), 0, 0)
 			if err == nil {
 				unlock()
 			} else if !errors.Is(err, ErrLockTimeout) {
@@ -433,10 +433,6 @@ func (s *Store) RecordPath(k leasefmt.Kind, id leasefmt.ID) string {
 // Abs is the absolute path of a table-relative name, for messages.
 func (s *Store) Abs(name string) string { return filepath.Join(s.root, filepath.FromSlash(name)) }
 
-// ensureShard creates a shard directory that a table made by another
-// program may lack, durably, once per Store.
-func (s *Store) ensureShard(dir string) error { return s.Disk().EnsureDir(dir) }
-
 // StagePath is the table-relative staging directory of the holder of
 // token of id, stage/ID.TOKEN (SPEC §3.2): results staged there can only
 // be published while token is current.
@@ -472,21 +468,19 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	return s.Abs(dir), nil
 }
 
-// Lock takes the lock of the record of id (SPEC §5).
-func (s *Store) Lock(k leasefmt.Kind, id leasefmt.ID) (func(), error) {
-	dir := s.ShardDir(k, id.Shard(s.hdr.Shards(k)))
-	if err := s.ensureShard(dir); err != nil {
-		return nil, err
-	}
-	return s.fs.Lock(context.TODO(), path.Join(dir, LockFile), id.LockOffset(), s.LockTimeout())
+// Lock takes the lock of the record of id (docs/lease-format.md, locks),
+// waiting at most the lock timeout and no longer than ctx lasts (an error
+// wrapping ErrLockTimeout, and ctx.Err() when ctx ended the wait).
+func (s *Store) Lock(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (func(), error) {
+	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), s.LockTimeout())
 }
 
 // Read reads and validates the record of id. It returns (nil, nil) when
 // there is none; an error wrapping leasefmt.ErrCorrupt when a record exists
 // but does not validate (a symbolic link or other non-regular file in its
 // place included).
-func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) {
-	r, _, err := s.readRaw(k, id)
+func (s *Store) Read(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) {
+	r, _, err := s.readRaw(ctx, k, id)
 	return r, err
 }
 
@@ -494,11 +488,11 @@ func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) 
 // write can put them back exactly. A transient error (a read that failed
 // after its open, ESTALE) is retried as s.retry says and, when the tries
 // run out, returned as the I/O error it is: never as a missing record.
-func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
+func (s *Store) readRaw(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
 	name := s.RecordPath(k, id)
 	for attempt := 1; ; attempt++ {
 		r, data, err := s.readOnce(k, id, name)
-		if !s.Disk().Again(context.TODO(), s.retry, attempt, name, err) {
+		if !s.disk.Again(ctx, s.retry, attempt, name, err) {
 			return r, data, err
 		}
 	}

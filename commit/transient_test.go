@@ -8,6 +8,7 @@ package commit_test
 // plays the other client.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -142,7 +143,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 		if round > 0 {
 			other.vanish[name] = 3 // within the 4 tries
 		}
-		res := at(st, float64(1000+1000*round)).Claim([]commit.Item{{ID: id}}, fmt.Sprintf("host/w%d", round), 10)
+		res := at(st, float64(1000+1000*round)).Claim(context.Background(), []commit.Item{{ID: id}}, fmt.Sprintf("host/w%d", round), 10)
 		if r := res[0]; r.Outcome != commit.OK || r.Token != want {
 			t.Fatalf("round %d: %s token %d (%s), want ok token %d", round, r.Outcome.Reason(), r.Token, r.Detail, want)
 		}
@@ -153,7 +154,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 	// Reads that never succeed: an I/O error, no write.
 	other.vanish[name] = 100
 	log.reset(nil)
-	res := at(st, 9000).Claim([]commit.Item{{ID: id}}, "host/late", 10)
+	res := at(st, 9000).Claim(context.Background(), []commit.Item{{ID: id}}, "host/late", 10)
 	if r := res[0]; r.Outcome != commit.IOError || !errors.Is(r.Err(), seam.ErrVanished) || errors.Is(r.Err(), fs.ErrNotExist) {
 		t.Fatalf("claim with reads failing after open: %s (%v), want io-error wrapping ErrVanished and not fs.ErrNotExist", r.Outcome.Reason(), r.Err())
 	}
@@ -166,7 +167,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 	}
 	// Read-only callers see the same: Read is an I/O error, not "none".
 	other.vanish[name] = 100
-	if r, err := st.Read(leasefmt.Work, id); r != nil || !errors.Is(err, seam.ErrVanished) {
+	if r, err := st.Read(context.Background(), leasefmt.Work, id); r != nil || !errors.Is(err, seam.ErrVanished) {
 		t.Errorf("Read: %v, %v; want ErrVanished", r, err)
 	}
 }
@@ -194,7 +195,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 	}
 	other.hide[st.RecordPath(leasefmt.Work, ids[1])] = 1
 	log.reset(nil)
-	res := at(st, 1000).Claim([]commit.Item{{ID: ids[0]}, {ID: ids[1]}, {ID: ids[2]}}, "host/me", 60)
+	res := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: ids[0]}, {ID: ids[1]}, {ID: ids[2]}}, "host/me", 60)
 	for i, r := range res[:2] {
 		if r.Outcome != commit.Held || r.Token != 7 {
 			t.Errorf("%s: %s token %d (%s), want held by token 7", r.ID.Short(), r.Outcome.Reason(), r.Token, r.Detail)
@@ -232,12 +233,12 @@ func mustDecode(t *testing.T, b []byte, id leasefmt.ID) *leasefmt.Record {
 func TestESTALEPerRecord(t *testing.T) {
 	st, other, log := transientTable(t)
 	items := spread(139, 4)
-	h := held(t, at(st, 1000).Claim(items, "host/w", 60))
+	h := held(t, at(st, 1000).Claim(context.Background(), items, "host/w", 60))
 	before, after := h[17].ID, h[90].ID
 	other.staleBefore[st.RecordPath(leasefmt.Work, before)] = 1
 	other.staleAfter[st.RecordPath(leasefmt.Work, after)] = 1
 	log.reset(nil)
-	res := at(st, 1010).Renew(h, 60)
+	res := at(st, 1010).Renew(context.Background(), h, 60)
 	for _, r := range res {
 		if r.Outcome != commit.OK {
 			t.Fatalf("%s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
@@ -270,7 +271,7 @@ func TestESTALEPerRecord(t *testing.T) {
 	// Sticky: the record's tries run out, the batch fails.
 	stuck := h[5].ID
 	other.staleBefore[st.RecordPath(leasefmt.Work, stuck)] = 100
-	res = at(st, 1020).Renew(h, 60)
+	res = at(st, 1020).Renew(context.Background(), h, 60)
 	for _, r := range res {
 		if r.Outcome != commit.IOError {
 			t.Fatalf("%s: %s, want io-error (the batch failed)", r.ID.Short(), r.Outcome.Reason())

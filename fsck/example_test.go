@@ -1,6 +1,7 @@
 package fsck_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func ExampleCheck() {
 
 	for _, repair := range []bool{false, true, false} {
 		fsys, _ := seam.OS(root)
-		sum, err := fsck.Check(root, fsys, fsck.Options{Repair: repair, Now: 2000}, func(f *fsck.Finding) {
+		sum, err := fsck.Check(context.Background(), root, fsys, fsck.Options{Repair: repair, Now: 2000}, func(f *fsck.Finding) {
 			fmt.Printf("  %s %s repaired=%v\n", f.Kind, filepath.Base(f.Path), f.Repaired)
 		})
 		fsys.Close()

@@ -2,6 +2,7 @@ package fsck_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -101,7 +102,7 @@ func run(t testing.TB, root string, repair bool, hook seam.Hook) (*fsck.Summary,
 		f = seam.WithHook(osfs, hook)
 	}
 	var found []*fsck.Finding
-	sum, err := fsck.Check(root, f, fsck.Options{Repair: repair, Now: damaged.Now}, func(f *fsck.Finding) { found = append(found, f) })
+	sum, err := fsck.Check(context.Background(), root, f, fsck.Options{Repair: repair, Now: damaged.Now}, func(f *fsck.Finding) { found = append(found, f) })
 	if err != nil {
 		t.Fatalf("fsck: %v", err)
 	}

@@ -30,6 +30,7 @@
 package fsck
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -84,7 +85,9 @@ var (
 
 // checker is one run of Check.
 type checker struct {
-	fs seam.FS
+	// ctx bounds the check's lock waits and retries (a repair's locks).
+	ctx context.Context
+	fs  seam.FS
 	// disk writes through fs durably from the start; st, the table's
 	// store, exists once the header is known (run).
 	disk   *durable.Disk
@@ -116,7 +119,7 @@ type committingRec struct {
 // finding, in a stable order, after any repair of it was made. The error is
 // ErrNoTable, ErrUsage or an I/O error that stopped the check; I/O errors
 // that only stop part of it are KindIO findings.
-func Check(root string, fsys seam.FS, opt Options, report func(*Finding)) (*Summary, error) {
+func Check(ctx context.Context, root string, fsys seam.FS, opt Options, report func(*Finding)) (*Summary, error) {
 	if opt.LockTimeout <= 0 {
 		opt.LockTimeout = commit.DefaultLockTimeout
 	}
@@ -124,6 +127,7 @@ func Check(root string, fsys seam.FS, opt Options, report func(*Finding)) (*Summ
 		opt.Workers = 8
 	}
 	c := &checker{
+		ctx:    ctx,
 		fs:     fsys,
 		disk:   durable.New(fsys, root, &durable.Counts{}),
 		opt:    opt,

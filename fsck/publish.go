@@ -130,7 +130,7 @@ func (c *checker) checkCommitting(cr committingRec) *Finding {
 	if !c.opt.Repair {
 		return f
 	}
-	rec, done, err := c.st.Settle(cr.id)
+	rec, done, err := c.st.Settle(c.ctx, cr.id)
 	switch {
 	case err != nil:
 		failed(f, err)
@@ -174,7 +174,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 		return
 	}
 	defer unlock()
-	cur, err := c.st.Read(leasefmt.Work, id)
+	cur, err := c.st.Read(c.ctx, leasefmt.Work, id)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		c.emit(c.ioFinding(rel, "cannot read the record of the staging directory", err))
 		return

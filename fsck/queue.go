@@ -118,7 +118,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 		return f
 	}
 	// Done is final: a done record read without its lock stays done.
-	rec, err := c.st.Read(leasefmt.Work, id)
+	rec, err := c.st.Read(c.ctx, leasefmt.Work, id)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		return c.ioFinding(rel, "cannot read the record of the queue entry", err)
 	}

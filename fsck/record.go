@@ -160,7 +160,7 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 	if !c.opt.Repair {
 		return f
 	}
-	unlock, err := c.st.Lock(t.kind, id)
+	unlock, err := c.st.Lock(c.ctx, t.kind, id)
 	if err != nil {
 		failed(f, fmt.Errorf("record lock: %w", err))
 		return f

@@ -1,7 +1,6 @@
 package fsck
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -171,7 +170,7 @@ func (c *checker) lockAt(dir string, id leasefmt.ID) (func(), error) {
 			return func() {}, nil
 		}
 	}
-	return c.fs.Lock(context.TODO(), lf, id.LockOffset(), c.opt.LockTimeout)
+	return c.fs.Lock(c.ctx, lf, id.LockOffset(), c.opt.LockTimeout)
 }
 
 func noUnlock() {}

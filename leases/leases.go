@@ -17,6 +17,13 @@
 //
 //	if err := res.Err(); errors.Is(err, leases.ErrHeld) { ... }
 //
+// Every call that can wait (for a record's lock, or while a transient
+// error of a network filesystem is retried) waits at most the lock timeout
+// (WithLockTimeout) and no longer than its context: a context done before
+// the call is its error, and one that ends during it ends the waits: the
+// lease waited for, and those not yet tried, are reported with an error
+// wrapping ErrLockTimeout and the context's error.
+//
 // The package never changes GOMAXPROCS and never exits; exit statuses are
 // the command line's.
 package leases
@@ -268,7 +275,8 @@ func leaseItems(ls []Lease) ([]commit.Item, error) {
 	return items(ids, toks)
 }
 
-// call runs op with the store's lock wait bounded by ctx's deadline.
+// call runs op, whose waits end with ctx (op passes it to the engine), unless
+// ctx is done already.
 func (t *Table) call(ctx context.Context, op func() []commit.Result) ([]Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -289,7 +297,7 @@ func (t *Table) Claim(ctx context.Context, ttl time.Duration, ids ...string) ([]
 	if ttl == 0 {
 		ttl = t.ttl
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Claim(its, t.owner, ttl.Seconds()) })
+	return t.call(ctx, func() []commit.Result { return t.st.Claim(ctx, its, t.owner, ttl.Seconds()) })
 }
 
 // Renew renews leases for ttl from now, or with ttl 0 for each lease's own
@@ -299,7 +307,7 @@ func (t *Table) Renew(ctx context.Context, ttl time.Duration, leases ...Lease) (
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Renew(its, ttl.Seconds()) })
+	return t.call(ctx, func() []commit.Result { return t.st.Renew(ctx, its, ttl.Seconds()) })
 }
 
 // Release gives leases up: the next claim of each gets a larger token.
@@ -308,7 +316,7 @@ func (t *Table) Release(ctx context.Context, leases ...Lease) ([]Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Release(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Release(ctx, its) })
 }
 
 // Complete marks leases done (committing, then done, each step durable),
@@ -319,7 +327,7 @@ func (t *Table) Complete(ctx context.Context, leases ...Lease) ([]Result, error)
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Complete(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Complete(ctx, its) })
 }
 
 // Verify checks, without locks or writes, that each lease's token is
@@ -329,7 +337,7 @@ func (t *Table) Verify(ctx context.Context, leases ...Lease) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Verify(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Verify(ctx, its) })
 }
 
 // Stage returns the staging directory of l, made durably if needed: the
@@ -354,7 +362,7 @@ func (t *Table) Publish(ctx context.Context, l Lease, name string) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	r, err := t.st.CompletePublish(its[0], name)
+	r, err := t.st.CompletePublish(ctx, its[0], name)
 	if errors.Is(err, commit.ErrStaged) {
 		return Result{}, err
 	}
@@ -393,7 +401,7 @@ func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) 
 		case <-tick.C:
 		}
 		started := time.Now()
-		r := t.st.Renew(its, 0)[0]
+		r := t.st.Renew(ctx, its, 0)[0]
 		switch keepalive.Classify(r.Outcome) {
 		case keepalive.Renewed:
 			kept.Extend(started, r.Record, t.st.ClockSkew())

@@ -1,6 +1,7 @@
 package strategy_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -58,7 +59,7 @@ func benchRenew(b *testing.B, kind strategy.Kind, n, k int) {
 	defer st.Close()
 	items := spreadIDs(b, n, k)
 	const now, ttl = 1000.0, 1e9 // nothing expires during the run
-	for i, r := range at(st, now).Claim(items, "bench", ttl) {
+	for i, r := range at(st, now).Claim(context.Background(), items, "bench", ttl) {
 		if r.Outcome != commit.OK {
 			b.Fatalf("claim %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 		}
@@ -75,7 +76,7 @@ func benchRenew(b *testing.B, kind strategy.Kind, n, k int) {
 	base := w.Counts()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		for _, r := range at(st, now+1+float64(i)).Renew(items, ttl) {
+		for _, r := range at(st, now+1+float64(i)).Renew(context.Background(), items, ttl) {
 			if r.Outcome != commit.OK {
 				b.Fatalf("renew %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 			}

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -64,7 +65,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 			// report each claim as soon as it is decided, before its write
 			// and its directory fsync
 			claim := commit.ClaimDecision(leasefmt.Work, "carol", TTL, 0)
-			r.At(Now).Apply(leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
+			r.At(Now).Apply(context.Background(), leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
 				next, out, d := claim(it, cur, now)
 				if out == commit.OK {
 					r.Ack(Ack{Op: "early claim", Record: next})
@@ -75,7 +76,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 		{name: "token goes back", scenario: "claim", run: func(r *Run) {
 			rec := &leasefmt.Record{Kind: leasefmt.Work, ID: TestID(0), Status: leasefmt.Leased, Owner: "mallory", Token: 1,
 				ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL}
-			unlock, err := r.Store.Lock(leasefmt.Work, rec.ID)
+			unlock, err := r.Store.Lock(context.Background(), leasefmt.Work, rec.ID)
 			if err != nil {
 				panic(err)
 			}
@@ -90,7 +91,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 				ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL}
 			r.Ack(Ack{Op: "setup", Record: &leasefmt.Record{Kind: leasefmt.Work, ID: TestID(0), Status: leasefmt.Leased, Owner: "alice", Token: 3,
 				ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000}})
-			unlock, _ := r.Store.Lock(leasefmt.Work, rec.ID)
+			unlock, _ := r.Store.Lock(context.Background(), leasefmt.Work, rec.ID)
 			defer unlock()
 			if err := r.Store.WriteOne(rec); err != nil {
 				panic(err)

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"context"
 	"fmt"
 	iofs "io/fs"
 	"slices"
@@ -33,7 +34,7 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 	gid := commit.GroupID(ts)
 	m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "carol", Token: 2,
 		ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL, Targets: ts}
-	unlock, err := st.Lock(leasefmt.Group, gid)
+	unlock, err := st.Lock(context.Background(), leasefmt.Group, gid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +77,13 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	one := TestID(200)
-	cur, err := st.Read(leasefmt.Target, one)
+	cur, err := st.Read(context.Background(), leasefmt.Target, one)
 	if err != nil || cur == nil {
 		t.Fatalf("target: %v %v", cur, err)
 	}
 	next := cur.Clone()
 	next.RenewedAt, next.ExpiresAt = Now, Now+TTL
-	unlock, _ := st.Lock(leasefmt.Target, one)
+	unlock, _ := st.Lock(context.Background(), leasefmt.Target, one)
 	if err := st.WriteOne(next); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st2.Read(leasefmt.Group, groupG1)
+	m, err := st2.Read(context.Background(), leasefmt.Group, groupG1)
 	if err != nil || m == nil {
 		t.Fatalf("manifest after repair: %v %v", m, err)
 	}

@@ -6,6 +6,7 @@ package safety
 // never lost or torn, and later claims get larger tokens.
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -265,7 +266,7 @@ func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 		items = append(items, commit.Item{ID: id})
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].ID < items[b].ID })
-	for _, r := range at(st, c.sc.Now+1e6).Claim(items, "checker", 10) {
+	for _, r := range at(st, c.sc.Now+1e6).Claim(context.Background(), items, "checker", 10) {
 		switch r.Outcome {
 		case commit.OK:
 			if r.Token <= maxTok[r.ID] {

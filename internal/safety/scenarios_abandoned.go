@@ -5,6 +5,7 @@ package safety
 // whose clock moves while they run.
 
 import (
+	"context"
 	"fmt"
 	"path"
 
@@ -47,7 +48,7 @@ func setupAbandoned(st *commit.Store, fsys seam.FS) error {
 		if err := fsys.SyncFile(s.path()); err != nil {
 			return err
 		}
-		res := at(st, T0+2).Apply(leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
+		res := at(st, T0+2).Apply(context.Background(), leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
 		if res[0].Outcome != commit.OK {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
@@ -72,10 +73,10 @@ func AbandonedScenarios() []*Scenario {
 	}
 	return []*Scenario{
 		a("claim/abandoned publish, moved", func(r *Run) {
-			r.AckResults("claim", r.At(Now).Claim(items(0, 80), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 80), "carol", TTL))
 		}),
 		a("claim/abandoned publish, staged, then publish", func(r *Run) {
-			res := r.At(Now).Claim(items(0, 81), "carol", TTL)
+			res := r.At(Now).Claim(context.Background(), items(0, 81), "carol", TTL)
 			r.AckResults("claim", res)
 			if res[0].Outcome != commit.OK {
 				return
@@ -84,7 +85,7 @@ func AbandonedScenarios() []*Scenario {
 				r.Outcome(commit.IOError)
 				return
 			}
-			pub, _ := r.At(Now+1).CompletePublish(commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
+			pub, _ := r.At(Now+1).CompletePublish(context.Background(), commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
 			r.Outcome(pub.Outcome)
 			if pub.Outcome == commit.OK {
 				r.Ack(Ack{Op: "complete --publish", Record: pub.Record, Published: staged81b.name, PublishedData: staged81b.data})
@@ -92,14 +93,14 @@ func AbandonedScenarios() []*Scenario {
 		}),
 		a("release/abandoned publish, moved", func(r *Run) {
 			// lease run releasing after its complete was killed past the move
-			r.AckResults("release", r.At(Now).Release(itemsTok(84, 1)))
+			r.AckResults("release", r.At(Now).Release(context.Background(), itemsTok(84, 1)))
 		}),
 		a("release/abandoned publish, staged", func(r *Run) {
-			r.AckResults("release", r.At(Now).Release(itemsTok(81, 1)))
+			r.AckResults("release", r.At(Now).Release(context.Background(), itemsTok(81, 1)))
 		}),
 		{Name: "claim/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
-			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(span(44, 52, 0), "carol", 4)) }},
+			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(context.Background(), span(44, 52, 0), "carol", 4)) }},
 		{Name: "renew-batch/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
-			Run: func(r *Run) { r.AckResults("renew-batch", r.Store.Renew(span(12, 20, 1), 4)) }},
+			Run: func(r *Run) { r.AckResults("renew-batch", r.Store.Renew(context.Background(), span(12, 20, 1), 4)) }},
 	}
 }

@@ -4,6 +4,7 @@ package safety
 // crashes of fsck --repair itself.
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -51,7 +52,7 @@ func setupDamaged(st *commit.Store, fsys seam.FS) error {
 		if err := stageFile(st, fsys, s); err != nil {
 			return err
 		}
-		res := at(st, T0+2).Apply(leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
+		res := at(st, T0+2).Apply(context.Background(), leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
 		if res[0].Outcome != commit.OK {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
@@ -168,7 +169,7 @@ func FsckScenarios() []*Scenario {
 			return
 		}
 		r.Store = st
-		r.AckResults("claim", r.At(Now).Claim(items(0, 82, 83), "carol", TTL))
+		r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 82, 83), "carol", TTL))
 	}
 	return []*Scenario{damaged, noTable, quarantine}
 }

@@ -8,6 +8,7 @@ package safety
 //	removal leaves it
 
 import (
+	"context"
 	"math/rand/v2"
 
 	"github.com/leasetool/lease/commit"
@@ -19,7 +20,7 @@ func setupQueue(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}
-	for _, r := range st.Enqueue(items(0, 4, 5, 8, 9, 76, 77)) {
+	for _, r := range st.Enqueue(context.Background(), items(0, 4, 5, 8, 9, 76, 77)) {
 		if r.Outcome != commit.OK {
 			return errSetup(r)
 		}
@@ -64,17 +65,17 @@ func QueueScenarios() []*Scenario {
 	return []*Scenario{
 		w("add", 1, func(r *Run) {
 			// New IDs (with and without records), one queued already, one done.
-			ackQueued(r, r.Store.Enqueue(items(0, 6, 7, 78, 79, 1, 2, 4, 3)))
+			ackQueued(r, r.Store.Enqueue(context.Background(), items(0, 6, 7, 78, 79, 1, 2, 4, 3)))
 		}),
 		w("add/4-writers", 4, func(r *Run) {
-			ackQueued(r, r.Store.Enqueue(items(0, 6, 7, 78, 79, 80, 81)))
+			ackQueued(r, r.Store.Enqueue(context.Background(), items(0, 6, 7, 78, 79, 80, 81)))
 		}),
 		w("claim --next 3", 1, func(r *Run) {
-			nx := r.At(Now).ClaimNext(3, "carol", TTL, rand.New(rand.NewPCG(1, 2)))
+			nx := r.At(Now).ClaimNext(context.Background(), 3, "carol", TTL, rand.New(rand.NewPCG(1, 2)))
 			r.AckResults("claim", nx.Results)
 		}),
 		w("claim --next, complete", 1, func(r *Run) {
-			nx := r.At(Now).ClaimNext(2, "carol", TTL, rand.New(rand.NewPCG(3, 4)))
+			nx := r.At(Now).ClaimNext(context.Background(), 2, "carol", TTL, rand.New(rand.NewPCG(3, 4)))
 			r.AckResults("claim", nx.Results)
 			var held []commit.Item
 			for _, x := range nx.Results {
@@ -82,7 +83,7 @@ func QueueScenarios() []*Scenario {
 					held = append(held, commit.Item{ID: x.ID, Token: x.Token})
 				}
 			}
-			r.AckResults("complete", r.At(Now+1).Complete(held))
+			r.AckResults("complete", r.At(Now+1).Complete(context.Background(), held))
 		}),
 	}
 }

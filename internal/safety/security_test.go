@@ -2,6 +2,7 @@ package safety
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -438,7 +439,7 @@ func TestOversizeInputsBounded(t *testing.T) {
 	if err != nil || len(data) != leasefmt.MaxRecordSize+1 {
 		t.Fatalf("ReadFile of a 1 GiB record: %d bytes, %v; want %d", len(data), err, leasefmt.MaxRecordSize+1)
 	}
-	if _, err := st.Read(leasefmt.Work, id); !errors.Is(err, leasefmt.ErrCorrupt) {
+	if _, err := st.Read(context.Background(), leasefmt.Work, id); !errors.Is(err, leasefmt.ErrCorrupt) {
 		t.Fatalf("Read of a 1 GiB record: %v, want corrupt", err)
 	}
 	for _, run := range []struct {

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -227,7 +228,7 @@ func TestCreateRacesAnotherClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.target = st.RecordPath(leasefmt.Work, victim)
-	res := at(st, Now).Claim(items(0, 4, 5, 6), "carol", TTL)
+	res := at(st, Now).Claim(context.Background(), items(0, 4, 5, 6), "carol", TTL)
 	if !other.done {
 		t.Fatal("the other client never created its record: the claim did not create without replacing")
 	}
