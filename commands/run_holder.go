@@ -73,10 +73,8 @@ func (h *holder) run(path string, stdin io.Reader, stdout, stderr io.Writer) (in
 	cmd.Args[0] = h.argv[0]
 	cmd.Env = childEnv(h.item.ID, h.item.Token, e.root(), h.stage)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	// Its own process group, so that signals reach CMD's children too and
-	// a terminal's ^C reaches CMD once (through us), not twice. Pdeathsig:
-	// if lease run itself is killed, CMD is told, as its lease will lapse.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = childProcAttr() // its own process group, told of our death
+
 	cmd.WaitDelay = time.Second
 
 	sigc := make(chan os.Signal, 8)

@@ -36,6 +36,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
@@ -176,6 +177,8 @@ func open(root string, o *options, create bool) (*Table, error) {
 	if err != nil {
 		var re *commit.RootError
 		switch {
+		case errors.Is(err, seam.ErrUnsupported):
+			return nil, err
 		case errors.As(err, &re) && !create:
 			return nil, fmt.Errorf("%w at %s: %w", ErrNoTable, root, re.Err)
 		case errors.As(err, &re):
