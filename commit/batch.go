@@ -442,7 +442,7 @@ func (s *Store) lockFailed(err error, r *Result, op string) error {
 		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": not granted: the caller stopped waiting", err
 		return nil
 	case errors.Is(err, ErrLockTimeout):
-		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout()), err
+		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.lockTimeout()), err
 		return nil
 	case errors.Is(err, seam.ErrNotRegular), errors.Is(err, unix.ENOTDIR):
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err

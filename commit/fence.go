@@ -17,16 +17,18 @@ import (
 )
 
 // Taken reports whether a claimer at now must leave r alone: it is leased
-// or committing and not expired by more than skew (SPEC §6: a claimer takes
-// over only from expires_at + clock_skew, so a claimer whose clock runs
-// ahead by up to skew never takes a lease its holder still has).
+// or committing and not expired by more than skew (docs/lease-format.md,
+// clocks: a claimer takes over only from expires_at + clock_skew, so a
+// claimer whose clock runs ahead by up to skew never takes a lease its
+// holder still has).
 func Taken(r *leasefmt.Record, now, skew float64) bool {
 	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt+skew
 }
 
 // StillHeld reports whether the holder of r still has it at now: leased or
-// committing and more than skew before expires_at (SPEC §6: a holder counts
-// its lease as lost from expires_at - clock_skew).
+// committing and more than skew before expires_at (docs/lease-format.md,
+// clocks: a holder counts its lease as lost from expires_at -
+// clock_skew).
 func StillHeld(r *leasefmt.Record, now, skew float64) bool {
 	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt-skew
 }

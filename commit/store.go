@@ -276,8 +276,8 @@ func (s *Store) Stats() *Stats { return &s.stats }
 // ClockSkew is the bound of WithClockSkew, in seconds.
 func (s *Store) ClockSkew() float64 { return s.skew }
 
-// LockTimeout is the bound of every lock wait.
-func (s *Store) LockTimeout() time.Duration { return time.Duration(s.lockWait.Load()) }
+// lockTimeout is the bound of every lock wait.
+func (s *Store) lockTimeout() time.Duration { return time.Duration(s.lockWait.Load()) }
 
 // SetLockTimeout changes the bound of every later lock wait: for a holder
 // whose renewals must wait less than its claim did (lease run, renew-batch
@@ -472,7 +472,7 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 // waiting at most the lock timeout and no longer than ctx lasts (an error
 // wrapping ErrLockTimeout, and ctx.Err() when ctx ended the wait).
 func (s *Store) Lock(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (func(), error) {
-	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), s.LockTimeout())
+	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), s.lockTimeout())
 }
 
 // Read reads and validates the record of id. It returns (nil, nil) when

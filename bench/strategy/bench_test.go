@@ -112,7 +112,7 @@ func benchRoot(b *testing.B) string {
 // spreadIDs returns n IDs, tokens 0, of which i falls into shard i%k: the
 // first 8 hex digits (which choose the shard) are i, the rest is a digest
 // of i, so IDs are distinct and lock offsets differ.
-func spreadIDs(b *testing.B, n, k int) []commit.Item {
+func spreadIDs(b testing.TB, n, k int) []commit.Item {
 	items := make([]commit.Item, n)
 	for i := range items {
 		sum := sha256.Sum256([]byte(strconv.Itoa(i)))

@@ -9,7 +9,7 @@ import (
 // Op names one kind of call through the seam, for hooks.
 type Op string
 
-// The calls a Hook sees.
+// The calls a Hook sees (and the recording FS of internal/safety logs).
 const (
 	OpRead            Op = "read"
 	OpCreate          Op = "create"
@@ -24,6 +24,14 @@ const (
 	OpReadDir         Op = "readdir"
 	OpLstat           Op = "lstat"
 	OpLock            Op = "lock"
+)
+
+// Calls of the capabilities that a Hook does not see (As finds them past
+// the hook) but that the recording FS of internal/safety logs, as they
+// change what a crash can leave.
+const (
+	OpPrepareLock Op = "prepare-lock"
+	OpSyncfs      Op = "syncfs"
 )
 
 // Hook is called before every call through a hooked FS with the call's

@@ -8,7 +8,10 @@
 //     seam.FS in memory that logs every call and every effect, and
 //     materialises each state a crash after any prefix of the calls could
 //     leave (crashstates.go) under the persistence model documented on
-//     Recorder; a state is a Tree (tree.go). Explorer (explore.go)
+//     Recorder; a state is a Tree (tree.go). Recorder and Mem have every
+//     optional capability of the kernel FS (recorder_caps.go,
+//     pebblefs_caps.go), so the operations explored take the kernel FS's
+//     paths. Explorer (explore.go)
 //     enumerates those states for an operation, repairs each with fsck and
 //     checks the invariants (check.go and invariants.go; the decoding of
 //     record files and the versions a record may recover to are in

@@ -46,13 +46,19 @@ import (
 // into every lease binary, measured at 7.2 -> 13.1 MB and 2.9 -> 5.7 ms per
 // process start, a cost every renew-batch would pay for a test helper.
 //
-// Mem has no symbolic links, no permission bits and no other processes:
-// Lock excludes other callers of the same Mem (and of nothing else), with
-// the byte-range semantics of FS.Lock.
+// Mem has no symbolic links and no other processes: Lock excludes other
+// callers of the same Mem (and of nothing else), with the byte-range
+// semantics of FS.Lock. It has every capability of the kernel FS
+// (pebblefs_caps.go), modes included, which a crash clone does not keep.
 type Mem struct {
 	fs    *vfs.MemFS
 	mu    sync.Mutex // makes the check-then-act of CreateExcl, Mkdir and renames atomic
 	locks *keyLocks[memLockKey]
+	// modes are those SetSharing and FixPerm gave, by memfs path (Pebble's
+	// MemFS keeps none); share is SetSharing's.
+	modeMu sync.Mutex
+	modes  map[string]uint32
+	share  *seam.Sharing
 }
 
 // NewMem returns an empty crashable memory FS.
@@ -61,7 +67,7 @@ func NewMem() *Mem { return MemOver(vfs.NewCrashableMem()) }
 // MemOver returns an FS over m, which should come from
 // vfs.NewCrashableMem for CrashClone to work.
 func MemOver(m *vfs.MemFS) *Mem {
-	return &Mem{fs: m, locks: newKeyLocks[memLockKey]()}
+	return &Mem{fs: m, locks: newKeyLocks[memLockKey](), modes: map[string]uint32{}}
 }
 
 // VFS is the underlying Pebble filesystem.

@@ -65,6 +65,7 @@ func (m *Mem) CreateExcl(name string) (seam.File, error) {
 	if err != nil {
 		return nil, memErr("create", name, err)
 	}
+	m.created(p, false, false)
 	return &memFile{f: f, name: name}, nil
 }
 
@@ -85,8 +86,11 @@ func (m *Mem) Rename(oldname, newname string) error {
 	return nil
 }
 
-// RenameNoReplace implements FS as link then unlink, like the NFS
-// fallback of the kernel FS: the link fails when newname exists.
+// RenameNoReplace implements FS as renameat2(RENAME_NOREPLACE) does on
+// Linux, the kernel FS's path there: one rename, refused when newname
+// exists (checked and renamed under m.mu, so atomically for the callers of
+// this Mem). The kernel FS's fallback for filesystems without it (link,
+// then unlink) is not what Linux takes, so Mem does not take it either.
 func (m *Mem) RenameNoReplace(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -94,11 +98,14 @@ func (m *Mem) RenameNoReplace(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	if err := m.fs.Link(op, np); err != nil {
+	if _, ok, err := m.stat(np); err != nil || ok {
+		if err == nil {
+			err = fs.ErrExist
+		}
 		return memErr("rename", newname, err)
 	}
-	if err := m.fs.Remove(op); err != nil {
-		return memErr("rename", oldname, err)
+	if err := m.fs.Rename(op, np); err != nil {
+		return memErr("rename", newname, err)
 	}
 	return nil
 }
@@ -162,6 +169,7 @@ func (m *Mem) Mkdir(name string) error {
 	if err := m.fs.MkdirAll(p, 0o777); err != nil {
 		return memErr("mkdir", name, err)
 	}
+	m.created(p, true, false)
 	return nil
 }
 
@@ -246,7 +254,7 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out = append(out, fs.FileInfoToDirEntry(memInfo{n, fi}))
+		out = append(out, fs.FileInfoToDirEntry(m.info(n, path.Join(p, n), fi)))
 	}
 	return out, nil
 }
@@ -261,5 +269,5 @@ func (m *Mem) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, memErr("lstat", name, err)
 	}
-	return memInfo{path.Base(p), fi}, nil
+	return m.info(path.Base(p), p, fi), nil
 }

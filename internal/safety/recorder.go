@@ -54,6 +54,7 @@ type Recorder struct {
 	calls    []Call
 	renames  int
 	locks    *byteLocks
+	share    *seam.Sharing // SetSharing
 	// Yield, when set, is called before every call: runtime.Gosched makes
 	// concurrent writers interleave call by call, which calls this fast
 	// otherwise never do.
@@ -80,6 +81,10 @@ type inode struct {
 	dir  bool
 	data []byte
 	kids map[string]*inode
+	// mode and gid are what Lstat reports (SetSharing, FixPerm); they are
+	// not part of the crash model.
+	mode uint32
+	gid  int
 }
 
 type entKey struct {
@@ -119,11 +124,24 @@ func NewRecorder(t *Tree) *Recorder {
 	return r
 }
 
-func (r *Recorder) newInode(dir bool) *inode {
+func (r *Recorder) newInode(dir bool) *inode { return r.newInodeMode(dir, false) }
+
+// newInodeMode is newInode for a file that must be writable by the group
+// of a shared table (a lock file). Modes are those the kernel FS creates
+// before any umask (0666, 0777), or the shared ones after SetSharing.
+func (r *Recorder) newInodeMode(dir, writable bool) *inode {
 	r.nextIno++
-	n := &inode{ino: r.nextIno, dir: dir}
+	n := &inode{ino: r.nextIno, dir: dir, mode: 0o666}
 	if dir {
 		n.kids = map[string]*inode{}
+		n.mode = 0o777
+	}
+	if r.share != nil {
+		if dir {
+			n.mode = r.share.DirMode(n.mode)
+		} else {
+			n.mode = r.share.FileMode(n.mode, writable)
+		}
 	}
 	return n
 }

@@ -216,7 +216,7 @@ func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, 0, len(d.kids))
 	for n, c := range d.kids {
-		out = append(out, fs.FileInfoToDirEntry(info{n, c.dir, int64(len(c.data)), c.ino}))
+		out = append(out, fs.FileInfoToDirEntry(infoOf(n, c)))
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name() < out[b].Name() })
 	return out, nil
@@ -232,5 +232,5 @@ func (r *Recorder) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, r.fail(i, perr("lstat", name, err))
 	}
-	return info{path.Base("/" + name), n.dir, int64(len(n.data)), n.ino}, nil
+	return infoOf(path.Base("/"+name), n), nil
 }

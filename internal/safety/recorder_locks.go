@@ -16,24 +16,11 @@ func (r *Recorder) Lock(ctx context.Context, name string, off int64, timeout tim
 	r.yield()
 	r.mu.Lock()
 	i := r.call(seam.OpLock, name)
-	d, base, err := r.parent(name)
-	if err != nil {
-		err = r.fail(i, perr("open", name, err))
-		r.mu.Unlock()
-		return nil, err
-	}
-	n, ok := d.kids[base]
-	switch {
-	case ok && n.dir:
-		err = r.fail(i, perr("open", name, seam.ErrNotRegular))
-		r.mu.Unlock()
-		return nil, err
-	case !ok:
-		n = r.newInode(false)
-		d.kids[base] = n
-		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
-	}
+	n, err := r.lockFile(i, name)
 	r.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
 	unlock, err := r.locks.lock(ctx, lockKey{n, off}, timeout, 50*time.Microsecond)
 	if err != nil {
 		r.mu.Lock()
@@ -42,6 +29,26 @@ func (r *Recorder) Lock(ctx context.Context, name string, off int64, timeout tim
 		return nil, perr("Lock", name, err)
 	}
 	return unlock, nil
+}
+
+// lockFile returns the lock file name for call i, creating it when
+// missing, as the kernel FS's open with O_CREAT does. The caller holds
+// r.mu.
+func (r *Recorder) lockFile(i int, name string) (*inode, error) {
+	d, base, err := r.parent(name)
+	if err != nil {
+		return nil, r.fail(i, perr("open", name, err))
+	}
+	n, ok := d.kids[base]
+	switch {
+	case ok && n.dir:
+		return nil, r.fail(i, perr("open", name, seam.ErrNotRegular))
+	case !ok:
+		n = r.newInodeMode(false, true)
+		d.kids[base] = n
+		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	}
+	return n, nil
 }
 
 // keyLocks is a table of held locks, one per key, with bounded waits:
