@@ -191,7 +191,7 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 
 // Apply runs decide over items as one group commit and returns the results
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
-// over the shards to a pool of at most Writers concurrent writers; each
+// over the shards to a pool of at most WithWriters concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
 // (G4). An I/O error stops the batch:
 // no new item starts, the directories already renamed into are still

@@ -35,7 +35,7 @@ type Census struct {
 const censusChunk = 4096
 
 // Census counts the table's queue and work records at the store's clock
-// (Store.Clock, read once). The queue and the names of the records are
+// (WithClock, Store.At; read once). The queue and the names of the records are
 // only listed; every record is read (the status is in the record), by up
 // to workers shards at a time, so that memory stays at a few shards'
 // names whatever the table's size. A record that cannot be read for an

@@ -17,7 +17,7 @@ import (
 
 // Repairs use the primitives and locks of the normal commands: records are
 // rewritten with Store.WriteOne under Store.Lock, files are moved with
-// Store.DurableMove (no-replace rename, destination directory fsynced, then
+// durable.Disk.Move (no-replace rename, destination directory fsynced, then
 // the source directory), and every directory a removal or mkdir changed is
 // fsynced before the finding is reported as repaired. Nothing a record held
 // is ever deleted: it is moved into lost+found/ beside a note saying why.
