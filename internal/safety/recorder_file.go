@@ -96,5 +96,5 @@ func (i info) Sys() any {
 	if i.dir {
 		typ = syscall.S_IFDIR
 	}
-	return &syscall.Stat_t{Dev: 1, Ino: uint64(i.ino), Mode: typ | i.mode, Gid: uint32(i.gid)}
+	return statOf(i.ino, typ|i.mode, i.gid)
 }
