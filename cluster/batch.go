@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,8 +25,9 @@ type Batch struct {
 	// otherwise a result's Record holds only its kind, ID, status, token
 	// and expires_at.
 	Records bool
-	// Run runs this rank's items, in the order given.
-	Run func(items []commit.Item) []commit.Result
+	// Run runs this rank's items, in the order given, with the context of
+	// Session.Batch.
+	Run func(ctx context.Context, items []commit.Item) []commit.Result
 }
 
 // wire forms of what a batch exchanges.
@@ -60,12 +62,15 @@ type wireRank struct {
 
 // Batch runs b over items (rank 0's; ignored on the other ranks) and
 // returns, on rank 0, the results in input order (nil on the other ranks).
-// An I/O error of any rank fails the whole batch (G6 across ranks): every
-// result reported OK becomes an I/O error whose cause wraps
-// commit.ErrBatchFailed and names the rank and its error. An error is
+// An I/O error of any rank fails the whole batch (G6 across ranks, by the
+// engine's rule commit.FailBatch): every result reported OK becomes an I/O
+// error whose cause wraps commit.ErrBatchFailed and names the rank and its
+// error. An error is
 // returned only when a collective failed or a rank sent a malformed
-// message; every rank returns the same one.
-func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
+// message; every rank returns the same one. ctx bounds the waits of this
+// rank's engine calls (b.Run); the collectives are bounded by the world's
+// own timeout (mpi_timeout), which no context can shorten.
+func (s *Session) Batch(ctx context.Context, b Batch, items []commit.Item) ([]commit.Result, error) {
 	w := s.w
 	payload, _ := json.Marshal(items)
 	if err := s.coll.time(func() (err error) { payload, err = w.Bcast(0, payload); return err }); err != nil {
@@ -79,7 +84,7 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 		out.Err = fmt.Sprintf("a batch of %d bytes: %v", len(payload), err)
 		plan = nil
 	}
-	n := s.Store.Table.Shards(b.Kind)
+	n := s.Store.Table().Shards(b.Kind)
 	var mine []commit.Item
 	var index []int
 	for i, it := range plan {
@@ -90,7 +95,7 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 	}
 	var res []commit.Result
 	if len(mine) > 0 {
-		res = b.Run(mine)
+		res = b.Run(ctx, mine)
 	}
 	out.CollS = s.coll.d.Seconds()
 	for j, r := range res {
@@ -99,7 +104,7 @@ func (s *Session) Batch(b Batch, items []commit.Item) ([]commit.Result, error) {
 		}
 		out.Results = append(out.Results, toWire(index[j], r, b.Records))
 	}
-	snap := s.Store.Stats.Snapshot(0)
+	snap := s.Store.Stats().Snapshot(0)
 	out.Stats, out.Lat = snap, snap.Latencies
 	data, _ := json.Marshal(out)
 	var parts [][]byte
@@ -197,13 +202,9 @@ func merge(plan []commit.Item, parts [][]byte, b Batch, size int) ([]commit.Resu
 		merged = kept
 	}
 	if cause != nil {
-		for i := range merged {
-			if merged[i].Outcome == commit.OK {
-				merged[i].Outcome = commit.IOError
-				merged[i].Detail = leasefmt.Bound("batch failed, not renewed: " + cause.Error())
-				merged[i].Cause = fmt.Errorf("%w: %w", commit.ErrBatchFailed, cause)
-			}
-		}
+		// G6 is the engine's rule (commit.FailBatch), here over the results
+		// of every rank; no result is a rank's own failure.
+		commit.FailBatch(merged, cause, -1, leasefmt.Bound("batch failed, not renewed: "+cause.Error()))
 	}
 	return merged, st, nil
 }
@@ -284,7 +285,7 @@ func (s *Session) RoundCollectives() time.Duration { return s.round }
 // ranks and the collective time, over duration d. Other ranks get their own.
 func (s *Session) Stats(d time.Duration) commit.Snapshot {
 	if s.w.Rank() != 0 || s.last.ranks == 0 {
-		return s.Store.Stats.Snapshot(d)
+		return s.Store.Stats().Snapshot(d)
 	}
 	total := s.last.total
 	total.DurationS = d.Seconds()

@@ -144,9 +144,9 @@ type Session struct {
 // file, which is written once and never changes, and which every client
 // of a shared filesystem sees alike.
 func identity(st *commit.Store) string {
-	hdr, _ := leasefmt.EncodeTable(st.Table)
+	hdr, _ := leasefmt.EncodeTable(st.Table())
 	id := string(bytes.TrimSpace(hdr))
-	if fi, err := st.FS.Lstat(commit.TableFile); err == nil {
+	if fi, err := st.FS().Lstat(commit.TableFile); err == nil {
 		id += fmt.Sprintf(" mtime=%d", fi.ModTime().UnixNano())
 	}
 	return id
@@ -176,7 +176,7 @@ func Open(w *mpi.World, open func() (*commit.Store, error), code func(error) int
 		mine = messageOf(err, code)
 	}
 	if st != nil {
-		mine.Root, mine.Table = st.Root, identity(st)
+		mine.Root, mine.Table = st.Root(), identity(st)
 	}
 	msgs, aerr := exchange(w, mine, &s.coll)
 	if aerr != nil {
@@ -207,9 +207,7 @@ func closeStore(st *commit.Store) {
 	if st == nil {
 		return
 	}
-	if c, ok := st.FS.(interface{ Close() error }); ok {
-		c.Close()
-	}
+	st.Close()
 }
 
 // World is the session's world.

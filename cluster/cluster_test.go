@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/mpi/mpitest"
@@ -28,25 +30,15 @@ func testID(i int) leasefmt.ID {
 func table(t *testing.T) (string, func() (*commit.Store, error)) {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "table")
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		t.Fatal(err)
 	}
 	open := func(create bool) (*commit.Store, error) {
-		f, err := commit.OS(root)
-		if err != nil {
-			return nil, err
-		}
 		var tmpl *leasefmt.Table
 		if create {
 			tmpl = &leasefmt.Table{WorkShards: 8, TargetShards: 4, CreatedAt: 1}
 		}
-		st, err := commit.Open(root, f, tmpl)
-		if err != nil {
-			f.Close()
-			return nil, err
-		}
-		st.Clock = commit.FixedClock(1000)
-		return st, nil
+		return commit.Open(root, commit.Create(tmpl), commit.WithClock(commit.FixedClock(1000)))
 	}
 	st, err := open(true)
 	if err != nil {
@@ -86,13 +78,13 @@ func TestBatchAcrossRanks(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := s.Batch(Batch{Kind: leasefmt.Work, Spread: true, Run: func(mine []commit.Item) []commit.Result {
+		res, err := s.Batch(context.Background(), Batch{Kind: leasefmt.Work, Spread: true, Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
 			mu.Lock()
 			for _, it := range mine {
 				ran[w.Rank()] = append(ran[w.Rank()], it.ID)
 			}
 			mu.Unlock()
-			return s.Store.Claim(mine, "r", 60)
+			return s.Store.Claim(ctx, mine, "r", 60)
 		}}, in)
 		if err != nil {
 			return err
@@ -139,8 +131,8 @@ func TestBatchIOErrorFailsAll(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := s.Batch(Batch{Kind: leasefmt.Work, Spread: true, Run: func(mine []commit.Item) []commit.Result {
-			res := s.Store.Claim(mine, "r", 60)
+		res, err := s.Batch(context.Background(), Batch{Kind: leasefmt.Work, Spread: true, Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
+			res := s.Store.Claim(ctx, mine, "r", 60)
 			if w.Rank() == 1 {
 				res[0] = commit.Result{Item: mine[0], Outcome: commit.IOError, Detail: "injected", Cause: commit.ErrIO}
 			}
@@ -175,11 +167,11 @@ func TestBatchFirst(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		res, err := s.Batch(Batch{Kind: leasefmt.Work, Run: func(mine []commit.Item) []commit.Result {
+		res, err := s.Batch(context.Background(), Batch{Kind: leasefmt.Work, Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
 			if w.Rank() != 0 {
 				return nil
 			}
-			return s.Store.ClaimFirst(mine, 3, "r", 60)
+			return s.Store.ClaimFirst(ctx, mine, 3, "r", 60)
 		}}, in)
 		if w.Rank() == 0 {
 			merged = res

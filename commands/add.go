@@ -66,7 +66,7 @@ func runAdd(c *cli.Context) error {
 	}
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Enqueue(items)
+			return st.Enqueue(e.ctx(), items)
 		}}
 	spec.before = warnInodes
 	spec.idOnly = true

@@ -52,7 +52,7 @@ func runAddContent(c *cli.Context) error {
 			if len(mine) == 0 {
 				return nil
 			}
-			stored := st.StoreInputs(contents)
+			stored := st.StoreInputs(c.Context, contents)
 			var queue []commit.Item
 			var at []int
 			res := make([]commit.Result, len(stored))
@@ -63,7 +63,7 @@ func runAddContent(c *cli.Context) error {
 					at = append(at, i)
 				}
 			}
-			for j, r := range st.Enqueue(queue) {
+			for j, r := range st.Enqueue(c.Context, queue) {
 				res[at[j]] = r
 			}
 			return res

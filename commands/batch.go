@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -181,8 +182,8 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 	if spec.before != nil && w.Rank() == 0 {
 		spec.before(e, sess.Store, items)
 	}
-	res, err := sess.Batch(cluster.Batch{Kind: spec.kind, Spread: spec.spread, Records: e.json,
-		Run: func(mine []commit.Item) []commit.Result { return spec.run(e, sess.Store, mine) }}, items)
+	res, err := sess.Batch(e.ctx(), cluster.Batch{Kind: spec.kind, Spread: spec.spread, Records: e.json,
+		Run: func(_ context.Context, mine []commit.Item) []commit.Result { return spec.run(e, sess.Store, mine) }}, items)
 	if err != nil {
 		return ranked(c, w, err)
 	}

@@ -78,9 +78,9 @@ func runClaim(c *cli.Context) error {
 	spec := batchSpec{name: "claim", kind: leasefmt.Work, spread: !c.IsSet("first"), input: idArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			if c.IsSet("first") {
-				return st.ClaimFirst(items, first, e.set.Owner, e.set.TTL)
+				return st.ClaimFirst(e.ctx(), items, first, e.set.Owner, e.set.TTL)
 			}
-			return st.Claim(items, e.set.Owner, e.set.TTL)
+			return st.Claim(e.ctx(), items, e.set.Owner, e.set.TTL)
 		}}
 	if c.IsSet("first") {
 		spec.code, spec.silent = firstCode, passedOver

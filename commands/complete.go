@@ -85,7 +85,7 @@ func runComplete(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		return e.report("complete", st.Complete(items), e.snapshot(st))
+		return e.report("complete", st.Complete(e.ctx(), items), e.snapshot(st))
 	}
 	if len(items) != 1 {
 		return usageErr("--publish takes exactly one ID TOKEN line, got %d", len(items))
@@ -98,7 +98,7 @@ func runComplete(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	r, err := st.CompletePublish(items[0], name)
+	r, err := st.CompletePublish(e.ctx(), items[0], name)
 	if errors.Is(err, commit.ErrStaged) {
 		return usageErr("--publish: %v; nothing written", err)
 	}

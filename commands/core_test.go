@@ -10,6 +10,7 @@ package commands_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -241,19 +242,15 @@ func coreImmutable(t *testing.T, dir string) {
 // own descriptor conflicts with the command's) until the test ends.
 func coreHoldLock(t *testing.T, root string, id leasefmt.ID) {
 	t.Helper()
-	osfs, err := commit.OS(root)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := commit.Open(root, osfs, nil)
+	unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	unlock, err := st.Lock(leasefmt.Work, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unlock(); osfs.Close() })
+	t.Cleanup(func() { unlock(); st.Close() })
 }
 
 // coreInShard returns an ID named name that falls in work shard sh of 16.

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -14,9 +15,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/exitcode"
-	"github.com/leasetool/lease/internal/strategy"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,7 +33,7 @@ func usageErr(format string, args ...any) error {
 // env is what an action works with: its settings, its clock and its output.
 type env struct {
 	// share is lease init --shared: how the table it creates is shared.
-	share *commit.Sharing
+	share *seam.Sharing
 	// extra are the keys lease init records in a TABLE it creates
 	// besides the shard counts (see guard.go).
 	extra []leasefmt.Field
@@ -63,6 +65,16 @@ func newEnv(c *cli.Context) (*env, error) {
 		e.now = float64(time.Now().UnixMicro()) / 1e6
 	}
 	return e, nil
+}
+
+// ctx is the context of the command's engine calls: what bounds their lock
+// waits and retries beyond the lock timeout (the command line's own,
+// c.Context, which no signal cancels unless the command says so).
+func (e *env) ctx() context.Context {
+	if e.c != nil && e.c.Context != nil {
+		return e.c.Context
+	}
+	return context.Background()
 }
 
 // clock is the time now: the --now clock when given, else the system's.
@@ -105,54 +117,47 @@ func (e *env) root() string {
 func (e *env) open(create bool) (*commit.Store, error) {
 	root := e.root()
 	if create {
-		if err := commit.MkdirRoot(root); err != nil {
+		if err := durable.MkdirRoot(root); err != nil {
 			if isAccess(err) {
 				return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, true)
 			}
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
+			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), exitcode.IO)
 		}
-	}
-	f, err := commit.OS(root)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-			return nil, noTable(root)
-		}
-		if isAccess(err) {
-			return nil, e.accessError(e.c.Command.Name, root, err, false)
-		}
-		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, err)), 4)
 	}
 	var tmpl *leasefmt.Table
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now, Extra: e.extra}
 		if e.share != nil {
 			tmpl = commit.WithSharing(tmpl, *e.share)
-			if _, err := f.Lstat(commit.TableFile); isNotExist(err) {
-				// A new table: its root is shared too, so that what is
-				// made in it gets its group.
-				if err := commit.ShareRoot(root, *e.share); err != nil {
-					f.Close()
-					return nil, shareRootError(root, err)
-				}
-			}
 		}
 	}
-	var fsys commit.FS = f
-	if wrapFS != nil {
-		fsys = wrapFS(f)
-	}
-	st, err := commit.Open(root, fsys, tmpl)
-	if err != nil {
-		f.Close()
-		switch {
-		case errors.Is(err, commit.ErrNoTable):
+	g, writers := e.guard(root)
+	st, err := commit.Open(root, commit.Create(tmpl), commit.WithWrap(wrapFS),
+		commit.WithLockTimeout(time.Duration(e.set.LockTimeout*float64(time.Second))),
+		commit.WithWriters(writers), commit.WithClock(e.storeClock()),
+		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew))
+	var rootErr *commit.RootError
+	var shareErr *commit.ShareRootError
+	switch {
+	case err == nil:
+	case errors.As(err, &rootErr):
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, noTable(root)
-		case errors.Is(err, leasefmt.ErrCorrupt):
-			return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), 3)
-		case isAccess(err):
-			return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
 		}
-		return nil, cli.Exit(leasefmt.Bound(err.Error()), 4)
+		if isAccess(err) {
+			return nil, e.accessError(e.c.Command.Name, root, rootErr.Err, false)
+		}
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("table root %s: %v", root, rootErr.Err)), exitcode.IO)
+	case errors.As(err, &shareErr):
+		return nil, shareRootError(root, shareErr.Err)
+	case errors.Is(err, commit.ErrNoTable):
+		return nil, noTable(root)
+	case errors.Is(err, leasefmt.ErrCorrupt):
+		return nil, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v (lease fsck checks the table)", err)), exitcode.Corrupt)
+	case isAccess(err):
+		return nil, e.accessError(e.c.Command.Name, accessPath(err, root), err, create)
+	default:
+		return nil, cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
 	var work, target int
 	if e.set.Explicit("shards") {
@@ -161,39 +166,38 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	if e.set.Explicit("target_shards") {
 		target = e.set.TargetShards
 	}
-	if e.share != nil && (st.Sharing == nil || st.Sharing.Name != e.share.Name) {
-		f.Close()
+	if sh := st.Sharing(); e.share != nil && (sh == nil || sh.Name != e.share.Name) {
+		st.Close()
 		has := "is not shared"
-		if st.Sharing != nil {
-			has = "is shared as " + leasefmt.Quote(st.Sharing.Name)
+		if sh != nil {
+			has = "is shared as " + leasefmt.Quote(sh.Name)
 		}
 		return nil, usageErr("--shared %s: the table at %s %s (the sharing is fixed when the table is created; lease fsck --repair puts the modes of a shared table right)", e.share.Name, root, has)
 	}
 	if err := st.CheckShardsFrom(work, e.set.Origin("shards"), target, e.set.Origin("target_shards")); err != nil {
-		f.Close()
+		st.Close()
 		return nil, usageErr("%v", err)
 	}
-	st.LockTimeout = time.Duration(e.set.LockTimeout * float64(time.Second))
-	st.Writers = e.set.Writers
-	st.Clock = e.storeClock()
-	st.MoreProcs = moreProcs
-	st.ClockSkew = e.set.ClockSkew
-	if e.c.IsSet("strategy") {
-		s, err := strategy.Parse(e.c.String("strategy"))
-		if err != nil {
-			f.Close()
-			return nil, usageErr("--strategy: %v", err)
-		}
-		st.Strategy = s
-	}
-	e.guard(st)
+	e.warnUnsafe(g, st.Table())
 	return st, nil
 }
 
 // wrapFS, when set, wraps the filesystem of every table a command opens:
 // the seam through which tests inject faults (a read-only or full
-// filesystem) and kill a process at an exact call.
-var wrapFS func(commit.FS) commit.FS
+// filesystem) and kill a process at an exact call, and through which
+// bench/leasebench runs the seed's commit strategies (bench/strategy).
+// The lease binary never sets it.
+var wrapFS func(seam.FS) seam.FS
+
+// SetWrapFS sets the filesystem seam of every table opened from now on
+// (nil removes it) and returns a function that puts the old one back: for
+// tests and for the benchmark binary of bench/, which wrap the filesystem;
+// the lease command itself never calls it.
+func SetWrapFS(w func(seam.FS) seam.FS) func() {
+	old := wrapFS
+	wrapFS = w
+	return func() { wrapFS = old }
+}
 
 // noTable is the error of a command run where no table is (SPEC §2).
 func noTable(root string) error {
@@ -202,7 +206,7 @@ func noTable(root string) error {
 
 // snapshot returns the store's statistics so far.
 func (e *env) snapshot(st *commit.Store) commit.Snapshot {
-	return st.Stats.Snapshot(time.Since(e.started))
+	return st.Stats().Snapshot(time.Since(e.started))
 }
 
 // remainingS is the time left on r at now, never negative.

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commands"
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -121,10 +121,10 @@ func TestFenceErrorTexts(t *testing.T) {
 	root := coreRoot(t)
 	ids := coreIDs("errtext", 3)
 	coreMust(t, 0, "", "claim", "--root", root, "--ttl", "100", string(ids[0]), string(ids[1]), string(ids[2]))
-	inject := func(op commit.Op, errno syscall.Errno, once bool) func() {
+	inject := func(op seam.Op, errno syscall.Errno, once bool) func() {
 		fired := false
-		return commands.SetWrapFS(func(f commit.FS) commit.FS {
-			return commit.WithHook(f, func(o commit.Op, name string) error {
+		return commands.SetWrapFS(func(f seam.FS) seam.FS {
+			return seam.WithHook(f, func(o seam.Op, name string) error {
 				if o == op && !(once && fired) {
 					fired = true
 					return &fs.PathError{Op: string(o), Path: filepath.Join(root, name), Err: errno}
@@ -133,20 +133,20 @@ func TestFenceErrorTexts(t *testing.T) {
 			})
 		})
 	}
-	restore := inject(commit.OpLock, syscall.EROFS, false)
+	restore := inject(seam.OpLock, syscall.EROFS, false)
 	r := coreMust(t, 4, string(ids[0])+" 1\n", "renew-batch", "--root", root, "--writers", "1")
 	restore()
 	if !strings.Contains(r.errOut, "cannot lock the record") || !strings.Contains(r.errOut, "read-only") ||
 		!strings.Contains(r.errOut, "nothing was written") || !strings.Contains(r.errOut, corePath(root, ids[0])) {
 		t.Errorf("read-only filesystem: %s", r.errOut)
 	}
-	restore = inject(commit.OpWrite, syscall.ENOSPC, false)
+	restore = inject(seam.OpWrite, syscall.ENOSPC, false)
 	r = coreMust(t, 4, string(ids[0])+" 1\n", "renew-batch", "--root", root, "--writers", "1")
 	restore()
 	if !strings.Contains(r.errOut, "no space left") || strings.Contains(r.errOut, ".tmp.") || !strings.Contains(r.errOut, "temp file was removed") {
 		t.Errorf("full filesystem: %s", r.errOut)
 	}
-	restore = inject(commit.OpCreate, syscall.EIO, true)
+	restore = inject(seam.OpCreate, syscall.EIO, true)
 	r = coreMust(t, 4, coreJoin(ids, " 1"), "renew-batch", "--root", root, "--writers", "1")
 	restore()
 	if n := strings.Count(r.errOut, "not attempted: the batch stopped at an I/O error of "); n != 2 {

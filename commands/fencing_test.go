@@ -10,6 +10,7 @@ package commands_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -38,8 +40,8 @@ func installKillPoint() {
 		return
 	}
 	op, prefix, _ := strings.Cut(spec, " ")
-	commands.SetWrapFS(func(f commit.FS) commit.FS {
-		return commit.WithHook(f, func(o commit.Op, name string) error {
+	commands.SetWrapFS(func(f seam.FS) seam.FS {
+		return seam.WithHook(f, func(o seam.Op, name string) error {
 			if string(o) == op && strings.HasPrefix(name, prefix) {
 				syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				time.Sleep(time.Hour)
@@ -91,16 +93,12 @@ func (h *holdTable) publicFiles() map[string]string {
 // rawRecord reads the work record of id from disk.
 func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
 	h.t.Helper()
-	osfs, err := commit.OS(h.root)
+	st, err := commit.Open(h.root)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	defer osfs.Close()
-	st, err := commit.Open(h.root, osfs, nil)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	rec, err := st.Read(leasefmt.Work, id)
+	defer st.Close()
+	rec, err := st.Read(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		h.t.Fatal(err)
 	}

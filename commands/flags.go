@@ -50,7 +50,6 @@ func batchFlags() []cli.Flag {
 	return []cli.Flag{
 		settingFlag("writers"),
 		settingFlag("mpi-timeout"),
-		&cli.StringFlag{Name: "strategy", Hidden: true, Usage: "commit strategy for benchmarks: concurrent, sequential, one-at-a-time, nosync"},
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
@@ -134,7 +134,7 @@ func runFsck(c *cli.Context) error {
 	if e.set.Explicit("target_shards") {
 		opt.TargetShards = e.set.TargetShards
 	}
-	f, err := commit.OS(root)
+	f, err := seam.OS(root)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return cli.Exit(leasefmt.Bound(fmt.Sprintf("no lease table at %s: the directory does not exist", root)), fsckOperational)
@@ -151,7 +151,7 @@ func runFsck(c *cli.Context) error {
 		opt.Progress = bar.update
 		p.before = bar.clear
 	}
-	sum, err := fsck.Check(root, f, opt, p.finding)
+	sum, err := fsck.Check(e.ctx(), root, f, opt, p.finding)
 	if err != nil {
 		p.w.Flush()
 		switch {

@@ -82,7 +82,7 @@ func runGroupClaim(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := st.ClaimGroup(gid, targets, e.set.Owner, e.set.TTL)
+	res, err := st.ClaimGroup(e.ctx(), gid, targets, e.set.Owner, e.set.TTL)
 	if err != nil {
 		return groupInputErr(err)
 	}

@@ -36,6 +36,6 @@ func init() {
 
 func runGroupRelease(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
-		return st.ReleaseGroups(items)
+		return st.ReleaseGroups(e.ctx(), items)
 	})
 }

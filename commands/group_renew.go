@@ -42,6 +42,6 @@ func init() {
 
 func runGroupRenew(c *cli.Context) error {
 	return runGroupFilter(c, func(e *env, st *commit.Store, items []commit.Item) ([]commit.GroupResult, error) {
-		return st.RenewGroups(items, e.renewTTL())
+		return st.RenewGroups(e.ctx(), items, e.renewTTL())
 	})
 }

@@ -197,18 +197,14 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	// Final scan: every manifest agrees with its targets, every target
 	// with the manifest it names, and every granted token is at most the
 	// group's current one.
-	f, err := commit.OS(root)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	st, err := commit.Open(root, f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer st.Close()
 	targets := map[leasefmt.ID]*leasefmt.Record{}
 	for _, id := range pool {
-		r, err := st.Read(leasefmt.Target, id)
+		r, err := st.Read(context.Background(), leasefmt.Target, id)
 		if err != nil {
 			t.Fatalf("target %s: %v", id.Short(), err)
 		}
@@ -219,7 +215,7 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	manifests := map[leasefmt.ID]*leasefmt.Record{}
 	for _, g := range grants {
 		if manifests[g.gid] == nil {
-			m, err := st.Read(leasefmt.Group, g.gid)
+			m, err := st.Read(context.Background(), leasefmt.Group, g.gid)
 			if err != nil || m == nil {
 				t.Fatalf("manifest %s: %v", g.gid.Short(), err)
 			}

@@ -134,7 +134,7 @@ func grpSnapDiff(t *testing.T, before, after map[string]string) {
 }
 
 // grpLayout gives record paths of a table of 16 shards without opening one.
-var grpLayout = &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+var grpLayout = &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 
 func grpRecord(t *testing.T, root string, k leasefmt.Kind, id leasefmt.ID) *leasefmt.Record {
 	t.Helper()

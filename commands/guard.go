@@ -59,22 +59,22 @@ func (e *env) initGuard(force bool) ([]leasefmt.Field, error) {
 	return []leasefmt.Field{{Key: UnsafeKey, Value: v}}, nil
 }
 
-// guard runs the filesystem guard on the table st opened: it warns once
-// when the filesystem is known unsafe, and bounds the writers of its
-// batches where the filesystem's client can deadlock, unless they were
-// set explicitly.
-func (e *env) guard(st *commit.Store) {
-	g := qualify.Inspect(st.Root)
-	e.warnUnsafe(g, st.Table)
+// guard runs the filesystem guard on the table at root before it is
+// opened: it returns the writers its batches get, bounded where the
+// filesystem's client can deadlock unless they were set explicitly; the
+// warning of a filesystem known unsafe is given once the table is open
+// (warnUnsafe: TABLE may record that it was made there on purpose).
+func (e *env) guard(root string) (qualify.Guard, int) {
+	g := qualify.Inspect(root)
 	n, why := g.MaxWriters()
-	if n == 0 || st.Writers <= n || e.set.Explicit("writers") {
-		return
+	if n == 0 || e.set.Writers <= n || e.set.Explicit("writers") {
+		return g, e.set.Writers
 	}
-	st.Writers = n
 	if e.verbose {
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease %s: writers capped at %d (--writers or LEASE_WRITERS sets them): %s",
 			e.c.Command.Name, n, why)))
 	}
+	return g, n
 }
 
 // warnUnsafe prints, once per command, the warning of a table on a

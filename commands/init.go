@@ -10,7 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 var initCommand = &cli.Command{
@@ -84,7 +84,7 @@ func runInit(c *cli.Context) error {
 		return err
 	}
 	if c.IsSet("shared") {
-		sh, err := commit.ParseSharing(c.String("shared"))
+		sh, err := seam.ParseSharing(c.String("shared"))
 		if err != nil {
 			return usageErr("%v", err)
 		}
@@ -98,12 +98,12 @@ func runInit(c *cli.Context) error {
 		return err
 	}
 	shared := ""
-	if st.Sharing != nil {
-		shared = st.Sharing.Name
+	if st.Sharing() != nil {
+		shared = st.Sharing().Name
 	}
 	if e.json {
-		doc := map[string]any{"root": st.Root, "work_shards": st.Table.WorkShards,
-			"target_shards": st.Table.TargetShards, "created_at": st.Table.CreatedAt}
+		doc := map[string]any{"root": st.Root(), "work_shards": st.Table().WorkShards,
+			"target_shards": st.Table().TargetShards, "created_at": st.Table().CreatedAt}
 		if shared != "" {
 			doc["shared"] = shared
 		}
@@ -111,9 +111,9 @@ func runInit(c *cli.Context) error {
 	}
 	how := ""
 	if shared != "" {
-		how = fmt.Sprintf(", shared (%s) by group %s", shared, groupOf(st.Root))
+		how = fmt.Sprintf(", shared (%s) by group %s", shared, groupOf(st.Root()))
 	}
-	fmt.Fprintf(e.out, "lease table at %s: %d work shards, %d target shards%s\n", st.Root, st.Table.WorkShards, st.Table.TargetShards, how)
+	fmt.Fprintf(e.out, "lease table at %s: %d work shards, %d target shards%s\n", st.Root(), st.Table().WorkShards, st.Table().TargetShards, how)
 	return nil
 }
 

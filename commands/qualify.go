@@ -103,7 +103,7 @@ func init() {
 
 func runQualify(c *cli.Context) error {
 	if p := c.String("hold-lock"); p != "" {
-		if err := qualify.HoldLock(p, c.App.Writer); err != nil {
+		if err := qualify.HoldLock(c.Context, p, c.App.Writer); err != nil {
 			return cli.Exit(leasefmt.Bound(err.Error()), exitcode.LockTimeout)
 		}
 		return nil
@@ -124,7 +124,7 @@ func runQualify(c *cli.Context) error {
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
 		return ranked(c, w, err)
 	}
-	p := qualify.Run(w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
+	p := qualify.Run(e.ctx(), w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
 	shortOfMembers(&p, launch())
 	doc, _ := json.Marshal(p)
 	// Rank 0's proof is the proof: broadcast it so every rank agrees on

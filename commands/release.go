@@ -107,7 +107,7 @@ func runRelease(c *cli.Context) error {
 		}
 		return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 			run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-				return st.Release(items)
+				return st.Release(c.Context, items)
 			}})
 	}
 	f := commit.Failure{ExitStatus: failed.status}
@@ -120,7 +120,7 @@ func runRelease(c *cli.Context) error {
 	}
 	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.ReleaseFailed(items, f, e.set.MaxAttempts)
+			return st.ReleaseFailed(c.Context, items, f, e.set.MaxAttempts)
 		}})
 }
 

@@ -127,7 +127,7 @@ func renewSpec(c *cli.Context, mode string) batchSpec {
 	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
-			return st.Renew(items, e.renewTTL())
+			return st.Renew(e.ctx(), items, e.renewTTL())
 		}}
 }
 
@@ -139,7 +139,7 @@ func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func()
 	if launch().Distributed() || total == 0 || !showProgress(mode, w) {
 		return func() {}
 	}
-	base := st.Stats.Attempted.Load()
+	base := st.Stats().Attempted.Load()
 	bar := newBar(w, total, "renewing", "leases")
 	bar.RenderBlank() // at once, not only after the first tick: the batch may end before it
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -150,9 +150,9 @@ func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func()
 		for {
 			select {
 			case <-tick.C:
-				bar.Set(int(st.Stats.Attempted.Load() - base))
+				bar.Set(int(st.Stats().Attempted.Load() - base))
 			case <-stop:
-				bar.Set(int(st.Stats.Attempted.Load() - base))
+				bar.Set(int(st.Stats().Attempted.Load() - base))
 				bar.Finish()
 				return
 			}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commands"
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // TestRenewInPlace: renew-batch --in-place held renews the lines of held
@@ -41,9 +41,9 @@ func TestRenewInPlace(t *testing.T) {
 		t.Errorf("held lost its mode: %v", fi.Mode())
 	}
 	// An I/O error: nothing reported renewed, held as it was.
-	restore := commands.SetWrapFS(func(f commit.FS) commit.FS {
-		return commit.WithHook(f, func(op commit.Op, name string) error {
-			if op == commit.OpSyncDir {
+	restore := commands.SetWrapFS(func(f seam.FS) seam.FS {
+		return seam.WithHook(f, func(op seam.Op, name string) error {
+			if op == seam.OpSyncDir {
 				return &fs.PathError{Op: "fsync", Path: name, Err: syscall.EIO}
 			}
 			return nil

@@ -55,7 +55,7 @@ func runRetry(c *cli.Context) error {
 	}
 	return runBatch(c, batchSpec{name: "retry", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.RetryFailed(items)
+			return st.RetryFailed(c.Context, items)
 		}})
 }
 
@@ -69,7 +69,7 @@ func failedItems(c *cli.Context) ([]commit.Item, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids, err := st.FailedIDs()
+	ids, err := st.FailedIDs(c.Context)
 	if err != nil {
 		return nil, cli.Exit(leasefmt.Bound("list the failed items: "+err.Error()), exitcode.IO)
 	}

@@ -41,7 +41,7 @@ func init() {
 func runRevoke(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "revoke", kind: leasefmt.Work, spread: true, input: idOrTokenArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return st.Revoke(items)
+			return st.Revoke(e.ctx(), items)
 		}})
 }
 

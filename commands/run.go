@@ -342,7 +342,7 @@ func runRun(c *cli.Context) error {
 		// wait for a busy queue.
 		start = nx.started
 	case adopt != 0:
-		res = st.Renew([]commit.Item{item}, e.renewTTL())
+		res = st.Renew(e.ctx(), []commit.Item{item}, e.renewTTL())
 	case wait:
 		// start is that of the last try: the local deadline counts from
 		// before the write that granted the lease.
@@ -350,7 +350,7 @@ func runRun(c *cli.Context) error {
 			return cli.Exit(leasefmt.Bound(fmt.Sprintf("%s not claimed: %v; %s not run", id, err, leasefmt.Quote(argv[0]))), exitcode.RunFailed)
 		}
 	default:
-		res = st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
+		res = st.Claim(e.ctx(), []commit.Item{item}, e.set.Owner, e.set.TTL)
 	}
 	if r := res[0]; r.Outcome != commit.OK {
 		fmt.Fprintln(e.errw, failLine(r))

@@ -58,9 +58,9 @@ type itemRun struct {
 // keepalive.LockWait), and what it was after.
 func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, start time.Time) (itemRun, error) {
 	item := commit.Item{ID: granted.ID, Token: granted.Token}
-	old := st.LockTimeout
-	st.LockTimeout = renewLockTimeout(e.set)
-	defer func() { st.LockTimeout = old }()
+	old := st.LockTimeout()
+	st.SetLockTimeout(renewLockTimeout(e.set))
+	defer st.SetLockTimeout(old)
 	h := &holder{e: e, st: st, who: spec.who, item: item, argv: spec.argv, complete: spec.complete, chatty: spec.chatty, sigc: spec.sigc, sup: spec.sup,
 		lease: keepalive.Granted(item, start, granted.Record, seconds(e.set.ClockSkew))}
 	if spec.stop != nil {

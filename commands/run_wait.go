@@ -25,7 +25,7 @@ func claimWaiting(ctx context.Context, e *env, st *commit.Store, item commit.Ite
 	said := false
 	for {
 		started := time.Now()
-		res := st.Claim([]commit.Item{item}, e.set.Owner, e.set.TTL)
+		res := st.Claim(b.Context(), []commit.Item{item}, e.set.Owner, e.set.TTL)
 		r := res[0]
 		if r.Outcome != commit.Held && r.Outcome != commit.LockTimeout {
 			return res, started, nil
@@ -40,7 +40,7 @@ func claimWaiting(ctx context.Context, e *env, st *commit.Store, item commit.Ite
 		}
 		hint := 0.0
 		if r.Outcome == commit.Held && r.Record != nil {
-			hint = r.Record.ExpiresAt + st.ClockSkew // when a claim may take it over
+			hint = r.Record.ExpiresAt + st.ClockSkew() // when a claim may take it over
 		}
 		if !b.wait(hint) {
 			if b.stopped() {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -219,7 +220,7 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 		for _, id := range o.ids {
 			found := false
 			for _, k := range o.kinds {
-				rec, err := st.Read(k, id)
+				rec, err := st.Read(e.ctx(), k, id)
 				if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 					return code, err
 				}
@@ -238,7 +239,7 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 		return code, fnErr
 	}
 	for _, k := range o.kinds {
-		err := scanRecords(st, k, func(rel string, rec *leasefmt.Record, rerr error) { visit(k, rel, rec, rerr) })
+		err := scanRecords(e.ctx(), st, k, func(rel string, rec *leasefmt.Record, rerr error) { visit(k, rel, rec, rerr) })
 		if err != nil {
 			return code, err
 		}
@@ -252,11 +253,11 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 // scanRecords calls fn for every record file of kind k, in shard and ID
 // order, with the record or the reason it does not validate. Files that are
 // not records (lock files, temp files) are skipped: fsck reports those.
-func scanRecords(st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *leasefmt.Record, err error)) error {
-	n := st.Table.Shards(k)
+func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *leasefmt.Record, err error)) error {
+	n := st.Table().Shards(k)
 	for sh := 0; sh < n; sh++ {
 		dir := st.ShardDir(k, sh)
-		ents, err := st.FS.ReadDir(dir)
+		ents, err := st.FS().ReadDir(dir)
 		if err != nil {
 			if isNotExist(err) {
 				continue
@@ -284,7 +285,7 @@ func scanRecords(st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *lea
 			if id.Shard(n) != sh {
 				continue // misplaced: fsck reports it
 			}
-			rec, err := st.Read(k, id)
+			rec, err := st.Read(ctx, k, id)
 			if rec == nil && err == nil {
 				continue // removed while scanning
 			}

@@ -60,11 +60,11 @@ func runStatusSummary(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	cen, err := st.Census(censusWorkers)
+	cen, err := st.Census(e.ctx(), censusWorkers)
 	if err != nil {
 		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
-	ino, inoErr := qualify.InodesOf(st.Root)
+	ino, inoErr := qualify.InodesOf(st.Root())
 	if e.json {
 		doc := censusJSON{Census: cen, Now: st.Now(), DurationS: time.Since(start).Seconds()}
 		if inoErr == nil {

@@ -43,6 +43,6 @@ func runVerify(c *cli.Context) error {
 	}
 	return runBatch(c, batchSpec{name: "verify", kind: kind, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			return verify(st, items)
+			return verify(st, e.ctx(), items)
 		}})
 }

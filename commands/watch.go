@@ -101,7 +101,7 @@ func runWatch(c *cli.Context) error {
 	if err != nil {
 		return ranked(c, w, err)
 	}
-	sess.Store.LockTimeout = renewLockTimeout(e.set)
+	sess.Store.SetLockTimeout(renewLockTimeout(e.set))
 	ticks := (<-chan os.Signal)(sigc)
 	if wt != nil {
 		wt.st = sess.Store
@@ -142,7 +142,9 @@ func runWatch(c *cli.Context) error {
 func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, items []commit.Item) (os.Signal, error) {
 	t := keepalive.NewTicker(e.set.RenewInterval)
 	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
-		Run: func(mine []commit.Item) []commit.Result { return sess.Store.Renew(mine, e.renewTTL()) }}
+		Run: func(ctx context.Context, mine []commit.Item) []commit.Result {
+			return sess.Store.Renew(ctx, mine, e.renewTTL())
+		}}
 	for rounds := 0; ; rounds++ {
 		done := wt != nil && wt.nothingLeft()
 		stop, err := sess.Any(rounds > 0 && (ctx.Err() != nil || done))
@@ -153,7 +155,7 @@ func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, 
 			return stoppedBy(ctx), nil
 		}
 		started := time.Now()
-		res, err := sess.Batch(batch, items)
+		res, err := sess.Batch(e.ctx(), batch, items)
 		if err != nil {
 			return stoppedBy(ctx), err
 		}
@@ -379,7 +381,7 @@ func (w *watcher) finish(stopped os.Signal, snap commit.Snapshot) error {
 		candidates = w.first
 	}
 	var held []watchHeld
-	for _, r := range w.st.Verify(candidates) {
+	for _, r := range w.st.Verify(w.e.ctx(), candidates) {
 		switch keepalive.Classify(r.Outcome) {
 		case keepalive.Renewed:
 			held = append(held, watchHeld{string(r.ID), r.Item.Token, r.Record.ExpiresAt})

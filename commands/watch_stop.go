@@ -53,7 +53,7 @@ func (w *watcher) statsNow() commit.Snapshot {
 	defer w.mu.Unlock()
 	snap := w.stats
 	if w.rounds == 0 {
-		snap = w.st.Stats.Snapshot(0)
+		snap = w.st.Stats().Snapshot(0)
 	}
 	snap.DurationS = time.Since(w.e.started).Seconds()
 	return snap

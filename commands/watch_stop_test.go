@@ -6,6 +6,7 @@ package commands_test
 // every round.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,15 +21,11 @@ import (
 // another lease process would, and returns its release.
 func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 	t.Helper()
-	osfs, err := commit.OS(root)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := commit.Open(root, osfs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	unlock, err := st.Lock(leasefmt.Work, id)
+	unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +34,7 @@ func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 		if !done {
 			done = true
 			unlock()
-			osfs.Close()
+			st.Close()
 		}
 	}
 	t.Cleanup(release)

@@ -14,6 +14,7 @@ package commit
 // that RetryFailed put back, however the two interleave.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -73,25 +75,25 @@ func failedDetail(r *leasefmt.Record) string {
 // fenced as Release is, and an item whose attempts reach maxAttempts (0:
 // no limit) becomes failed, its queue entry removed once the record is
 // durably failed.
-func (s *Store) ReleaseFailed(items []Item, f Failure, maxAttempts int) []Result {
-	res := s.ReleaseFailedRecords(items, f, maxAttempts)
-	s.UnqueueFailed(res)
+func (s *Store) ReleaseFailed(ctx context.Context, items []Item, f Failure, maxAttempts int) []Result {
+	res := s.ReleaseFailedRecords(ctx, items, f, maxAttempts)
+	s.UnqueueFailed(ctx, res)
 	return res
 }
 
 // ReleaseFailedRecords is ReleaseFailed without the removal of the queue
 // entries: the records only (call UnqueueFailed with its results after).
-func (s *Store) ReleaseFailedRecords(items []Item, f Failure, maxAttempts int) []Result {
-	return s.apply(leasefmt.Work, items, FailDecision(f, maxAttempts, s.ClockSkew), s.settleOwn)
+func (s *Store) ReleaseFailedRecords(ctx context.Context, items []Item, f Failure, maxAttempts int) []Result {
+	return s.apply(ctx, leasefmt.Work, items, FailDecision(f, maxAttempts, s.skew), s.settleOwn)
 }
 
 // UnqueueFailed removes the queue entries of the items res reports failed,
 // each under its record's lock: best effort, whose failure changes no
 // result (an entry left is removed by the next claim or lease fsck).
-func (s *Store) UnqueueFailed(res []Result) {
+func (s *Store) UnqueueFailed(ctx context.Context, res []Result) {
 	for _, r := range res {
 		if r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Failed {
-			s.unqueueFailed(s.QueuePath(r.ID), r.ID)
+			s.unqueueFailed(ctx, s.QueuePath(r.ID), r.ID)
 		}
 	}
 }
@@ -99,20 +101,20 @@ func (s *Store) UnqueueFailed(res []Result) {
 // unqueueFailed removes the queue entry at name of id if, read under its
 // lock, the record is failed; best effort, as dequeue is (an entry left is
 // removed by the next claim that meets it, or by lease fsck).
-func (s *Store) unqueueFailed(name string, id leasefmt.ID) bool {
-	unlock, err := s.Lock(leasefmt.Work, id)
+func (s *Store) unqueueFailed(ctx context.Context, name string, id leasefmt.ID) bool {
+	unlock, err := s.Lock(ctx, leasefmt.Work, id)
 	if err != nil {
 		return false
 	}
 	defer unlock()
-	cur, err := s.Read(leasefmt.Work, id)
+	cur, err := s.Read(ctx, leasefmt.Work, id)
 	if err != nil || cur == nil || cur.Status != leasefmt.Failed {
 		return false
 	}
-	if err := s.FS.Remove(name); err != nil {
+	if err := s.fs.Remove(name); err != nil {
 		return false
 	}
-	s.Stats.Dequeued.Add(1)
+	s.stats.Dequeued.Add(1)
 	return true
 }
 
@@ -122,8 +124,8 @@ func (s *Store) unqueueFailed(name string, id leasefmt.ID) bool {
 // tail cleared, keeping its token (the next claim gets a larger one). An
 // item that is not failed is refused with the reason of its status (done,
 // held, released; missing without a record) and nothing is written.
-func (s *Store) RetryFailed(items []Item) []Result {
-	s.Stats.Batches.Add(1)
+func (s *Store) RetryFailed(ctx context.Context, items []Item) []Result {
+	s.stats.Batches.Add(1)
 	res := make([]Result, len(items))
 	order := make([]int, len(items))
 	for i := range order {
@@ -134,16 +136,16 @@ func (s *Store) RetryFailed(items []Item) []Result {
 	s.parallel(order, func(i int) {
 		r := &res[i]
 		r.Item, r.Path = items[i], s.Abs(s.RecordPath(leasefmt.Work, items[i].ID))
-		defer s.Stats.Attempted.Add(1)
+		defer s.stats.Attempted.Add(1)
 		mu.Lock()
 		failed := stop
 		mu.Unlock()
 		if failed != nil {
-			r.Outcome, r.Detail, r.Cause = IOError, "not attempted: "+describe(failed), fmt.Errorf("%w: %w", ErrNotAttempted, failed)
+			r.Outcome, r.Detail, r.Cause = IOError, "not attempted: "+durable.Describe(failed), fmt.Errorf("%w: %w", ErrNotAttempted, failed)
 			s.count(IOError)
 			return
 		}
-		if err := s.retryOne(r); err != nil {
+		if err := s.retryOne(ctx, r); err != nil {
 			mu.Lock()
 			if stop == nil {
 				stop = err
@@ -156,13 +158,13 @@ func (s *Store) RetryFailed(items []Item) []Result {
 }
 
 // retryOne retries one item; an error is an I/O error that stops the batch.
-func (s *Store) retryOne(r *Result) error {
-	unlock, err := s.Lock(leasefmt.Work, r.ID)
+func (s *Store) retryOne(ctx context.Context, r *Result) error {
+	unlock, err := s.Lock(ctx, leasefmt.Work, r.ID)
 	if err != nil {
 		return s.lockFailed(err, r, "lock the record")
 	}
 	defer unlock()
-	cur, err := s.Read(leasefmt.Work, r.ID)
+	cur, err := s.Read(ctx, leasefmt.Work, r.ID)
 	if err != nil {
 		return s.readFailed(err, r)
 	}
@@ -175,7 +177,7 @@ func (s *Store) retryOne(r *Result) error {
 	case cur.Status == leasefmt.Done:
 		r.Outcome, r.Token, r.Detail = Done, cur.Token, fmt.Sprintf("work is done (token %d)", cur.Token)
 		return nil
-	case cur.Status != leasefmt.Failed && Taken(cur, now, s.ClockSkew):
+	case cur.Status != leasefmt.Failed && Taken(cur, now, s.skew):
 		r.Outcome, r.Token, r.Detail = Held, cur.Token, "not failed: "+heldDetail(cur, now)
 		return nil
 	case cur.Status != leasefmt.Failed:
@@ -184,35 +186,35 @@ func (s *Store) retryOne(r *Result) error {
 	}
 	r.Token = cur.Token
 	entry := s.QueuePath(r.ID)
-	dir := s.QueueShardDir(r.ID.Shard(s.Table.WorkShards))
-	if err := s.EnsureDir(dir); err != nil {
-		r.Outcome, r.Cause = IOError, &OpError{Op: "make the queue shard directory", Path: s.Abs(dir), Err: err}
-		r.Detail = describe(r.Cause)
+	dir := s.QueueShardDir(r.ID.Shard(s.hdr.WorkShards))
+	if err := s.disk.EnsureDir(dir); err != nil {
+		r.Outcome, r.Cause = IOError, &durable.OpError{Op: "make the queue shard directory", Path: s.Abs(dir), Err: err}
+		r.Detail = durable.Describe(r.Cause)
 		return r.Cause
 	}
-	f, err := s.FS.CreateExcl(entry)
+	f, err := s.fs.CreateExcl(entry)
 	switch {
 	case errors.Is(err, fs.ErrExist):
 	case err != nil:
-		r.Outcome, r.Cause = IOError, &OpError{Op: "create the queue entry", Path: s.Abs(entry), Err: err}
-		r.Detail = describe(r.Cause)
+		r.Outcome, r.Cause = IOError, &durable.OpError{Op: "create the queue entry", Path: s.Abs(entry), Err: err}
+		r.Detail = durable.Describe(r.Cause)
 		return r.Cause
 	default:
 		if err := f.Close(); err != nil {
-			r.Outcome, r.Cause = IOError, &OpError{Op: "close the queue entry", Path: s.Abs(entry), Err: err}
-			r.Detail = describe(r.Cause)
+			r.Outcome, r.Cause = IOError, &durable.OpError{Op: "close the queue entry", Path: s.Abs(entry), Err: err}
+			r.Detail = durable.Describe(r.Cause)
 			return r.Cause
 		}
 	}
 	// The entry is durable before the record says released: a crash in
 	// between leaves a failed item with an entry, which the next claim
 	// or lease fsck removes, never a released item that no claim finds.
-	if err := s.FS.SyncDir(dir); err != nil {
-		r.Outcome, r.Cause = IOError, &OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err}
-		r.Detail = describe(r.Cause)
+	if err := s.fs.SyncDir(dir); err != nil {
+		r.Outcome, r.Cause = IOError, &durable.OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err}
+		r.Detail = durable.Describe(r.Cause)
 		return r.Cause
 	}
-	s.Stats.DirectorySyncs.Add(1)
+	s.stats.DirectorySyncs.Add(1)
 	next := released(cur, now)
 	next.Attempts, next.ExitStatus, next.StderrTail = 0, 0, ""
 	if err := s.WriteOne(next); err != nil {
@@ -220,7 +222,7 @@ func (s *Store) retryOne(r *Result) error {
 			r.Outcome, r.Detail, r.Cause = Corrupt, "cannot rewrite: "+err.Error(), err
 			return nil
 		}
-		r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
+		r.Outcome, r.Detail, r.Cause = IOError, durable.Describe(err), err
 		return err
 	}
 	r.Outcome, r.Record, r.Detail = OK, next, ""
@@ -231,16 +233,16 @@ func (s *Store) retryOne(r *Result) error {
 // retry --failed). Every work record is read, a shard at a time; a record
 // that does not validate is passed over (lease fsck reports it), an I/O
 // error stops the listing.
-func (s *Store) FailedIDs() ([]leasefmt.ID, error) {
+func (s *Store) FailedIDs(ctx context.Context) ([]leasefmt.ID, error) {
 	var out []leasefmt.ID
-	for sh := 0; sh < s.Table.WorkShards; sh++ {
+	for sh := 0; sh < s.hdr.WorkShards; sh++ {
 		var ids []leasefmt.ID
 		err := s.listNames(s.ShardDir(leasefmt.Work, sh), func(name string) {
 			base, ok := strings.CutSuffix(name, ".json")
 			if !ok {
 				return
 			}
-			if id, err := leasefmt.ParseID(base); err == nil && id.Shard(s.Table.WorkShards) == sh {
+			if id, err := leasefmt.ParseID(base); err == nil && id.Shard(s.hdr.WorkShards) == sh {
 				ids = append(ids, id)
 			}
 		})
@@ -248,7 +250,7 @@ func (s *Store) FailedIDs() ([]leasefmt.ID, error) {
 			return nil, err
 		}
 		for _, id := range ids {
-			rec, err := s.Read(leasefmt.Work, id)
+			rec, err := s.Read(ctx, leasefmt.Work, id)
 			switch {
 			case errors.Is(err, leasefmt.ErrCorrupt):
 			case err != nil:

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -11,7 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/leasetool/lease/internal/strategy"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -65,6 +67,8 @@ var (
 	ErrIO       = errors.New("I/O error")
 	ErrQueued   = errors.New("already queued")
 	ErrFailed   = errors.New("work failed")
+	// ErrLockTimeout is the lock seam's (seam.ErrLockTimeout).
+	ErrLockTimeout = seam.ErrLockTimeout
 )
 
 // The causes of items that a failed batch did not finish (G5, G6): they
@@ -191,7 +195,7 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 
 // Apply runs decide over items as one group commit and returns the results
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
-// over the shards to a pool of at most Writers concurrent writers; each
+// over the shards to a pool of at most WithWriters concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
 // (G4). An I/O error stops the batch:
 // no new item starts, the directories already renamed into are still
@@ -201,17 +205,17 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // clock skew, has passed by the time its directory is fsynced is reported
 // Expired, not OK: nothing is reported granted or renewed that its holder
 // could no longer count on (SPEC §6).
-func (s *Store) Apply(k leasefmt.Kind, items []Item, decide Decide) []Result {
-	return s.apply(k, items, decide, nil)
+func (s *Store) Apply(ctx context.Context, k leasefmt.Kind, items []Item, decide Decide) []Result {
+	return s.apply(ctx, k, items, decide, nil)
 }
 
-func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
-	s.Stats.Batches.Add(1)
-	if f, ok := s.FS.(interface{ DropIdleLocks() }); ok {
+func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide Decide, settle settlePolicy) []Result {
+	s.stats.Batches.Add(1)
+	if f, ok := seam.As[seam.IdleLockDropper](s.fs); ok {
 		f.DropIdleLocks()
 	}
 	res := make([]Result, len(items))
-	n := s.Table.Shards(k)
+	n := s.hdr.Shards(k)
 	order := make([]int, len(items))
 	for i := range order {
 		order[i] = i
@@ -224,7 +228,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		}
 		return ia < ib
 	})
-	if s.Strategy == strategy.Concurrent && s.Writers > 1 {
+	if s.pool > 1 {
 		// Deal the sorted records round-robin over the shards (each shard
 		// still in ID order), so the writers work in K directories at once:
 		// a create or rename holds its directory's lock for a whole round
@@ -243,7 +247,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 	if err := s.prepare(k, items); err != nil {
 		for i, it := range items {
 			res[i] = Result{Item: it, Path: s.Abs(s.RecordPath(k, it.ID)), Outcome: IOError,
-				Detail: "not attempted: " + describe(err), Cause: fmt.Errorf("%w: %w", ErrNotAttempted, err)}
+				Detail: "not attempted: " + durable.Describe(err), Cause: fmt.Errorf("%w: %w", ErrNotAttempted, err)}
 			s.count(IOError)
 		}
 		return res
@@ -257,7 +261,7 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		remaining[sh].Add(1)
 	}
 	var (
-		batch    = NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+		batch    = s.Disk().Batch()
 		aborted  atomic.Bool
 		errMu    sync.Mutex
 		firstErr error
@@ -278,44 +282,36 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 		it := items[i]
 		r := &res[i]
 		r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
-		defer s.Stats.Attempted.Add(1)
+		defer s.stats.Attempted.Add(1)
 		if aborted.Load() {
 			r.Outcome = IOError // the detail names the cause below
 			r.Detail = ""
 			return
 		}
+		if ctx.Err() != nil {
+			// The caller is done waiting: items not started are not
+			// attempted, as a lock wait cut short (what was written is
+			// still made durable and reported).
+			r.Outcome, r.Cause = LockTimeout, seam.WaitEnded(ctx)
+			r.Detail = "not attempted: " + r.Cause.Error()
+			return
+		}
 		begun[i] = time.Now()
-		if err := s.applyOne(k, it, decide, settle, batch, r); err != nil {
+		if err := s.applyOne(ctx, k, it, decide, settle, batch, r); err != nil {
 			fail(i, err)
 		}
 		dir := path.Dir(s.RecordPath(k, it.ID))
-		if s.Strategy == strategy.OneAtATime && r.Outcome == OK {
+		if remaining[it.ID.Shard(n)].Add(-1) == 0 && batch.Pending(dir) {
 			if err := batch.SyncDir(dir); err != nil {
-				fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
-			}
-			syncMu.Lock()
-			syncedAt[it.ID.FileName()] = time.Now()
-			syncMu.Unlock()
-		}
-		if remaining[it.ID.Shard(n)].Add(-1) == 0 && s.Strategy != strategy.NoSync && batch.Pending(dir) {
-			if err := batch.SyncDir(dir); err != nil {
-				fail(i, &OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
+				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}
 			syncMu.Lock()
 			syncedAt[dir] = time.Now()
 			syncMu.Unlock()
 		}
 	})
-	if s.Strategy == strategy.NoSync {
-		if sf, ok := s.FS.(interface{ Syncfs() error }); ok {
-			if err := sf.Syncfs(); err != nil {
-				fail(-1, err)
-			}
-		}
-		batch = NewSyncBatch(s.FS, nil) // nothing to flush: the floor syncs the filesystem once
-	}
 	if err := batch.Flush(); err != nil {
-		fail(-1, &OpError{Op: "fsync the shard directories", Err: err})
+		fail(-1, &durable.OpError{Op: "fsync the shard directories", Err: err})
 	}
 	flushed := time.Now()
 	cause := ""
@@ -327,34 +323,28 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 	}
 	reported := s.now()
 	for i := range res {
-		r := &res[i]
-		switch {
-		case r.Outcome == IOError && r.Detail == "":
+		if r := &res[i]; r.Outcome == IOError && r.Detail == "" {
 			r.Detail = "not attempted: the batch stopped at an I/O error of " + cause
 			r.Cause = fmt.Errorf("%w: %w", ErrNotAttempted, firstErr)
-		case (r.Outcome == OK || r.settledWrite) && firstErr != nil:
-			r.Outcome = IOError
-			if i == firstAt {
-				r.Detail = "written, but the batch failed: " + firstErr.Error()
-				r.Cause = firstErr
-			} else {
-				r.Detail = "written, but the batch failed, so not reported: " + cause
-				r.Cause = fmt.Errorf("%w: %w", ErrBatchFailed, firstErr)
-			}
-		case r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Leased && reported >= r.Record.ExpiresAt-s.ClockSkew:
+		}
+	}
+	if firstErr != nil {
+		FailBatch(res, firstErr, firstAt, "written, but the batch failed, so not reported: "+cause)
+	}
+	for i := range res {
+		r := &res[i]
+		switch {
+		case r.Outcome == OK && reportedLate(r.Record, reported, s.skew):
 			r.Outcome = Expired
 			r.Detail = fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable at %s",
-				formatTime(r.Record.ExpiresAt), s.ClockSkew, formatTime(reported))
+				formatTime(r.Record.ExpiresAt), s.skew, formatTime(reported))
 		case r.Outcome == OK:
-			t, ok := syncedAt[r.ID.FileName()]
-			if !ok {
-				t, ok = syncedAt[path.Dir(s.RecordPath(k, r.ID))]
-			}
+			t, ok := syncedAt[path.Dir(s.RecordPath(k, r.ID))]
 			if !ok {
 				t = flushed
 			}
 			r.Latency = t.Sub(begun[i])
-			s.Stats.addLatency(r.Latency)
+			s.stats.addLatency(r.Latency)
 		}
 		s.count(r.Outcome)
 	}
@@ -364,11 +354,11 @@ func (s *Store) apply(k leasefmt.Kind, items []Item, decide Decide, settle settl
 func (s *Store) count(o Outcome) {
 	switch o {
 	case OK:
-		s.Stats.Renewals.Add(1)
+		s.stats.Renewals.Add(1)
 	case Corrupt, LockTimeout, IOError:
-		s.Stats.Failures.Add(1)
+		s.stats.Failures.Add(1)
 	default:
-		s.Stats.Lost.Add(1)
+		s.stats.Lost.Add(1)
 	}
 }
 
@@ -378,13 +368,13 @@ func (s *Store) count(o Outcome) {
 // or the write; the read retries on its own). try carries what an earlier
 // try of the item wrote when its rename failed in a way that may still
 // have taken effect.
-func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *SyncBatch, r *Result, try *itemTry) (error, bool) {
-	unlock, err := s.Lock(k, it.ID)
+func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result, try *itemTry) (error, bool) {
+	unlock, err := s.Lock(ctx, k, it.ID)
 	if err != nil {
-		return s.lockFailed(err, r, "lock the record"), Transient(err)
+		return s.lockFailed(err, r, "lock the record"), durable.Transient(err)
 	}
 	defer unlock()
-	cur, raw, err := s.readRaw(k, it.ID)
+	cur, raw, err := s.readRaw(ctx, k, it.ID)
 	if err != nil {
 		return s.readFailed(err, r), false
 	}
@@ -392,7 +382,7 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 		// The earlier try's rename reported an error but took effect:
 		// the record is the one it wrote. Its directory still needs
 		// its fsync before the item is reported.
-		b.mark(path.Dir(s.RecordPath(k, it.ID)))
+		b.Mark(path.Dir(s.RecordPath(k, it.ID)))
 		r.Outcome, r.Detail, r.Record, r.Token = OK, try.detail, cur, cur.Token
 		return nil, false
 	}
@@ -405,8 +395,8 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 	settledHow := ""
 	if settle != nil && cur != nil && abandonedPublish(cur) && settle(it, cur, now) {
 		if settled, settledHow, err = s.settle(cur, now); err != nil {
-			r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
-			return err, Transient(err)
+			r.Outcome, r.Detail, r.Cause = IOError, durable.Describe(err), err
+			return err, durable.Transient(err)
 		}
 		if settled.Status == leasefmt.Done {
 			s.dropStage(cur.ID, cur.Token) // its result was moved out
@@ -439,9 +429,9 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 			r.Outcome, r.Detail, r.Cause = Corrupt, "cannot rewrite: "+err.Error(), err
 			return nil, false
 		}
-		r.Outcome, r.Detail, r.Cause = IOError, describe(err), err
+		r.Outcome, r.Detail, r.Cause = IOError, durable.Describe(err), err
 		try.wrote(data, r.Detail, err)
-		return err, Transient(err)
+		return err, durable.Transient(err)
 	}
 	r.Record, r.Token = next, next.Token
 	return nil, false
@@ -449,14 +439,20 @@ func (s *Store) applyOnce(k leasefmt.Kind, it Item, decide Decide, settle settle
 
 func (s *Store) lockFailed(err error, r *Result, op string) error {
 	switch {
-	case errors.Is(err, ErrLockTimeout):
-		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.LockTimeout), err
+	case errors.Is(err, ErrLockTimeout) && errors.Is(err, context.DeadlineExceeded):
+		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": not granted by the caller's deadline (another process holds it)", err
 		return nil
-	case errors.Is(err, ErrNotRegular), errors.Is(err, unix.ENOTDIR):
+	case errors.Is(err, ErrLockTimeout) && errors.Is(err, context.Canceled):
+		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": not granted: the caller stopped waiting", err
+		return nil
+	case errors.Is(err, ErrLockTimeout):
+		r.Outcome, r.Detail, r.Cause = LockTimeout, fmt.Sprintf("%s: not granted within %v (another process holds it)", op, s.lockTimeout()), err
+		return nil
+	case errors.Is(err, seam.ErrNotRegular), errors.Is(err, unix.ENOTDIR):
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
-	oe := &OpError{Op: "cannot " + op, Err: err}
+	oe := &durable.OpError{Op: "cannot " + op, Err: err}
 	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
 }
@@ -466,14 +462,10 @@ func (s *Store) readFailed(err error, r *Result) error {
 		r.Outcome, r.Detail, r.Cause = Corrupt, err.Error(), err
 		return nil
 	}
-	oe := &OpError{Op: "cannot read the record", Err: err}
+	oe := &durable.OpError{Op: "cannot read the record", Err: err}
 	r.Outcome, r.Detail, r.Cause = IOError, oe.Error(), oe
 	return oe
 }
-
-// lockPreparer is the optional FS extension that opens a lock file ahead
-// of the batch (OSFS.PrepareLock).
-type lockPreparer interface{ PrepareLock(name string) error }
 
 // prepare makes sure, before anything of a batch is written, that this
 // process may use every shard the batch touches: the shard directory
@@ -483,11 +475,11 @@ type lockPreparer interface{ PrepareLock(name string) error }
 // account's, or on a read-only filesystem) fails the whole batch with an
 // *AccessError before the first write, not halfway through it.
 func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
-	p, ok := s.FS.(lockPreparer)
+	p, ok := seam.As[seam.LockPreparer](s.fs)
 	if !ok {
 		return nil
 	}
-	n := s.Table.Shards(k)
+	n := s.hdr.Shards(k)
 	seen := map[int]bool{}
 	var shards []int
 	for _, it := range items {
@@ -509,9 +501,9 @@ func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
 		// (a link, a file) is left for the records of the shard to report
 		// as corrupt.
 		planted := func(err error) bool {
-			return errors.Is(err, ErrNotRegular) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+			return errors.Is(err, seam.ErrNotRegular) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
 		}
-		if err := s.ensureShard(dir); err != nil {
+		if err := s.disk.EnsureDir(dir); err != nil {
 			if !planted(err) {
 				errs[i] = prepareError(s.Abs(dir), "cannot make the shard directory", err)
 			}
@@ -536,7 +528,7 @@ func prepareError(path, op string, err error) error {
 	if accessDenied(err) {
 		return &AccessError{Path: path, Err: bareErrno(err)}
 	}
-	return &OpError{Op: op, Path: path, Err: bare(err)}
+	return &durable.OpError{Op: op, Path: path, Err: durable.Bare(err)}
 }
 
 // bareErrno is the errno under err, or err.

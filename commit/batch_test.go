@@ -4,12 +4,14 @@ package commit_test
 // and K directory fsyncs (G4), and refused items cost nothing (G7).
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,13 +33,13 @@ func TestGroupCommitCounts(t *testing.T) {
 						t.Fatalf("%s %s: %s %s", what, r.ID, r.Outcome.Reason(), r.Detail)
 					}
 				}
-				if got := log.count(commit.OpFsync); got != files {
+				if got := log.count(seam.OpFsync); got != files {
 					t.Errorf("%s: %d file fsyncs, want %d", what, got, files)
 				}
 				synced := checkDirsSynced(t, ops)
 				want := dirsOf(st, items)
-				if len(synced) != len(want) || log.count(commit.OpSyncDir) != len(want) {
-					t.Errorf("%s: %d directory fsyncs of %d directories (%v), want one each of %d", what, log.count(commit.OpSyncDir), len(synced), synced, len(want))
+				if len(synced) != len(want) || log.count(seam.OpSyncDir) != len(want) {
+					t.Errorf("%s: %d directory fsyncs of %d directories (%v), want one each of %d", what, log.count(seam.OpSyncDir), len(synced), synced, len(want))
 				}
 				for d := range want {
 					if synced[d] != 1 {
@@ -46,10 +48,10 @@ func TestGroupCommitCounts(t *testing.T) {
 				}
 				checkG1(t, ops, true)
 			}
-			before := st.Stats.Snapshot(0)
-			res := at(st, 1000).Claim(items, "host/w1", 60)
+			before := st.Stats().Snapshot(0)
+			res := at(st, 1000).Claim(context.Background(), items, "host/w1", 60)
 			check("claim", res, tc.n)
-			if s := st.Stats.Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
+			if s := st.Stats().Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
 				t.Errorf("stats: %d file syncs, %d directory syncs; want %d, %d", s.FileSyncs, s.DirectorySyncs, tc.n, tc.k)
 			}
 			for i, r := range res {
@@ -59,7 +61,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			h := held(t, res)
 			log.reset(nil)
-			check("renew", at(st, 1010).Renew(h, 60), tc.n)
+			check("renew", at(st, 1010).Renew(context.Background(), h, 60), tc.n)
 			for _, it := range h {
 				if r := readRecord(t, st, it.ID); r.ExpiresAt != 1070 || r.Token != 1 || r.RenewedAt != 1010 {
 					t.Fatalf("after renew %s: %+v", it.ID, r)
@@ -67,16 +69,16 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			// Complete is two group commits: committing, then done.
 			log.reset(nil)
-			res = at(st, 1020).Complete(h)
+			res = at(st, 1020).Complete(context.Background(), h)
 			for _, r := range res {
 				if r.Outcome != commit.OK || r.Record.Status != leasefmt.Done {
 					t.Fatalf("complete %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
 				}
 			}
-			if f, d := log.count(commit.OpFsync), log.count(commit.OpSyncDir); f != 2*tc.n || d != 2*tc.k {
+			if f, d := log.count(seam.OpFsync), log.count(seam.OpSyncDir); f != 2*tc.n || d != 2*tc.k {
 				t.Errorf("complete: %d file and %d directory fsyncs, want %d and %d", f, d, 2*tc.n, 2*tc.k)
 			}
-			if left := tempFiles(t, st.Root); len(left) > 0 {
+			if left := tempFiles(t, st.Root()); len(left) > 0 {
 				t.Errorf("temp files left: %v", left)
 			}
 		})
@@ -93,12 +95,12 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 		ids[name] = shardID(i, i)
 	}
 	for _, name := range []string{"leased", "done", "released", "corrupt", "expired"} {
-		if r := at(st, 1000).Claim([]commit.Item{{ID: ids[name]}}, "host/w1", 60); r[0].Outcome != commit.OK {
+		if r := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: ids[name]}}, "host/w1", 60); r[0].Outcome != commit.OK {
 			t.Fatal(r[0].Detail)
 		}
 	}
-	at(st, 1001).Complete([]commit.Item{{ID: ids["done"], Token: 1}})
-	at(st, 1001).Release([]commit.Item{{ID: ids["released"], Token: 1}})
+	at(st, 1001).Complete(context.Background(), []commit.Item{{ID: ids["done"], Token: 1}})
+	at(st, 1001).Release(context.Background(), []commit.Item{{ID: ids["released"], Token: 1}})
 	corruptPath := st.Abs(st.RecordPath(leasefmt.Work, ids["corrupt"]))
 	if err := os.WriteFile(corruptPath, []byte(`{"schema":"lease.work/v1","token":NaN}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -108,27 +110,49 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 	if err := st.WriteOne(exp); err != nil {
 		t.Fatal(err)
 	}
-	before := snapshotTree(t, st.Root)
+	before := snapshotTree(t, st.Root())
 
-	writes := []commit.Op{commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpClose, commit.OpRename, commit.OpRenameNoReplace, commit.OpRemove, commit.OpMkdir, commit.OpSyncDir}
+	writes := []seam.Op{seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpClose, seam.OpRename, seam.OpRenameNoReplace, seam.OpRemove, seam.OpMkdir, seam.OpSyncDir}
 	for _, tc := range []struct {
 		name string
 		run  func() []commit.Result
 		want commit.Outcome
 	}{
-		{"stale token", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["leased"], Token: 2}}, 60) }, commit.StaleToken},
-		{"older token", func() []commit.Result { return at(st, 1010).Release([]commit.Item{{ID: ids["expired"], Token: 7}}) }, commit.StaleToken},
-		{"done", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["done"], Token: 1}}, 60) }, commit.Done},
-		{"released", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["released"], Token: 1}}, 60) }, commit.Released},
-		{"missing", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["missing"], Token: 1}}, 60) }, commit.Missing},
-		{"corrupt renew", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["corrupt"], Token: 1}}, 60) }, commit.Corrupt},
-		{"corrupt claim", func() []commit.Result { return at(st, 5000).Claim([]commit.Item{{ID: ids["corrupt"]}}, "host/w2", 60) }, commit.Corrupt},
-		{"expired", func() []commit.Result { return at(st, 1010).Renew([]commit.Item{{ID: ids["expired"], Token: 1}}, 60) }, commit.Expired},
-		{"held", func() []commit.Result { return at(st, 1010).Claim([]commit.Item{{ID: ids["leased"]}}, "host/w2", 60) }, commit.Held},
-		{"done claim", func() []commit.Result { return at(st, 9999).Claim([]commit.Item{{ID: ids["done"]}}, "host/w2", 60) }, commit.Done},
-		{"complete stale", func() []commit.Result { return at(st, 1010).Complete([]commit.Item{{ID: ids["leased"], Token: 9}}) }, commit.StaleToken},
+		{"stale token", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["leased"], Token: 2}}, 60)
+		}, commit.StaleToken},
+		{"older token", func() []commit.Result {
+			return at(st, 1010).Release(context.Background(), []commit.Item{{ID: ids["expired"], Token: 7}})
+		}, commit.StaleToken},
+		{"done", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["done"], Token: 1}}, 60)
+		}, commit.Done},
+		{"released", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["released"], Token: 1}}, 60)
+		}, commit.Released},
+		{"missing", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["missing"], Token: 1}}, 60)
+		}, commit.Missing},
+		{"corrupt renew", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["corrupt"], Token: 1}}, 60)
+		}, commit.Corrupt},
+		{"corrupt claim", func() []commit.Result {
+			return at(st, 5000).Claim(context.Background(), []commit.Item{{ID: ids["corrupt"]}}, "host/w2", 60)
+		}, commit.Corrupt},
+		{"expired", func() []commit.Result {
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["expired"], Token: 1}}, 60)
+		}, commit.Expired},
+		{"held", func() []commit.Result {
+			return at(st, 1010).Claim(context.Background(), []commit.Item{{ID: ids["leased"]}}, "host/w2", 60)
+		}, commit.Held},
+		{"done claim", func() []commit.Result {
+			return at(st, 9999).Claim(context.Background(), []commit.Item{{ID: ids["done"]}}, "host/w2", 60)
+		}, commit.Done},
+		{"complete stale", func() []commit.Result {
+			return at(st, 1010).Complete(context.Background(), []commit.Item{{ID: ids["leased"], Token: 9}})
+		}, commit.StaleToken},
 		{"all at once", func() []commit.Result {
-			return at(st, 1010).Renew([]commit.Item{{ID: ids["leased"], Token: 2}, {ID: ids["done"], Token: 1}, {ID: ids["released"], Token: 1},
+			return at(st, 1010).Renew(context.Background(), []commit.Item{{ID: ids["leased"], Token: 2}, {ID: ids["done"], Token: 1}, {ID: ids["released"], Token: 1},
 				{ID: ids["missing"], Token: 1}, {ID: ids["corrupt"], Token: 1}, {ID: ids["expired"], Token: 1}}, 60)
 		}, commit.Outcome(-1)},
 	} {
@@ -144,7 +168,7 @@ func TestRefusedItemsCostNothing(t *testing.T) {
 				t.Errorf("%s: G7 violated: %s %s", tc.name, o.op, o.name)
 			}
 		}
-		if after := snapshotTree(t, st.Root); !after.equal(before) {
+		if after := snapshotTree(t, st.Root()); !after.equal(before) {
 			t.Errorf("%s: the table changed: %s", tc.name, after.diff(before))
 		}
 	}

@@ -1,12 +1,15 @@
 package commit
 
 import (
+	"context"
 	"errors"
 	"io"
 	"io/fs"
 	"strings"
 	"sync"
 
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -35,22 +38,22 @@ type Census struct {
 const censusChunk = 4096
 
 // Census counts the table's queue and work records at the store's clock
-// (Store.Clock, read once). The queue and the names of the records are
+// (WithClock, Store.At; read once). The queue and the names of the records are
 // only listed; every record is read (the status is in the record), by up
 // to workers shards at a time, so that memory stays at a few shards'
 // names whatever the table's size. A record that cannot be read for an
 // I/O error stops it.
-func (s *Store) Census(workers int) (Census, error) {
+func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
 	c := Census{Owners: map[string]int64{}}
 	var mu sync.Mutex
 	var firstErr error
-	shards := make([]int, s.Table.WorkShards)
+	shards := make([]int, s.hdr.WorkShards)
 	for i := range shards {
 		shards[i] = i
 	}
 	s.parallelN(workers, shards, func(sh int) {
-		part, err := s.censusShard(sh, now)
+		part, err := s.censusShard(ctx, sh, now)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -81,12 +84,12 @@ func (s *Store) Census(workers int) (Census, error) {
 // listNames calls fn with every name of directory dir (none when it does
 // not exist), read in chunks.
 func (s *Store) listNames(dir string, fn func(name string)) error {
-	d, err := OpenDir(s.FS, dir)
+	d, err := seam.OpenDir(s.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return &OpError{Op: "list", Path: s.Abs(dir), Err: err}
+		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 	}
 	defer d.Close()
 	for {
@@ -95,7 +98,7 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 			return nil
 		}
 		if err != nil {
-			return &OpError{Op: "list", Path: s.Abs(dir), Err: err}
+			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 		}
 		for _, n := range names {
 			fn(n)
@@ -103,7 +106,7 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 	}
 }
 
-func (s *Store) censusShard(sh int, now float64) (Census, error) {
+func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	queued := map[leasefmt.ID]bool{}
 	err := s.listNames(s.QueueShardDir(sh), func(name string) {
@@ -131,7 +134,7 @@ func (s *Store) censusShard(sh int, now float64) (Census, error) {
 	}
 	c.Free = int64(len(queued))
 	for _, id := range ids {
-		rec, err := s.Read(leasefmt.Work, id)
+		rec, err := s.Read(ctx, leasefmt.Work, id)
 		switch {
 		case errors.Is(err, leasefmt.ErrCorrupt):
 			c.Corrupt++

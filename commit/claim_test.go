@@ -4,6 +4,7 @@ package commit_test
 // items in input order.
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strings"
@@ -20,7 +21,7 @@ func TestClaimTokens(t *testing.T) {
 	id := shardID(3, 1)
 	path := st.Abs(st.RecordPath(leasefmt.Work, id))
 	claim := func(now float64) commit.Result {
-		return at(st, now).Claim([]commit.Item{{ID: id}}, "host/w", 10)[0]
+		return at(st, now).Claim(context.Background(), []commit.Item{{ID: id}}, "host/w", 10)[0]
 	}
 	if r := claim(100); r.Outcome != commit.OK || r.Token != 1 {
 		t.Fatalf("first claim: %+v", r)
@@ -31,7 +32,7 @@ func TestClaimTokens(t *testing.T) {
 	if r := claim(110); r.Outcome != commit.OK || r.Token != 2 {
 		t.Fatalf("claim at expiry: %+v", r)
 	}
-	if r := at(st, 111).Release([]commit.Item{{ID: id, Token: 2}})[0]; r.Outcome != commit.OK || r.Record.Status != leasefmt.Released {
+	if r := at(st, 111).Release(context.Background(), []commit.Item{{ID: id, Token: 2}})[0]; r.Outcome != commit.OK || r.Record.Status != leasefmt.Released {
 		t.Fatalf("release: %+v", r)
 	}
 	// Another program adds a key; the next claim keeps it.
@@ -50,7 +51,7 @@ func TestClaimTokens(t *testing.T) {
 	if !strings.HasSuffix(string(data), `,"x_campaign":{"a":[1,2]}}`+"\n") || !strings.Contains(string(data), `"token":3,`) {
 		t.Errorf("record after claim: %s", data)
 	}
-	if r := at(st, 113).Complete([]commit.Item{{ID: id, Token: 3}})[0]; r.Outcome != commit.OK {
+	if r := at(st, 113).Complete(context.Background(), []commit.Item{{ID: id, Token: 3}})[0]; r.Outcome != commit.OK {
 		t.Fatalf("complete: %+v", r)
 	}
 	if r := claim(1e6); r.Outcome != commit.Done {
@@ -62,8 +63,8 @@ func TestClaimTokens(t *testing.T) {
 func TestClaimFirst(t *testing.T) {
 	st, _ := hookedTable(t, 4)
 	items := spread(10, 4)
-	at(st, 100).Claim(items[1:3], "other", 60) // 1 and 2 are held
-	res := at(st, 100).ClaimFirst(items, 3, "me", 60)
+	at(st, 100).Claim(context.Background(), items[1:3], "other", 60) // 1 and 2 are held
+	res := at(st, 100).ClaimFirst(context.Background(), items, 3, "me", 60)
 	var got []leasefmt.ID
 	for _, r := range res {
 		if r.Outcome == commit.OK {

@@ -1,12 +1,13 @@
 package commit_test
 
 // Durability tests of the storage engine through the FS seam: every call
-// the engine makes is recorded (commit.WithHook over commit.OS on a temp
+// the engine makes is recorded (seam.WithHook over seam.OS on a temp
 // dir) and checked against the invariants of SPEC §4 (G1–G8). This file
 // holds the recording seam and the checks; the tests are in batch_test.go
 // (G4, G7), failure_test.go (G5, G6), move_test.go (G8) and claim_test.go.
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"path"
@@ -17,16 +18,17 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // opRenameDone is logged after a rename returned, so that orderings between
 // goroutines (a rename finished before its directory's fsync began) can be
 // checked; the hook itself sees a call only before it is made.
-const opRenameDone commit.Op = "rename-done"
+const opRenameDone seam.Op = "rename-done"
 
 type loggedOp struct {
-	op     commit.Op
+	op     seam.Op
 	name   string
 	failed bool // the hook failed the call
 }
@@ -35,10 +37,10 @@ type loggedOp struct {
 type opLog struct {
 	mu   sync.Mutex
 	ops  []loggedOp
-	fail func(op commit.Op, name string) error // nil: fail nothing
+	fail func(op seam.Op, name string) error // nil: fail nothing
 }
 
-func (l *opLog) hook(op commit.Op, name string) error {
+func (l *opLog) hook(op seam.Op, name string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var err error
@@ -49,7 +51,7 @@ func (l *opLog) hook(op commit.Op, name string) error {
 	return err
 }
 
-func (l *opLog) reset(fail func(op commit.Op, name string) error) {
+func (l *opLog) reset(fail func(op seam.Op, name string) error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ops, l.fail = nil, fail
@@ -61,7 +63,7 @@ func (l *opLog) snapshot() []loggedOp {
 	return slices.Clone(l.ops)
 }
 
-func (l *opLog) count(op commit.Op) int {
+func (l *opLog) count(op seam.Op) int {
 	n := 0
 	for _, o := range l.snapshot() {
 		if o.op == op {
@@ -73,7 +75,7 @@ func (l *opLog) count(op commit.Op) int {
 
 // renameDoneFS logs the completion of every successful rename.
 type renameDoneFS struct {
-	commit.FS
+	seam.FS
 	log *opLog
 }
 
@@ -89,25 +91,22 @@ func (r renameDoneFS) Rename(o, n string) error {
 
 // hookedTable creates a table of workShards work shards in a temp dir and
 // opens it through a logging FS; the log starts empty.
-func hookedTable(t *testing.T, workShards int) (*commit.Store, *opLog) {
+func hookedTable(t *testing.T, workShards int, opts ...commit.Option) (*commit.Store, *opLog) {
 	t.Helper()
 	root := t.TempDir()
-	return openHooked(t, root, workShards)
+	return openHooked(t, root, workShards, opts...)
 }
 
-func openHooked(t *testing.T, root string, workShards int) (*commit.Store, *opLog) {
+func openHooked(t *testing.T, root string, workShards int, opts ...commit.Option) (*commit.Store, *opLog) {
 	t.Helper()
-	osfs, err := commit.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osfs.Close() })
 	log := &opLog{}
-	st, err := commit.Open(root, commit.WithHook(renameDoneFS{osfs, log}, log.hook),
-		&leasefmt.Table{WorkShards: workShards, TargetShards: 4, CreatedAt: 1000})
+	st, err := commit.Open(root, append([]commit.Option{
+		commit.WithWrap(func(osfs seam.FS) seam.FS { return seam.WithHook(renameDoneFS{osfs, log}, log.hook) }),
+		commit.Create(&leasefmt.Table{WorkShards: workShards, TargetShards: 4, CreatedAt: 1000})}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	log.reset(nil)
 	return st, log
 }
@@ -154,7 +153,7 @@ func dirsOf(st *commit.Store, items []commit.Item) map[string]bool {
 
 func readRecord(t *testing.T, st *commit.Store, id leasefmt.ID) *leasefmt.Record {
 	t.Helper()
-	r, err := st.Read(leasefmt.Work, id)
+	r, err := st.Read(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,18 +180,18 @@ func checkG1(t *testing.T, ops []loggedOp, wantRename bool) {
 	t.Helper()
 	renamed := 0
 	for i, o := range ops {
-		if o.op != commit.OpRename && o.op != commit.OpRenameNoReplace || o.failed {
+		if o.op != seam.OpRename && o.op != seam.OpRenameNoReplace || o.failed {
 			continue
 		}
 		renamed++
 		tmpPrefix := path.Join(path.Dir(o.name), "."+path.Base(o.name)+".tmp.")
-		var seq []commit.Op
+		var seq []seam.Op
 		for _, p := range ops[:i] {
 			if strings.HasPrefix(p.name, tmpPrefix) && !p.failed {
 				seq = append(seq, p.op)
 			}
 		}
-		if !slices.Equal(seq, []commit.Op{commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpClose}) {
+		if !slices.Equal(seq, []seam.Op{seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpClose}) {
 			t.Errorf("G1: rename over %s preceded by %v on its temp file, want create, write, fsync, close", o.name, seq)
 		}
 	}
@@ -211,7 +210,7 @@ func checkDirsSynced(t *testing.T, ops []loggedOp) map[string]int {
 		switch {
 		case o.op == opRenameDone:
 			lastRename[path.Dir(o.name)] = i
-		case o.op == commit.OpSyncDir && !o.failed:
+		case o.op == seam.OpSyncDir && !o.failed:
 			synced[o.name]++
 			if _, ok := lastRename[o.name]; !ok {
 				lastRename[o.name] = -1 // fsynced before any rename into it: recorded below
@@ -224,7 +223,7 @@ func checkDirsSynced(t *testing.T, ops []loggedOp) map[string]int {
 		}
 		ok := false
 		for _, o := range ops[at+1:] {
-			if o.op == commit.OpSyncDir && o.name == dir {
+			if o.op == seam.OpSyncDir && o.name == dir {
 				ok = true
 				break
 			}

@@ -5,6 +5,7 @@ package commit
 // operations and by lease fsck) and the read-only fencing check of groups.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -132,19 +133,19 @@ func CheckTarget(t, m *leasefmt.Record) []string {
 // the current token of a live group lease and that every target of the
 // group carries it (same group and token, live). Results use the group's
 // ID and manifest path; a failing target is named in the detail.
-func (s *Store) VerifyGroups(items []Item) []Result {
+func (s *Store) VerifyGroups(ctx context.Context, items []Item) []Result {
 	res := make([]Result, len(items))
 	for i, it := range items {
 		r := &res[i]
 		r.Item, r.Path = it, s.Abs(s.RecordPath(leasefmt.Group, it.ID))
-		s.verifyGroup(it, s.now(), r)
+		s.verifyGroup(ctx, it, s.now(), r)
 		s.count(r.Outcome)
 	}
 	return res
 }
 
-func (s *Store) verifyGroup(it Item, now float64, r *Result) {
-	m, _, err := s.readRaw(leasefmt.Group, it.ID)
+func (s *Store) verifyGroup(ctx context.Context, it Item, now float64, r *Result) {
+	m, _, err := s.readRaw(ctx, leasefmt.Group, it.ID)
 	if err != nil {
 		s.readFailed(err, r)
 		return
@@ -153,12 +154,12 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 	if m != nil {
 		r.Token = m.Token
 	}
-	if r.Outcome, r.Detail = fenced(it, m, now, s.ClockSkew); r.Outcome != OK {
+	if r.Outcome, r.Detail = fenced(it, m, now, s.skew); r.Outcome != OK {
 		return
 	}
 	for _, tid := range m.Targets {
 		where := s.Abs(s.RecordPath(leasefmt.Target, tid))
-		t, _, err := s.readRaw(leasefmt.Target, tid)
+		t, _, err := s.readRaw(ctx, leasefmt.Target, tid)
 		if err != nil {
 			s.readFailed(err, r)
 			r.Detail = fmt.Sprintf("target %s: %s", tid, r.Detail)
@@ -172,8 +173,8 @@ func (s *Store) verifyGroup(it Item, now float64, r *Result) {
 			out, d = Corrupt, targetDisagrees(m, t)+" (lease fsck checks the group)"
 		case t.Status == leasefmt.Released:
 			out, d = Released, "target was released"
-		case !StillHeld(t, now, s.ClockSkew):
-			out, d = Expired, fmt.Sprintf("target expired %.1fs ago (clock_skew %gs)", now-t.ExpiresAt, s.ClockSkew)
+		case !StillHeld(t, now, s.skew):
+			out, d = Expired, fmt.Sprintf("target expired %.1fs ago (clock_skew %gs)", now-t.ExpiresAt, s.skew)
 		}
 		if out != OK {
 			r.Outcome, r.Detail = out, fmt.Sprintf("target %s: %s (%s)", tid, d, where)

@@ -36,6 +36,7 @@ package commit
 // chunks stay renewed (durably) but are not reported as renewed either.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -166,12 +167,12 @@ type GroupResult struct {
 // manifest or any target exists but does not validate; nothing is written
 // then. The error, wrapping ErrGroupInput, is for input refused by
 // CheckGroupInput.
-func (s *Store) ClaimGroup(gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float64) (GroupResult, error) {
+func (s *Store) ClaimGroup(ctx context.Context, gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float64) (GroupResult, error) {
 	if err := CheckGroupInput(gid, targets, owner, ttl); err != nil {
 		return GroupResult{}, err
 	}
 	ids := sortedUnique(targets)
-	return s.runGroups([]Item{{ID: gid}}, claimGroupPolicy(ids, owner, ttl, s.ClockSkew))[0], nil
+	return s.runGroups(ctx, []Item{{ID: gid}}, claimGroupPolicy(ids, owner, ttl, s.skew))[0], nil
 }
 
 // RenewGroups renews each group whose manifest token is the item's token
@@ -181,11 +182,11 @@ func (s *Store) ClaimGroup(gid leasefmt.ID, targets []leasefmt.ID, owner string,
 // renewed only when every target agrees with the manifest (token, group,
 // owner, status, expires_at): a target taken by a later lease is
 // StaleToken, any other disagreement Corrupt. Results are in input order.
-func (s *Store) RenewGroups(items []Item, ttl float64) ([]GroupResult, error) {
+func (s *Store) RenewGroups(ctx context.Context, items []Item, ttl float64) ([]GroupResult, error) {
 	if err := checkTTL(ttl, true); err != nil {
 		return nil, err
 	}
-	return s.runGroups(items, fencedGroupPolicy(s.ClockSkew, func(m, r *leasefmt.Record, now float64) {
+	return s.runGroups(ctx, items, fencedGroupPolicy(s.skew, func(m, r *leasefmt.Record, now float64) {
 		d := ttl
 		if d <= 0 {
 			d = m.ExpiresAt - m.RenewedAt
@@ -197,8 +198,8 @@ func (s *Store) RenewGroups(items []Item, ttl float64) ([]GroupResult, error) {
 // ReleaseGroups releases each current live group and all its targets: they
 // become released, expiring now, keeping their token. The checks are those
 // of RenewGroups.
-func (s *Store) ReleaseGroups(items []Item) ([]GroupResult, error) {
-	return s.runGroups(items, fencedGroupPolicy(s.ClockSkew, func(_, r *leasefmt.Record, now float64) {
+func (s *Store) ReleaseGroups(ctx context.Context, items []Item) ([]GroupResult, error) {
+	return s.runGroups(ctx, items, fencedGroupPolicy(s.skew, func(_, r *leasefmt.Record, now float64) {
 		r.Status, r.RenewedAt, r.ExpiresAt = leasefmt.Released, now, now
 	})), nil
 }

@@ -6,6 +6,7 @@ package commit_test
 // the checks fsck uses in groupcheck_test.go.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -39,22 +41,18 @@ func grpIDs(prefix string, n int) []leasefmt.ID {
 
 // grpOpen opens (creating) a table of 16 shards at root on the kernel
 // filesystem, through hook when it is not nil.
-func grpOpen(t testing.TB, root string, hook commit.Hook) *commit.Store {
+func grpOpen(t testing.TB, root string, hook seam.Hook, opts ...commit.Option) *commit.Store {
 	t.Helper()
-	osfs, err := commit.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osfs.Close() })
-	var f commit.FS = osfs
+	opts = append([]commit.Option{commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1}),
+		commit.WithLockTimeout(2 * time.Second)}, opts...)
 	if hook != nil {
-		f = commit.WithHook(osfs, hook)
+		opts = append(opts, commit.WithWrap(func(f seam.FS) seam.FS { return seam.WithHook(f, hook) }))
 	}
-	st, err := commit.Open(root, f, &leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1})
+	st, err := commit.Open(root, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.LockTimeout = 2 * time.Second
+	t.Cleanup(func() { st.Close() })
 	return st
 }
 
@@ -139,14 +137,14 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 		Extra: []leasefmt.Field{{Key: "k", Value: []byte(`{"v":1}`)}}})
 	grpWriteRecord(t, root, st, &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: "b",
 		Token: 7, ClaimedAt: 1, RenewedAt: 1, ExpiresAt: 1, Targets: ts[:1]})
-	r, err := at(st, 100).ClaimGroup(gid, ts, "me", 10)
+	r, err := at(st, 100).ClaimGroup(context.Background(), gid, ts, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
 	if r.Token != 42 {
 		t.Errorf("token %d, want 42 (one more than the largest earlier token of group and targets)", r.Token)
 	}
-	m, err := st.Read(leasefmt.Group, gid)
+	m, err := st.Read(context.Background(), leasefmt.Group, gid)
 	if err != nil || m == nil {
 		t.Fatalf("manifest: %v", err)
 	}
@@ -155,7 +153,7 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 	}
 	targets := map[leasefmt.ID]*leasefmt.Record{}
 	for _, id := range ts {
-		tr, err := st.Read(leasefmt.Target, id)
+		tr, err := st.Read(context.Background(), leasefmt.Target, id)
 		if err != nil || tr == nil {
 			t.Fatalf("target %s: %v", id.Short(), err)
 		}
@@ -181,17 +179,17 @@ func grpSorted(ids []leasefmt.ID) []leasefmt.ID {
 func TestClaimGroupSharedLockByte(t *testing.T) {
 	root := t.TempDir()
 	st := grpOpen(t, root, nil)
-	st.LockTimeout = 300 * time.Millisecond
+	st.SetLockTimeout(300 * time.Millisecond)
 	a := leasefmt.ID(strings.Repeat("7", 63) + "1")
 	b := leasefmt.ID(strings.Repeat("7", 63) + "2")
 	if a.LockOffset() != b.LockOffset() || a.Shard(16) != b.Shard(16) {
 		t.Fatal("test IDs do not share a lock byte")
 	}
-	r, err := at(st, 100).ClaimGroup(commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
+	r, err := at(st, 100).ClaimGroup(context.Background(), commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim of two targets sharing a lock byte: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
-	res, err := at(st, 105).RenewGroups([]commit.Item{{ID: r.ID, Token: r.Token}}, 10)
+	res, err := at(st, 105).RenewGroups(context.Background(), []commit.Item{{ID: r.ID, Token: r.Token}}, 10)
 	if err != nil || res[0].Outcome != commit.OK {
 		t.Fatalf("renew: %v %s %s", err, res[0].Outcome.Reason(), res[0].Detail)
 	}
@@ -230,24 +228,24 @@ func TestRenewGroupsChecksTargets(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			st := grpOpen(t, root, nil)
-			r, err := at(st, 100).ClaimGroup(gid, ts, "me", 50)
+			r, err := at(st, 100).ClaimGroup(context.Background(), gid, ts, "me", 50)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
 			if r.Token < 2 {
 				// Make "older token" possible: claim again after expiry.
-				if r, err = at(st, 200).ClaimGroup(gid, ts, "me", 50); err != nil || r.Outcome != commit.OK {
+				if r, err = at(st, 200).ClaimGroup(context.Background(), gid, ts, "me", 50); err != nil || r.Outcome != commit.OK {
 					t.Fatalf("claim: %v %s", err, r.Detail)
 				}
 			}
-			tr, _ := st.Read(leasefmt.Target, ts[1])
+			tr, _ := st.Read(context.Background(), leasefmt.Target, ts[1])
 			if d := tc.damage(tr); d == nil {
 				os.Remove(filepath.Join(root, filepath.FromSlash(st.RecordPath(leasefmt.Target, ts[1]))))
 			} else {
 				grpWriteRecord(t, root, st, d)
 			}
 			before := grpSnapshot(t, root)
-			res, err := at(st, 210).RenewGroups([]commit.Item{{ID: gid, Token: r.Token}}, 50)
+			res, err := at(st, 210).RenewGroups(context.Background(), []commit.Item{{ID: gid, Token: r.Token}}, 50)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,7 +275,7 @@ func BenchmarkGroups(b *testing.B) {
 	for g := range sets {
 		sets[g] = grpIDs(fmt.Sprintf("bench-%d", g), per)
 	}
-	layout := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+	layout := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 	grpDirsOf := func(sets ...[]leasefmt.ID) int64 {
 		d := map[string]bool{}
 		for _, ts := range sets {
@@ -305,12 +303,12 @@ func BenchmarkGroups(b *testing.B) {
 		for b.Loop() {
 			now += 2 * ttl // every earlier claim has expired
 			for _, ts := range sets {
-				before := st.Stats.DirectorySyncs.Load()
-				r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "bench", ttl)
+				before := st.Stats().DirectorySyncs.Load()
+				r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "bench", ttl)
 				if err != nil || r.Outcome != commit.OK {
 					b.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 				}
-				if got, want := st.Stats.DirectorySyncs.Load()-before, grpDirsOf(ts); got != want {
+				if got, want := st.Stats().DirectorySyncs.Load()-before, grpDirsOf(ts); got != want {
 					b.Fatalf("claim made %d directory fsyncs, want %d (distinct directories touched)", got, want)
 				}
 			}
@@ -321,7 +319,7 @@ func BenchmarkGroups(b *testing.B) {
 		st := open(b)
 		items := make([]commit.Item, groups)
 		for g, ts := range sets {
-			r, err := at(st, 1000).ClaimGroup(commit.GroupID(ts), ts, "bench", 1e9)
+			r, err := at(st, 1000).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "bench", 1e9)
 			if err != nil || r.Outcome != commit.OK {
 				b.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -331,8 +329,8 @@ func BenchmarkGroups(b *testing.B) {
 		now := 1000.0
 		for b.Loop() {
 			now++
-			before := st.Stats.DirectorySyncs.Load()
-			res, err := at(st, now).RenewGroups(items, 1e9)
+			before := st.Stats().DirectorySyncs.Load()
+			res, err := at(st, now).RenewGroups(context.Background(), items, 1e9)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -341,7 +339,7 @@ func BenchmarkGroups(b *testing.B) {
 					b.Fatalf("renew %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 				}
 			}
-			if got := st.Stats.DirectorySyncs.Load() - before; got != want {
+			if got := st.Stats().DirectorySyncs.Load() - before; got != want {
 				b.Fatalf("renew of %d groups made %d directory fsyncs, want %d (distinct directories touched)", groups, got, want)
 			}
 		}

@@ -5,6 +5,7 @@ package commit
 // pool, and the restore when a write or a barrier fails (G9).
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -22,17 +24,18 @@ type lockKey struct {
 
 // groupLocks holds the locks of one chunk, each byte once.
 type groupLocks struct {
+	ctx     context.Context
 	s       *Store
 	got     map[lockKey]error
 	unlocks []func()
 }
 
 func (l *groupLocks) take(k leasefmt.Kind, id leasefmt.ID) error {
-	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.Table.Shards(k))), LockFile), id.LockOffset()}
+	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.hdr.Shards(k))), LockFile), id.LockOffset()}
 	if err, ok := l.got[key]; ok {
 		return err
 	}
-	unlock, err := l.s.Lock(k, id)
+	unlock, err := l.s.Lock(l.ctx, k, id)
 	l.got[key] = err
 	if err == nil {
 		l.unlocks = append(l.unlocks, unlock)
@@ -81,8 +84,8 @@ type targetRead struct {
 
 // runGroups runs policy over the groups of items: the engine of group
 // claims, renewals and releases described at the top of this file.
-func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
-	s.Stats.Batches.Add(1)
+func (s *Store) runGroups(ctx context.Context, items []Item, pol groupPolicy) []GroupResult {
+	s.stats.Batches.Add(1)
 	res := make([]GroupResult, len(items))
 	ops := make([]*groupOp, len(items))
 	for i, it := range items {
@@ -93,23 +96,22 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 	slices.SortStableFunc(sorted, func(a, b *groupOp) int { return strings.Compare(string(a.it.ID), string(b.it.ID)) })
 	var fatal error
 	for pos := 0; pos < len(sorted) && fatal == nil; {
-		pos, fatal = s.groupChunk(sorted, pos, pol)
+		pos, fatal = s.groupChunk(ctx, sorted, pos, pol)
 	}
 	for _, op := range ops {
 		r := op.res
 		switch {
-		case op.written && fatal == nil && op.next[len(op.next)-1].Status == leasefmt.Leased &&
-			s.now() >= op.next[len(op.next)-1].ExpiresAt-s.ClockSkew:
+		case op.written && fatal == nil && reportedLate(op.next[len(op.next)-1], s.now(), s.skew):
 			m := op.next[len(op.next)-1]
 			r.Manifest, r.Token = m, m.Token
 			r.Outcome, r.Detail = Expired, fmt.Sprintf("written until %s, but that was over (clock_skew %gs) by the time the write was durable",
-				formatTime(m.ExpiresAt), s.ClockSkew)
+				formatTime(m.ExpiresAt), s.skew)
 		case op.written && fatal == nil:
 			r.Outcome, r.Detail = OK, ""
 			r.Manifest = op.next[len(op.next)-1]
 			r.Token = r.Manifest.Token
-			s.Stats.Renewals.Add(int64(len(op.writes)))
-			s.Stats.addLatency(r.Latency)
+			s.stats.Renewals.Add(int64(len(op.writes)))
+			s.stats.addLatency(r.Latency)
 			continue
 		case op.written:
 			// An earlier chunk, durable; the call as a whole failed (G6).
@@ -136,8 +138,8 @@ func (s *Store) runGroups(items []Item, pol groupPolicy) []GroupResult {
 // are held, and returns where the next chunk starts and the I/O error that
 // stops the call, if any. Every lock of the chunk is held until its
 // directories are fsynced or its records restored.
-func (s *Store) groupChunk(sorted []*groupOp, pos int, pol groupPolicy) (int, error) {
-	c := &groupRun{s: s, pol: pol, locks: groupLocks{s: s, got: map[lockKey]error{}}}
+func (s *Store) groupChunk(ctx context.Context, sorted []*groupOp, pos int, pol groupPolicy) (int, error) {
+	c := &groupRun{ctx: ctx, s: s, pol: pol, locks: groupLocks{ctx: ctx, s: s, got: map[lockKey]error{}}}
 	defer c.locks.release()
 	pos = c.manifests(sorted, pos)
 	c.targets()
@@ -149,6 +151,7 @@ func (s *Store) groupChunk(sorted []*groupOp, pos int, pol groupPolicy) (int, er
 
 // groupRun is one chunk of a group call while it runs.
 type groupRun struct {
+	ctx   context.Context
 	s     *Store
 	pol   groupPolicy
 	locks groupLocks
@@ -195,7 +198,7 @@ func (c *groupRun) manifests(sorted []*groupOp, pos int) int {
 			r.Outcome, r.Detail = rr.Outcome, rr.Detail
 			continue
 		}
-		m, raw, err := s.readRaw(leasefmt.Group, op.it.ID)
+		m, raw, err := s.readRaw(c.ctx, leasefmt.Group, op.it.ID)
 		if err != nil {
 			c.fatal = s.readFailed(err, &rr)
 			r.Outcome, r.Detail = rr.Outcome, rr.Detail
@@ -238,7 +241,7 @@ func (c *groupRun) targets() {
 			tr.out, tr.detail = rr.Outcome, rr.Detail
 			continue
 		}
-		rec, raw, err := c.s.readRaw(leasefmt.Target, id)
+		rec, raw, err := c.s.readRaw(c.ctx, leasefmt.Target, id)
 		if err != nil {
 			c.fatal = c.s.readFailed(err, &rr)
 			tr.out, tr.detail = rr.Outcome, rr.Detail
@@ -343,14 +346,14 @@ func (c *groupRun) write(todo []*groupOp) {
 			return
 		}
 		final := s.RecordPath(j.w.kind, j.w.id)
-		tmp, err := s.writeTemp(path.Dir(final), j.w.id.FileName(), j.w.data)
+		tmp, err := s.Disk().WriteTemp(path.Dir(final), j.w.id.FileName(), j.w.data)
 		if err != nil {
 			c.fail(j.op, err)
 			return
 		}
 		j.tmp = tmp
 	})
-	batch := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+	batch := s.Disk().Batch()
 	for _, j := range jobs {
 		if j.tmp == "" {
 			continue
@@ -370,11 +373,11 @@ func (c *groupRun) write(todo []*groupOp) {
 				continue
 			}
 			if j.w.prev == nil {
-				err = appeared(err)
+				err = durable.Appeared(err)
 			}
 			c.fail(j.op, err)
 		}
-		s.FS.Remove(j.tmp)
+		s.fs.Remove(j.tmp)
 	}
 	if c.fatal == nil {
 		if err := batch.Flush(); err != nil {
@@ -399,14 +402,14 @@ func (c *groupRun) write(todo []*groupOp) {
 
 // writeGroupRecord writes w's temp file, fsyncs it and renames it over the
 // record in batch b.
-func (s *Store) writeGroupRecord(b *SyncBatch, w recWrite) error {
+func (s *Store) writeGroupRecord(b *durable.SyncBatch, w recWrite) error {
 	final := s.RecordPath(w.kind, w.id)
-	tmp, err := s.writeTemp(path.Dir(final), w.id.FileName(), w.data)
+	tmp, err := s.Disk().WriteTemp(path.Dir(final), w.id.FileName(), w.data)
 	if err != nil {
 		return err
 	}
 	if err := b.Replace(tmp, final); err != nil {
-		s.FS.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
 	return nil
@@ -417,15 +420,15 @@ func (s *Store) writeGroupRecord(b *SyncBatch, w recWrite) error {
 // was none; then fsyncs each directory involved once. It is best effort:
 // every record is tried, and each group keeps the first error it met.
 func (s *Store) restoreGroups(ops []*groupOp) {
-	rb := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+	rb := s.Disk().Batch()
 	for _, op := range ops {
 		for i := len(op.replaced) - 1; i >= 0; i-- {
 			w := op.replaced[i]
 			final := s.RecordPath(w.kind, w.id)
-			rb.mark(path.Dir(final))
+			rb.Mark(path.Dir(final))
 			var err error
 			if w.prev == nil {
-				err = s.FS.Remove(final)
+				err = s.fs.Remove(final)
 			} else {
 				err = s.writeGroupRecord(rb, recWrite{kind: w.kind, id: w.id, data: w.prev})
 			}

@@ -6,6 +6,7 @@ package commit_test
 // helpers are in groups_test.go.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,17 +19,18 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // grpFailAt returns a hook that fails the i-th call (from 0) among the
 // write-related ones (create, write, fsync, rename, fsyncdir), and the
 // counter of those calls; i < 0 fails none.
-func grpFailAt(i int64, fired *atomic.Bool) (commit.Hook, *atomic.Int64) {
+func grpFailAt(i int64, fired *atomic.Bool) (seam.Hook, *atomic.Int64) {
 	var n atomic.Int64
-	return func(op commit.Op, name string) error {
+	return func(op seam.Op, name string) error {
 		switch op {
-		case commit.OpCreate, commit.OpWrite, commit.OpFsync, commit.OpRename, commit.OpRenameNoReplace, commit.OpSyncDir:
+		case seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpRename, seam.OpRenameNoReplace, seam.OpSyncDir:
 			if n.Add(1)-1 == i {
 				fired.Store(true)
 				return &fs.PathError{Op: string(op), Path: name, Err: errors.New("injected failure")}
@@ -79,7 +81,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		renewItems = renewItems[:0]
 		for _, ts := range renewGroups {
-			r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "holder", ttl)
+			r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "holder", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 			}
@@ -87,7 +89,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 		}
 	}
 	grpDirsOf := func(groups ...[]leasefmt.ID) int {
-		st := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+		st := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 		d := map[string]bool{}
 		for _, ts := range groups {
 			d[path.Dir(st.RecordPath(leasefmt.Group, commit.GroupID(ts)))] = true
@@ -99,7 +101,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 	}
 	claimDirs := map[string]bool{}
 	{
-		st := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+		st := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 		claimDirs[path.Dir(st.RecordPath(leasefmt.Group, gid))] = true
 		for _, id := range targets {
 			claimDirs[path.Dir(st.RecordPath(leasefmt.Target, id))] = true
@@ -108,7 +110,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 	cases := []restoreCase{
 		{name: "claim", setup: claimSetup, records: 5, dirs: len(claimDirs),
 			run: func(st *commit.Store) []commit.GroupResult {
-				r, err := at(st, now).ClaimGroup(gid, []leasefmt.ID{targets[2], targets[0], targets[3], targets[1]}, "new", ttl)
+				r, err := at(st, now).ClaimGroup(context.Background(), gid, []leasefmt.ID{targets[2], targets[0], targets[3], targets[1]}, "new", ttl)
 				if err != nil {
 					panic(err)
 				}
@@ -116,7 +118,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			}},
 		{name: "renew", setup: renewSetup, records: 10, dirs: grpDirsOf(renewGroups...),
 			run: func(st *commit.Store) []commit.GroupResult {
-				res, err := at(st, now+10).RenewGroups(renewItems, ttl)
+				res, err := at(st, now+10).RenewGroups(context.Background(), renewItems, ttl)
 				if err != nil {
 					panic(err)
 				}
@@ -130,8 +132,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			tc.setup(t, root)
 			var never atomic.Bool
 			hook, calls := grpFailAt(-1, &never)
-			st := grpOpen(t, root, hook)
-			st.Writers = 1
+			st := grpOpen(t, root, hook, commit.WithWriters(1))
 			before := grpSnapshot(t, root)
 			for _, r := range tc.run(st) {
 				if r.Outcome != commit.OK {
@@ -151,8 +152,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 				before := grpSnapshot(t, root)
 				var fired atomic.Bool
 				hook, _ := grpFailAt(i, &fired)
-				st := grpOpen(t, root, hook)
-				st.Writers = 1
+				st := grpOpen(t, root, hook, commit.WithWriters(1))
 				res := tc.run(st)
 				if !fired.Load() {
 					t.Fatalf("call %d: the failure was not injected", i)
@@ -185,7 +185,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	slices.SortFunc(sets, func(a, b []leasefmt.ID) int {
 		return strings.Compare(string(commit.GroupID(a)), string(commit.GroupID(b)))
 	})
-	layout := &commit.Store{Table: &leasefmt.Table{WorkShards: 16, TargetShards: 16}}
+	layout := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 	wantDirs := 0
 	for c := 0; c < len(sets); c += 2 {
 		d := map[string]bool{}
@@ -197,12 +197,12 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		}
 		wantDirs += len(d)
 	}
-	setup := func(t *testing.T, hook commit.Hook) (string, *commit.Store, []commit.Item) {
+	setup := func(t *testing.T, hook seam.Hook) (string, *commit.Store, []commit.Item) {
 		root := t.TempDir()
 		st := grpOpen(t, root, nil)
 		var items []commit.Item
 		for _, ts := range sets {
-			r, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, "me", ttl)
+			r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "me", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -213,7 +213,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	}
 	t.Run("all renewed", func(t *testing.T) {
 		_, st, items := setup(t, nil)
-		res, err := at(st, now+10).RenewGroups(items, ttl)
+		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -222,20 +222,20 @@ func TestRenewGroupsInChunks(t *testing.T) {
 				t.Errorf("group %s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 			}
 		}
-		if got := st.Stats.DirectorySyncs.Load(); got != int64(wantDirs) {
+		if got := st.Stats().DirectorySyncs.Load(); got != int64(wantDirs) {
 			t.Errorf("%d directory fsyncs, want %d (each chunk's distinct directories once)", got, wantDirs)
 		}
 	})
 	t.Run("last chunk fails", func(t *testing.T) {
 		last := commit.GroupID(sets[len(sets)-1])
-		root, st, items := setup(t, func(op commit.Op, name string) error {
-			if (op == commit.OpRename || op == commit.OpRenameNoReplace) && strings.Contains(name, string(last)) {
+		root, st, items := setup(t, func(op seam.Op, name string) error {
+			if (op == seam.OpRename || op == seam.OpRenameNoReplace) && strings.Contains(name, string(last)) {
 				return errors.New("injected failure")
 			}
 			return nil
 		})
 		before := grpSnapshot(t, root)
-		res, err := at(st, now+10).RenewGroups(items, ttl)
+		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)
 		}

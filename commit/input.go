@@ -9,6 +9,7 @@ package commit
 // and each touched directory fsynced once per batch (group commit).
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"path"
 	"sync"
 
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -29,17 +32,17 @@ const MaxInput = 1 << 30
 
 // InputShardDir is the directory of input shard sh: input/SS.
 func (s *Store) InputShardDir(sh int) string {
-	return InputDir + "/" + leasefmt.ShardDirName(sh, s.Table.WorkShards)
+	return InputDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // InputPath is where the content of id is stored: input/SS/ID.
 func (s *Store) InputPath(id leasefmt.ID) string {
-	return s.InputShardDir(id.Shard(s.Table.WorkShards)) + "/" + string(id)
+	return s.InputShardDir(id.Shard(s.hdr.WorkShards)) + "/" + string(id)
 }
 
 // HasInput reports whether the content of id is in the store.
 func (s *Store) HasInput(id leasefmt.ID) (bool, error) {
-	fi, err := s.FS.Lstat(s.InputPath(id))
+	fi, err := s.fs.Lstat(s.InputPath(id))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return false, nil
@@ -72,8 +75,8 @@ var ErrContentChanged = errors.New("content does not hash to its ID")
 // stored (G3, G4). A failure stops the batch: nothing more is started,
 // the directories renamed into are still fsynced (G5), and nothing is
 // reported stored (G6).
-func (s *Store) StoreInputs(cs []Content) []Result {
-	s.Stats.Batches.Add(1)
+func (s *Store) StoreInputs(ctx context.Context, cs []Content) []Result {
+	s.stats.Batches.Add(1)
 	res := make([]Result, len(cs))
 	var (
 		mu     sync.Mutex
@@ -88,14 +91,14 @@ func (s *Store) StoreInputs(cs []Content) []Result {
 	}
 	shards := map[int]bool{}
 	for _, c := range cs {
-		shards[c.ID.Shard(s.Table.WorkShards)] = true
+		shards[c.ID.Shard(s.hdr.WorkShards)] = true
 	}
 	for sh := range shards {
-		if err := s.EnsureDir(s.InputShardDir(sh)); err != nil {
-			fail(&OpError{Op: "make the input shard directory", Path: s.Abs(s.InputShardDir(sh)), Err: err})
+		if err := s.disk.EnsureDir(s.InputShardDir(sh)); err != nil {
+			fail(&durable.OpError{Op: "make the input shard directory", Path: s.Abs(s.InputShardDir(sh)), Err: err})
 		}
 	}
-	batch := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
+	batch := s.disk.Batch()
 	order := make([]int, len(cs))
 	for i := range order {
 		order[i] = i
@@ -103,7 +106,7 @@ func (s *Store) StoreInputs(cs []Content) []Result {
 	s.parallel(order, func(i int) {
 		c, r := cs[i], &res[i]
 		r.Item, r.Path = Item{ID: c.ID}, s.Abs(s.InputPath(c.ID))
-		defer s.Stats.Attempted.Add(1)
+		defer s.stats.Attempted.Add(1)
 		mu.Lock()
 		stop := failed
 		mu.Unlock()
@@ -111,7 +114,7 @@ func (s *Store) StoreInputs(cs []Content) []Result {
 			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrNotAttempted, stop)
 			return
 		}
-		if err := s.storeInput(c, batch, r); err != nil {
+		if err := s.storeInput(ctx, c, batch, r); err != nil {
 			r.Outcome, r.Cause = IOError, err
 			fail(err)
 			return
@@ -119,7 +122,7 @@ func (s *Store) StoreInputs(cs []Content) []Result {
 		r.Outcome = OK
 	})
 	if err := batch.Flush(); err != nil {
-		fail(&OpError{Op: "fsync the input shard directories", Err: err})
+		fail(&durable.OpError{Op: "fsync the input shard directories", Err: err})
 	}
 	for i := range res {
 		r := &res[i]
@@ -127,10 +130,10 @@ func (s *Store) StoreInputs(cs []Content) []Result {
 			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrBatchFailed, failed)
 		}
 		if r.Outcome == IOError {
-			r.Detail = describe(r.Cause)
-			s.Stats.Failures.Add(1)
+			r.Detail = durable.Describe(r.Cause)
+			s.stats.Failures.Add(1)
 		} else {
-			s.Stats.Renewals.Add(1)
+			s.stats.Renewals.Add(1)
 		}
 	}
 	return res
@@ -138,73 +141,66 @@ func (s *Store) StoreInputs(cs []Content) []Result {
 
 // storeInput writes one content to its temp file, checks and fsyncs it,
 // and moves it to its name in batch b.
-func (s *Store) storeInput(c Content, b *SyncBatch, r *Result) error {
+func (s *Store) storeInput(ctx context.Context, c Content, b *durable.SyncBatch, r *Result) error {
 	final := s.InputPath(c.ID)
 	if ok, err := s.HasInput(c.ID); err != nil {
-		return &OpError{Op: "look up the stored input", Path: s.Abs(final), Err: err}
+		return &durable.OpError{Op: "look up the stored input", Path: s.Abs(final), Err: err}
 	} else if ok {
 		r.Detail = "stored already"
 		return nil
 	}
 	in, err := c.Open()
 	if err != nil {
-		return &OpError{Op: "read the content", Path: c.Name, Err: err}
+		return &durable.OpError{Op: "read the content", Path: c.Name, Err: err}
 	}
 	defer in.Close()
 	dir := path.Dir(final)
-	tmp := path.Join(dir, TempName(string(c.ID)))
-	f, err := s.FS.CreateExcl(tmp)
+	tmp := path.Join(dir, durable.TempName(string(c.ID)))
+	f, err := s.fs.CreateExcl(tmp)
 	if err != nil {
-		return &OpError{Op: "create the input's temp file", Path: s.Abs(tmp), Err: bare(err)}
+		return &durable.OpError{Op: "create the input's temp file", Path: s.Abs(tmp), Err: durable.Bare(err)}
 	}
 	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(f, h), io.LimitReader(in, MaxInput+1))
 	switch {
 	case err != nil:
-		err = &OpError{Op: "copy the content of " + leasefmt.Quote(c.Name) + " into", Path: s.Abs(tmp), Err: err}
+		err = &durable.OpError{Op: "copy the content of " + leasefmt.Quote(c.Name) + " into", Path: s.Abs(tmp), Err: err}
 	case n > MaxInput:
 		err = fmt.Errorf("%w: %s is more than %d bytes", ErrContentChanged, leasefmt.Quote(c.Name), int64(MaxInput))
 	case hex.EncodeToString(h.Sum(nil)) != string(c.ID):
 		err = fmt.Errorf("%w: %s changed after it was hashed (its content is no longer %s)", ErrContentChanged, leasefmt.Quote(c.Name), c.ID)
 	default:
 		if err = f.Sync(); err == nil {
-			s.Stats.FileSyncs.Add(1)
+			s.stats.FileSyncs.Add(1)
 		} else {
-			err = &OpError{Op: "fsync the input's temp file", Path: s.Abs(tmp), Err: bare(err)}
+			err = &durable.OpError{Op: "fsync the input's temp file", Path: s.Abs(tmp), Err: durable.Bare(err)}
 		}
 	}
 	if cerr := f.Close(); err == nil && cerr != nil {
-		err = &OpError{Op: "close the input's temp file", Path: s.Abs(tmp), Err: bare(cerr)}
+		err = &durable.OpError{Op: "close the input's temp file", Path: s.Abs(tmp), Err: durable.Bare(cerr)}
 	}
 	if err != nil {
-		s.FS.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
 	err = b.Create(tmp, final)
 	if errors.Is(err, fs.ErrExist) {
-		s.FS.Remove(tmp) // stored by another adder meanwhile: the same bytes
+		s.fs.Remove(tmp) // stored by another adder meanwhile: the same bytes
 		r.Detail = "stored already"
 		return nil
 	}
 	if err != nil {
-		s.FS.Remove(tmp)
-		return &OpError{Op: "move the input into place", Path: s.Abs(final), Err: bare(err)}
+		s.fs.Remove(tmp)
+		return &durable.OpError{Op: "move the input into place", Path: s.Abs(final), Err: durable.Bare(err)}
 	}
 	return nil
 }
 
-// FileOpener is the optional FS extension that opens a regular file for
-// reading as a stream (OSFS.OpenRead), so that a large stored input is
-// hashed without being read into memory whole.
-type FileOpener interface {
-	OpenRead(name string) (io.ReadCloser, error)
-}
-
 // HashFile is the SHA-256 (as an ID) of the regular file name of f, read
-// as a stream where f can (FileOpener), else at once.
-func HashFile(f FS, name string) (leasefmt.ID, error) {
+// as a stream where f can (seam.FileOpener), else at once.
+func HashFile(f seam.FS, name string) (leasefmt.ID, error) {
 	h := sha256.New()
-	if o, ok := f.(FileOpener); ok {
+	if o, ok := seam.As[seam.FileOpener](f); ok {
 		r, err := o.OpenRead(name)
 		if err != nil {
 			return "", err

@@ -6,6 +6,7 @@ package commit_test
 // hashed leaves nothing behind.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -27,7 +29,7 @@ func content(data string) commit.Content {
 func TestStoreInputs(t *testing.T) {
 	st, log := hookedTable(t, 2)
 	cs := []commit.Content{content("a"), content("b"), content("c"), content("d")}
-	for _, r := range st.StoreInputs(cs) {
+	for _, r := range st.StoreInputs(context.Background(), cs) {
 		if r.Outcome != commit.OK {
 			t.Fatalf("%s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 		}
@@ -39,7 +41,7 @@ func TestStoreInputs(t *testing.T) {
 			t.Errorf("%s: %q, %v", st.InputPath(c.ID), got, err)
 		}
 		shards[st.InputShardDir(c.ID.Shard(2))] = true
-		if h, err := commit.HashFile(st.FS, st.InputPath(c.ID)); err != nil || h != c.ID {
+		if h, err := commit.HashFile(st.FS(), st.InputPath(c.ID)); err != nil || h != c.ID {
 			t.Errorf("HashFile = %s, %v", h, err)
 		}
 	}
@@ -49,13 +51,13 @@ func TestStoreInputs(t *testing.T) {
 	dirSyncs := map[string]int{}
 	for _, o := range log.snapshot() {
 		switch o.op {
-		case commit.OpFsync:
+		case seam.OpFsync:
 			synced[o.name] = true
-		case commit.OpRenameNoReplace:
+		case seam.OpRenameNoReplace:
 			if len(synced) == 0 {
 				t.Errorf("rename to %s before any file fsync", o.name)
 			}
-		case commit.OpSyncDir:
+		case seam.OpSyncDir:
 			dirSyncs[o.name]++
 		}
 	}
@@ -66,13 +68,13 @@ func TestStoreInputs(t *testing.T) {
 	}
 	// Stored again: nothing written, reported stored.
 	log.reset(nil)
-	if r := st.StoreInputs(cs[:1])[0]; r.Outcome != commit.OK || log.count(commit.OpCreate) != 0 {
-		t.Errorf("storing again: %s, %d creates", r.Outcome.Reason(), log.count(commit.OpCreate))
+	if r := st.StoreInputs(context.Background(), cs[:1])[0]; r.Outcome != commit.OK || log.count(seam.OpCreate) != 0 {
+		t.Errorf("storing again: %s, %d creates", r.Outcome.Reason(), log.count(seam.OpCreate))
 	}
 	// A content that changed since it was hashed: refused, no temp left.
 	bad := content("e")
 	bad.Open = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("changed")), nil }
-	r := st.StoreInputs([]commit.Content{bad})[0]
+	r := st.StoreInputs(context.Background(), []commit.Content{bad})[0]
 	if r.Outcome != commit.IOError || !errors.Is(r.Cause, commit.ErrContentChanged) {
 		t.Errorf("a changed content: %s %v", r.Outcome.Reason(), r.Cause)
 	}

@@ -6,9 +6,11 @@ package commit_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,25 +46,20 @@ func lockHelper(spec string) int {
 		return 2
 	}
 	mode, root, id := f[0], f[1], leasefmt.ID(f[2])
-	osfs, err := commit.OS(root)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	st, err := commit.Open(root, osfs, nil)
+	st, err := commit.Open(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	switch mode {
 	case "ofd":
-		st.LockTimeout = 10 * time.Second
-		if _, err := st.Lock(leasefmt.Work, id); err != nil {
+		st.SetLockTimeout(10 * time.Second)
+		if _, err := st.Lock(context.Background(), leasefmt.Work, id); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
 	case "posix":
-		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table.WorkShards)), commit.LockFile), os.O_RDWR, 0)
+		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table().WorkShards)), commit.LockFile), os.O_RDWR, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -127,17 +124,17 @@ func TestLockBetweenProcesses(t *testing.T) {
 			if id.LockOffset() == neighbour.LockOffset() {
 				t.Fatal("test IDs share a lock byte")
 			}
-			holder := startLockHolder(t, mode, st.Root, id)
+			holder := startLockHolder(t, mode, st.Root(), id)
 
-			st.LockTimeout = 200 * time.Millisecond
-			unlock, err := st.Lock(leasefmt.Work, id)
+			st.SetLockTimeout(200 * time.Millisecond)
+			unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 			if !errors.Is(err, commit.ErrLockTimeout) {
 				if err == nil {
 					unlock()
 				}
 				t.Fatalf("Lock while another process holds it = %v, want ErrLockTimeout", err)
 			}
-			res := at(st, 1000).Claim([]commit.Item{{ID: id}, {ID: neighbour}}, "host/w", 60)
+			res := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: id}, {ID: neighbour}}, "host/w", 60)
 			if res[0].Outcome != commit.LockTimeout || !errors.Is(res[0].Err(), commit.ErrLockTimeout) {
 				t.Errorf("claim of the locked ID: %s (%s), want lock-timeout", res[0].Outcome.Reason(), res[0].Detail)
 			}
@@ -152,16 +149,62 @@ func TestLockBetweenProcesses(t *testing.T) {
 				t.Fatal(err)
 			}
 			holder.Wait()
-			st.LockTimeout = 10 * time.Second
-			unlock, err = st.Lock(leasefmt.Work, id)
+			st.SetLockTimeout(10 * time.Second)
+			unlock, err = st.Lock(context.Background(), leasefmt.Work, id)
 			if err != nil {
 				t.Fatalf("Lock after the holder was killed: %v", err)
 			}
 			unlock()
-			if r := at(st, 1000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK || r.Token != 1 {
+			if r := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK || r.Token != 1 {
 				t.Errorf("claim after the holder died: %s %s", r.Outcome.Reason(), r.Detail)
 			}
 		})
+	}
+}
+
+// TestContextEndsLockWaits: a lock wait ends with its context, not with the
+// store's lock timeout (an hour here): the record another process locks is
+// a lock timeout whose error wraps the context's, the items of the batch
+// not started once the context is done are not attempted (nothing written
+// for them), and a claim of the queue's next item cut short says busy,
+// never empty.
+func TestContextEndsLockWaits(t *testing.T) {
+	st, _ := hookedTable(t, 4, commit.WithLockTimeout(time.Hour), commit.WithWriters(1))
+	id := shardID(1, 3)
+	startLockHolder(t, "ofd", st.Root(), id)
+	later := []commit.Item{{ID: id}}
+	for i := range 8 {
+		later = append(later, commit.Item{ID: shardID(2, i)}) // after id in (shard, ID) order
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	done := make(chan []commit.Result, 1)
+	go func() { done <- at(st, 1000).Claim(ctx, later, "host/w", 60) }()
+	var res []commit.Result
+	select { // a liveness bound, far from both the 200 ms and the hour
+	case res = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("Claim still waiting a minute after its context's deadline")
+	}
+	if r := res[0]; r.Outcome != commit.LockTimeout || !errors.Is(r.Err(), context.DeadlineExceeded) {
+		t.Errorf("the locked record: %s (%s), want lock-timeout wrapping the deadline", r.Outcome.Reason(), r.Detail)
+	}
+	for _, r := range res[1:] {
+		if r.Outcome != commit.LockTimeout || !strings.HasPrefix(r.Detail, "not attempted") {
+			t.Errorf("%s after the deadline: %s (%s), want not attempted", r.ID.Short(), r.Outcome.Reason(), r.Detail)
+		}
+		if rec := readRecord(t, st, r.ID); rec != nil {
+			t.Errorf("%s written after the deadline: %+v", r.ID.Short(), rec)
+		}
+	}
+	enq := at(st, 1000).Enqueue(context.Background(), []commit.Item{{ID: id}})
+	if enq[0].Outcome != commit.OK {
+		t.Fatalf("enqueue: %s %s", enq[0].Outcome.Reason(), enq[0].Detail)
+	}
+	stopped, stop := context.WithCancel(context.Background())
+	stop()
+	if nx := at(st, 1000).ClaimNext(stopped, 1, "host/w", 60, rand.New(rand.NewPCG(1, 2))); nx.Answer == commit.Empty {
+		t.Errorf("ClaimNext with a context done says %s; a queued item is left, so never empty", nx.Answer)
 	}
 }
 
@@ -175,24 +218,24 @@ func TestUnlockHandsOverToOtherProcesses(t *testing.T) {
 			st, _ := hookedTable(t, 4)
 			id, neighbour := shardID(3, 1), shardID(3, 2)
 			for i := 0; i < 3; i++ { // lock and unlock through the cached descriptor
-				unlock, err := st.Lock(leasefmt.Work, id)
+				unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 				if err != nil {
 					t.Fatal(err)
 				}
 				unlock()
 			}
-			u, err := st.Lock(leasefmt.Work, neighbour) // held across the hand-over
+			u, err := st.Lock(context.Background(), leasefmt.Work, neighbour) // held across the hand-over
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer u()
 			start := time.Now()
-			holder := startLockHolder(t, mode, st.Root, id) // blocks (ofd: 10 s) unless really unlocked
+			holder := startLockHolder(t, mode, st.Root(), id) // blocks (ofd: 10 s) unless really unlocked
 			if el := time.Since(start); el > 5*time.Second {
 				t.Fatalf("the other process waited %v for a byte this process had unlocked", el)
 			}
-			st.LockTimeout = 100 * time.Millisecond
-			if unlock, err := st.Lock(leasefmt.Work, id); !errors.Is(err, commit.ErrLockTimeout) {
+			st.SetLockTimeout(100 * time.Millisecond)
+			if unlock, err := st.Lock(context.Background(), leasefmt.Work, id); !errors.Is(err, commit.ErrLockTimeout) {
 				if err == nil {
 					unlock()
 				}
@@ -200,7 +243,7 @@ func TestUnlockHandsOverToOtherProcesses(t *testing.T) {
 			}
 			holder.Process.Signal(syscall.SIGKILL)
 			holder.Wait()
-			unlock, err := st.Lock(leasefmt.Work, id)
+			unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 			if err != nil {
 				t.Fatalf("Lock after the holder died: %v", err)
 			}
@@ -214,14 +257,14 @@ func TestUnlockHandsOverToOtherProcesses(t *testing.T) {
 func TestLockBetweenGoroutines(t *testing.T) {
 	st, _ := hookedTable(t, 4)
 	id := shardID(1, 1)
-	unlock, err := st.Lock(leasefmt.Work, id)
+	unlock, err := st.Lock(context.Background(), leasefmt.Work, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.LockTimeout = 200 * time.Millisecond
+	st.SetLockTimeout(200 * time.Millisecond)
 	errc := make(chan error)
 	go func() {
-		u, err := st.Lock(leasefmt.Work, id)
+		u, err := st.Lock(context.Background(), leasefmt.Work, id)
 		if err == nil {
 			u()
 		}
@@ -231,10 +274,10 @@ func TestLockBetweenGoroutines(t *testing.T) {
 		t.Fatalf("second goroutine's Lock = %v, want ErrLockTimeout", err)
 	}
 	// Released, the waiter gets it.
-	st.LockTimeout = 10 * time.Second
+	st.SetLockTimeout(10 * time.Second)
 	got := make(chan struct{})
 	go func() {
-		u, err := st.Lock(leasefmt.Work, id)
+		u, err := st.Lock(context.Background(), leasefmt.Work, id)
 		if err != nil {
 			errc <- err
 			return
@@ -260,7 +303,7 @@ func TestLockBetweenGoroutines(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < rounds; i++ {
-				u, err := st.Lock(leasefmt.Work, id)
+				u, err := st.Lock(context.Background(), leasefmt.Work, id)
 				if err != nil {
 					t.Error(err)
 					return
@@ -292,17 +335,13 @@ func TestLockBetweenGoroutines(t *testing.T) {
 // keeps it out.
 func TestReplacedLockFileBetweenBatches(t *testing.T) {
 	root := t.TempDir()
-	osfs, err := commit.OS(root)
+	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer osfs.Close()
-	st, err := commit.Open(root, osfs, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer st.Close()
 	id := shardID(1, 1)
-	if r := at(st, 1000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK {
+	if r := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK {
 		t.Fatalf("claim: %s %s", r.Outcome.Reason(), r.Detail)
 	}
 	lock := filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(4)), commit.LockFile)
@@ -313,13 +352,13 @@ func TestReplacedLockFileBetweenBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	holder := startLockHolder(t, "ofd", root, id) // through the new file
-	st.LockTimeout = 200 * time.Millisecond
-	if r := at(st, 1010).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.LockTimeout {
+	st.SetLockTimeout(200 * time.Millisecond)
+	if r := at(st, 1010).Renew(context.Background(), []commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.LockTimeout {
 		t.Fatalf("renew while another process holds the new lock file: %s (%s), want lock-timeout", r.Outcome.Reason(), r.Detail)
 	}
 	holder.Process.Signal(syscall.SIGKILL)
 	holder.Wait()
-	if r := at(st, 1020).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.OK {
+	if r := at(st, 1020).Renew(context.Background(), []commit.Item{{ID: id, Token: 1}}, 60)[0]; r.Outcome != commit.OK {
 		t.Fatalf("renew after the holder died: %s (%s)", r.Outcome.Reason(), r.Detail)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // TestCrossDirectoryRefused: G8, the same-directory batch refuses a rename
@@ -22,10 +24,10 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if err := os.WriteFile(st.Abs(src), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	b := commit.NewSyncBatch(st.FS, nil)
+	b := durable.NewSyncBatch(st.FS(), nil)
 	for _, dst := range []string{path.Join(commit.PublicDir, "result"), "work/00/" + string(shardID(0, 1)) + ".json", "result"} {
 		err := b.Replace(src, dst)
-		if !errors.Is(err, commit.ErrCrossDirectory) {
+		if !errors.Is(err, durable.ErrCrossDirectory) {
 			t.Errorf("Replace(%s, %s) = %v, want ErrCrossDirectory", src, dst, err)
 		}
 		if _, err := os.Lstat(st.Abs(dst)); !errors.Is(err, fs.ErrNotExist) {
@@ -35,13 +37,13 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if data, err := os.ReadFile(st.Abs(src)); err != nil || string(data) != "data" {
 		t.Errorf("source after refused Replace: %q, %v", data, err)
 	}
-	if c := log.count(commit.OpRename) + log.count(commit.OpSyncDir); c != 0 {
+	if c := log.count(seam.OpRename) + log.count(seam.OpSyncDir); c != 0 {
 		t.Errorf("%d renames or fsyncs for refused Replaces: %v", c, log.snapshot())
 	}
 	if err := b.Flush(); err != nil {
 		t.Errorf("Flush after refusals: %v", err)
 	}
-	if c := log.count(commit.OpSyncDir); c != 0 {
+	if c := log.count(seam.OpSyncDir); c != 0 {
 		t.Errorf("Flush synced %d directories though nothing was renamed", c)
 	}
 	// Same directory: renamed, and the directory synced once by Flush.
@@ -54,8 +56,8 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if !b.Pending(commit.StageDir) {
 		t.Error("stage not pending after a rename into it")
 	}
-	if err := b.Flush(); err != nil || log.count(commit.OpSyncDir) != 1 || b.Pending(commit.StageDir) {
-		t.Errorf("Flush: %v, %d directory fsyncs", err, log.count(commit.OpSyncDir))
+	if err := b.Flush(); err != nil || log.count(seam.OpSyncDir) != 1 || b.Pending(commit.StageDir) {
+		t.Errorf("Flush: %v, %d directory fsyncs", err, log.count(seam.OpSyncDir))
 	}
 }
 
@@ -69,7 +71,7 @@ func TestDurableMove(t *testing.T) {
 		}
 	}
 	write("stage/a", "A")
-	if err := st.DurableMove("stage/a", "public/a"); err != nil {
+	if err := st.Disk().Move("stage/a", "public/a"); err != nil {
 		t.Fatal(err)
 	}
 	var seq []string
@@ -89,7 +91,7 @@ func TestDurableMove(t *testing.T) {
 	write("stage/b", "new")
 	write("public/b", "old")
 	log.reset(nil)
-	err := st.DurableMove("stage/b", "public/b")
+	err := st.Disk().Move("stage/b", "public/b")
 	if !errors.Is(err, fs.ErrExist) {
 		t.Errorf("DurableMove over an existing name = %v, want fs.ErrExist", err)
 	}
@@ -98,22 +100,22 @@ func TestDurableMove(t *testing.T) {
 			t.Errorf("%s = %q, %v; want %q", rel, data, err, want)
 		}
 	}
-	if c := log.count(commit.OpSyncDir); c != 0 {
+	if c := log.count(seam.OpSyncDir); c != 0 {
 		t.Errorf("%d directory fsyncs after a refused move", c)
 	}
 
 	// A failing destination fsync stops before the source is synced.
 	write("stage/c", "C")
-	log.reset(func(op commit.Op, name string) error {
-		if op == commit.OpSyncDir && name == commit.PublicDir {
+	log.reset(func(op seam.Op, name string) error {
+		if op == seam.OpSyncDir && name == commit.PublicDir {
 			return errors.New("injected EIO")
 		}
 		return nil
 	})
-	if err := st.DurableMove("stage/c", "public/c"); err == nil {
+	if err := st.Disk().Move("stage/c", "public/c"); err == nil {
 		t.Error("DurableMove with a failing fsync succeeded")
 	}
-	if c := log.count(commit.OpSyncDir); c != 1 {
+	if c := log.count(seam.OpSyncDir); c != 1 {
 		t.Errorf("%d directory fsyncs, want the failed destination one only", c)
 	}
 }

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/leasetool/lease/leasefmt"
@@ -19,45 +20,6 @@ func heldDetail(r *leasefmt.Record, now float64) string {
 		return fmt.Sprintf("held by %s (token %d), expired %.1fs ago but within clock_skew", leasefmt.Quote(r.Owner), r.Token, now-r.ExpiresAt)
 	}
 	return fmt.Sprintf("held by %s (token %d) for %s more", leasefmt.Quote(r.Owner), r.Token, remaining(r, now))
-}
-
-// Taken reports whether a claimer at now must leave r alone: it is leased
-// or committing and not expired by more than skew (SPEC §6: a claimer takes
-// over only from expires_at + clock_skew, so a claimer whose clock runs
-// ahead by up to skew never takes a lease its holder still has).
-func Taken(r *leasefmt.Record, now, skew float64) bool {
-	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt+skew
-}
-
-// StillHeld reports whether the holder of r still has it at now: leased or
-// committing and more than skew before expires_at (SPEC §6: a holder counts
-// its lease as lost from expires_at - clock_skew).
-func StillHeld(r *leasefmt.Record, now, skew float64) bool {
-	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt-skew
-}
-
-// fenced checks that it holds the current, live lease of cur: the checks of
-// renew, release, complete and verify, in the order that names the most
-// useful reason. Committing counts as held.
-func fenced(it Item, cur *leasefmt.Record, now, skew float64) (Outcome, string) {
-	switch {
-	case cur == nil:
-		return Missing, "no record"
-	case cur.Token != it.Token:
-		return StaleToken, fmt.Sprintf("current token is %d (%s, owner %s)", cur.Token, cur.Status, leasefmt.Quote(cur.Owner))
-	case cur.Status == leasefmt.Done:
-		return Done, "work is done"
-	case cur.Status == leasefmt.Failed:
-		return Failed, failedDetail(cur)
-	case cur.Status == leasefmt.Released:
-		return Released, "lease was released"
-	case !StillHeld(cur, now, skew):
-		if now < cur.ExpiresAt {
-			return Expired, fmt.Sprintf("expires in %s, within clock_skew %gs: counted as lost", remaining(cur, now), skew)
-		}
-		return Expired, fmt.Sprintf("expired %.1fs ago", now-cur.ExpiresAt)
-	}
-	return OK, ""
 }
 
 // ClaimDecision grants a claim of a missing, released or expired record
@@ -193,7 +155,7 @@ func doneRecord(cur *leasefmt.Record, now float64) *leasefmt.Record {
 // settleWhenTaken settles an abandoned publish when a claimer could take the
 // record over: expired by more than the clock skew.
 func (s *Store) settleWhenTaken(cur *leasefmt.Record, now float64) bool {
-	return !Taken(cur, now, s.ClockSkew)
+	return !Taken(cur, now, s.skew)
 }
 
 // settleTaken is settleWhenTaken as a policy (claims).
@@ -217,22 +179,22 @@ func settleAlways(Item, *leasefmt.Record, float64) bool { return true }
 // expired committing record that names a published result is first
 // rolled forward (done) or back (released) as SPEC §3 says, never simply
 // taken over.
-func (s *Store) Claim(items []Item, owner string, ttl float64) []Result {
-	return s.apply(leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.ClockSkew), s.settleTaken)
+func (s *Store) Claim(ctx context.Context, items []Item, owner string, ttl float64) []Result {
+	return s.apply(ctx, leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.skew), s.settleTaken)
 }
 
 // ClaimFirst claims at most n of items, trying them in input order in waves
 // of exactly as many as are still wanted, so it never holds more than n.
 // It returns the results of the items it tried, in input order.
-func (s *Store) ClaimFirst(items []Item, n int, owner string, ttl float64) []Result {
+func (s *Store) ClaimFirst(ctx context.Context, items []Item, n int, owner string, ttl float64) []Result {
 	var out []Result
 	got := 0
-	for len(items) > 0 && got < n {
+	for len(items) > 0 && got < n && ctx.Err() == nil {
 		w := n - got
 		if w > len(items) {
 			w = len(items)
 		}
-		res := s.Claim(items[:w], owner, ttl)
+		res := s.Claim(ctx, items[:w], owner, ttl)
 		items = items[w:]
 		for _, r := range res {
 			if r.Outcome == OK {
@@ -249,8 +211,8 @@ func (s *Store) ClaimFirst(items []Item, n int, owner string, ttl float64) []Res
 
 // Renew renews items for ttl seconds from the time each is written; with
 // ttl <= 0 each keeps its own duration.
-func (s *Store) Renew(items []Item, ttl float64) []Result {
-	return s.Apply(leasefmt.Work, items, RenewDecision(ttl, s.ClockSkew))
+func (s *Store) Renew(ctx context.Context, items []Item, ttl float64) []Result {
+	return s.Apply(ctx, leasefmt.Work, items, RenewDecision(ttl, s.skew))
 }
 
 // Release releases items. A committing record that names a published
@@ -259,23 +221,23 @@ func (s *Store) Renew(items []Item, ttl float64) []Result {
 // already be in public/ (a complete killed after the move, then released
 // by its lease run), and nobody could publish that name again. Rolled
 // forward, the release reports done.
-func (s *Store) Release(items []Item) []Result {
-	return s.apply(leasefmt.Work, items, ReleaseDecision(s.ClockSkew), s.settleOwn)
+func (s *Store) Release(ctx context.Context, items []Item) []Result {
+	return s.apply(ctx, leasefmt.Work, items, ReleaseDecision(s.skew), s.settleOwn)
 }
 
 // Revoke ends the leases of items (tokens ignored) whoever holds them: the
 // operator's take-back. A committing record that names a published result
 // is settled first (done when the result is in public/).
-func (s *Store) Revoke(items []Item) []Result {
-	return s.apply(leasefmt.Work, items, RevokeDecision(), settleAlways)
+func (s *Store) Revoke(ctx context.Context, items []Item) []Result {
+	return s.apply(ctx, leasefmt.Work, items, RevokeDecision(), settleAlways)
 }
 
 // Complete moves items leased → committing → done, each step a group
 // commit; an item reaches done only when its committing write was durable.
 // An item already done under its token succeeds again (a retry). The
 // queue entry of each item done is removed afterwards (SPEC §3.1).
-func (s *Store) Complete(items []Item) []Result {
-	res := s.complete(items)
+func (s *Store) Complete(ctx context.Context, items []Item) []Result {
+	res := s.complete(ctx, items)
 	for _, r := range res {
 		if r.Outcome == OK {
 			s.dequeue(r.ID)
@@ -284,8 +246,8 @@ func (s *Store) Complete(items []Item) []Result {
 	return res
 }
 
-func (s *Store) complete(items []Item) []Result {
-	res := s.Apply(leasefmt.Work, items, CommittingDecision("", s.ClockSkew))
+func (s *Store) complete(ctx context.Context, items []Item) []Result {
+	res := s.Apply(ctx, leasefmt.Work, items, CommittingDecision("", s.skew))
 	var next []Item
 	var idx []int
 	for i, r := range res {
@@ -297,7 +259,7 @@ func (s *Store) complete(items []Item) []Result {
 	if len(next) == 0 {
 		return res
 	}
-	done := s.Apply(leasefmt.Work, next, DoneDecision())
+	done := s.Apply(ctx, leasefmt.Work, next, DoneDecision())
 	for j, i := range idx {
 		res[i] = done[j]
 	}
@@ -307,12 +269,12 @@ func (s *Store) complete(items []Item) []Result {
 // Verify checks, without locks or writes, that each item's token is the
 // current token of a lease its holder still has (SPEC §6: lost from
 // expires_at - clock_skew): the fencing check a publisher makes.
-func (s *Store) Verify(items []Item) []Result {
+func (s *Store) Verify(ctx context.Context, items []Item) []Result {
 	res := make([]Result, len(items))
 	for i, it := range items {
 		r := &res[i]
 		r.Item, r.Path = it, s.Abs(s.RecordPath(leasefmt.Work, it.ID))
-		cur, err := s.Read(leasefmt.Work, it.ID)
+		cur, err := s.Read(ctx, leasefmt.Work, it.ID)
 		if err != nil {
 			s.readFailed(err, r)
 			s.count(r.Outcome)
@@ -323,7 +285,7 @@ func (s *Store) Verify(items []Item) []Result {
 		if cur != nil {
 			r.Token = cur.Token
 		}
-		r.Outcome, r.Detail = fenced(it, cur, now, s.ClockSkew)
+		r.Outcome, r.Detail = fenced(it, cur, now, s.skew)
 		if r.Outcome == OK {
 			r.Detail = fmt.Sprintf("expires in %s", remaining(cur, now))
 		}

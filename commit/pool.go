@@ -2,22 +2,15 @@ package commit
 
 import (
 	"sync"
-
-	"github.com/leasetool/lease/internal/strategy"
 )
 
 // The writer pool of a batch, shared by Apply and the group writer: records
-// are written by at most Writers goroutines at once, so that the
-// filesystem can merge their journal commits, one writer for the seed's
-// sequential strategies.
+// are written by at most WithWriters goroutines at once, so that the
+// filesystem can merge their journal commits.
 
 // writers is the size of the writer pool for jobs jobs.
 func (s *Store) writers(jobs int) int {
-	n := s.Writers
-	if s.Strategy != strategy.Concurrent || n < 1 {
-		n = 1
-	}
-	return max(1, min(n, jobs))
+	return max(1, min(s.pool, jobs))
 }
 
 // parallel runs do(j) for every j of jobs, taken in order by the writer
@@ -29,8 +22,8 @@ func (s *Store) parallel(jobs []int, do func(j int)) {
 // parallelN is parallel with n goroutines.
 func (s *Store) parallelN(n int, jobs []int, do func(j int)) {
 	n = max(1, min(n, len(jobs)))
-	if s.MoreProcs != nil {
-		defer s.MoreProcs(n)()
+	if s.moreProcs != nil {
+		defer s.moreProcs(n)()
 	}
 	work := make(chan int)
 	var wg sync.WaitGroup

@@ -7,11 +7,13 @@ package commit
 // meets it under its lock next, never taken over.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -39,33 +41,33 @@ const maxCompare = 16 << 20
 // filesystem that tells no inode). Publishing bytes that public/ already
 // holds under the name would change nothing.
 func (s *Store) sameResult(staged, public string, sfi, pfi fs.FileInfo) bool {
-	if SameFile(sfi, pfi) {
+	if seam.SameFile(sfi, pfi) {
 		return true
 	}
 	n := sfi.Size()
 	if n != pfi.Size() || n > maxCompare {
 		return false
 	}
-	a, err1 := s.FS.ReadFile(staged, int(n))
-	b, err2 := s.FS.ReadFile(public, int(n))
+	a, err1 := s.fs.ReadFile(staged, int(n))
+	b, err2 := s.fs.ReadFile(public, int(n))
 	return err1 == nil && err2 == nil && string(a) == string(b)
 }
 
 func (s *Store) publishState(staged, public string) (publishState, error) {
 	var p publishState
-	sfi, err := s.FS.Lstat(staged)
+	sfi, err := s.fs.Lstat(staged)
 	switch {
 	case err == nil:
 		p.staged, p.dir = sfi.Mode().IsRegular() || sfi.IsDir(), sfi.IsDir()
 	case !errors.Is(err, fs.ErrNotExist):
 		return p, err
 	}
-	pfi, err := s.FS.Lstat(public)
+	pfi, err := s.fs.Lstat(public)
 	switch {
 	case err == nil:
 		p.public = true
 		p.same = p.staged && (pfi.Mode().IsRegular() && sfi.Mode().IsRegular() && s.sameResult(staged, public, sfi, pfi) ||
-			pfi.IsDir() && sfi.IsDir() && (sameDir(sfi, pfi) || s.sameTree(staged, public)))
+			pfi.IsDir() && sfi.IsDir() && (seam.SameDir(sfi, pfi) || s.sameTree(staged, public)))
 	case !errors.Is(err, fs.ErrNotExist):
 		return p, err
 	}
@@ -77,7 +79,7 @@ func (s *Store) publishState(staged, public string) (publishState, error) {
 // outside the record protocol (no fsync; a directory left, empty or not,
 // is lease fsck's to clean up).
 func (s *Store) dropStage(id leasefmt.ID, token int64) {
-	s.FS.Remove(StagePath(id, token))
+	s.fs.Remove(StagePath(id, token))
 }
 
 // ResultPublished reports whether the result name that the holder of token
@@ -121,13 +123,13 @@ func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, str
 // (expired by more than the clock skew), since until then its holder may
 // still resume the publish. It returns the record as written, or nil when
 // nothing was done, and a detail saying what was done.
-func (s *Store) Settle(id leasefmt.ID) (*leasefmt.Record, string, error) {
-	unlock, err := s.Lock(leasefmt.Work, id)
+func (s *Store) Settle(ctx context.Context, id leasefmt.ID) (*leasefmt.Record, string, error) {
+	unlock, err := s.Lock(ctx, leasefmt.Work, id)
 	if err != nil {
 		return nil, "", err
 	}
 	defer unlock()
-	cur, err := s.Read(leasefmt.Work, id)
+	cur, err := s.Read(ctx, leasefmt.Work, id)
 	if err != nil || cur == nil || !abandonedPublish(cur) {
 		return nil, "", err
 	}
@@ -164,18 +166,18 @@ func abandonedPublish(cur *leasefmt.Record) bool {
 // resumes an interrupted publish, or succeeds again when it finished. An
 // error wrapping ErrStaged means the staged file is unusable and nothing
 // was written.
-func (s *Store) CompletePublish(it Item, name string) (Result, error) {
+func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Result, error) {
 	r := Result{Item: it, Path: s.Abs(s.RecordPath(leasefmt.Work, it.ID))}
 	if err := leasefmt.CheckPublish(name); err != nil {
 		return r, fmt.Errorf("%w: %v", ErrStaged, err)
 	}
 	staged, public := ResultPaths(it.ID, it.Token, name)
-	unlock, err := s.Lock(leasefmt.Work, it.ID)
+	unlock, err := s.Lock(ctx, leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.lockFailed(err, &r, "lock")
 	}
 	defer unlock()
-	cur, err := s.Read(leasefmt.Work, it.ID)
+	cur, err := s.Read(ctx, leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.readFailed(err, &r)
 	}
@@ -184,7 +186,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	if cur != nil {
 		r.Token = cur.Token
 	}
-	next, out, detail := CommittingDecision(name, s.ClockSkew)(it, cur, now)
+	next, out, detail := CommittingDecision(name, s.skew)(it, cur, now)
 	resumed := cur != nil && cur.Token == it.Token && cur.Status == leasefmt.Committing && cur.Publish == name
 	if resumed {
 		// Its own interrupted publish: resumed whatever the expiry, as
@@ -210,7 +212,7 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	case !resumed && !p.staged:
 		r.Outcome = Missing
 		what := "no such file"
-		if fi, err := s.FS.Lstat(staged); err == nil {
+		if fi, err := s.fs.Lstat(staged); err == nil {
 			what = "not a regular file or a directory"
 			if fi.Mode()&fs.ModeSymlink != 0 {
 				what = "a symbolic link, never followed"
@@ -230,12 +232,12 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 	// public/ of a table another program made may not exist yet: made
 	// durably before committing is written, so that a publish never stops
 	// half way for want of its destination (docs/lease-format.md, Layout).
-	if err := s.EnsureDir(PublicDir); err != nil {
+	if err := s.disk.EnsureDir(PublicDir); err != nil {
 		r.Outcome, r.Detail = IOError, fmt.Sprintf("make %s: %v", s.Abs(PublicDir), err)
 		s.count(IOError)
 		return r, err
 	}
-	s.Stats.Batches.Add(1)
+	s.stats.Batches.Add(1)
 	if !resumed {
 		// G1 for the result itself: its bytes (every file of a
 		// directory, and its entries) are durable before its name moves
@@ -260,15 +262,15 @@ func (s *Store) CompletePublish(it Item, name string) (Result, error) {
 		// published; the staged name is lease fsck's.
 	case p.same:
 		// A link left by a move that died between link and unlink.
-		if err := s.FS.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.fs.Remove(staged); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			r.Outcome, r.Detail = IOError, "record is committing, removing the staged name failed: "+err.Error()
 			s.count(IOError)
 			return r, err
 		}
 	case !p.public:
-		err := s.DurableMove(staged, public)
+		err := s.disk.Move(staged, public)
 		if p.dir {
-			s.forgetDir(staged)
+			s.disk.Forget(staged)
 		}
 		if err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("record is committing, publish %s failed: %v", s.Abs(public), err)

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -25,12 +28,12 @@ const QueueDir = "queue"
 
 // QueueShardDir is the directory of queue shard sh: queue/SS.
 func (s *Store) QueueShardDir(sh int) string {
-	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.Table.WorkShards)
+	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // QueuePath is the queue entry of id: queue/SS/ID.
 func (s *Store) QueuePath(id leasefmt.ID) string {
-	return s.QueueShardDir(id.Shard(s.Table.WorkShards)) + "/" + string(id)
+	return s.QueueShardDir(id.Shard(s.hdr.WorkShards)) + "/" + string(id)
 }
 
 // Enqueue adds items to the queue and returns their results in input
@@ -48,10 +51,10 @@ func (s *Store) QueuePath(id leasefmt.ID) string {
 // at the same time cannot leave an entry behind for an item it made done:
 // either the complete's removal comes after the entry, or this read sees
 // done and takes the entry back.
-func (s *Store) Enqueue(items []Item) []Result {
-	s.Stats.Batches.Add(1)
+func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
+	s.stats.Batches.Add(1)
 	res := make([]Result, len(items))
-	n := s.Table.WorkShards
+	n := s.hdr.WorkShards
 	left := map[int]int{}
 	for _, it := range items {
 		left[it.ID.Shard(n)]++
@@ -70,8 +73,8 @@ func (s *Store) Enqueue(items []Item) []Result {
 	}
 	// Make the shard directories first, durably, and in a fixed order.
 	for sh := range left {
-		if err := s.EnsureDir(s.QueueShardDir(sh)); err != nil {
-			fail(&OpError{Op: "make the queue shard directory", Path: s.Abs(s.QueueShardDir(sh)), Err: err})
+		if err := s.Disk().EnsureDir(s.QueueShardDir(sh)); err != nil {
+			fail(&durable.OpError{Op: "make the queue shard directory", Path: s.Abs(s.QueueShardDir(sh)), Err: err})
 		}
 	}
 	order := make([]int, len(items))
@@ -91,13 +94,13 @@ func (s *Store) Enqueue(items []Item) []Result {
 			return
 		}
 		start := time.Now()
-		f, err := s.FS.CreateExcl(name)
+		f, err := s.fs.CreateExcl(name)
 		switch {
 		case errors.Is(err, fs.ErrExist):
 			r.Outcome, r.Detail = Queued, "already queued"
 			return
 		case err != nil:
-			r.Outcome, r.Cause = IOError, &OpError{Op: "create the queue entry", Path: r.Path, Err: err}
+			r.Outcome, r.Cause = IOError, &durable.OpError{Op: "create the queue entry", Path: r.Path, Err: err}
 			fail(r.Cause)
 			return
 		}
@@ -105,7 +108,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 		created[it.ID.Shard(n)]++
 		mu.Unlock()
 		if err := f.Close(); err != nil {
-			r.Outcome, r.Cause = IOError, &OpError{Op: "close the queue entry", Path: r.Path, Err: err}
+			r.Outcome, r.Cause = IOError, &durable.OpError{Op: "close the queue entry", Path: r.Path, Err: err}
 			fail(r.Cause)
 			return
 		}
@@ -128,18 +131,18 @@ func (s *Store) Enqueue(items []Item) []Result {
 		if names, ok := listed[it.ID.Shard(n)]; ok && !names[it.ID.FileName()] {
 			return // no record: not done
 		}
-		rec, err := s.Read(leasefmt.Work, it.ID)
+		rec, err := s.Read(ctx, leasefmt.Work, it.ID)
 		switch {
 		case errors.Is(err, leasefmt.ErrCorrupt):
-			s.FS.Remove(name) // not queued: the record is for lease fsck
+			s.fs.Remove(name) // not queued: the record is for lease fsck
 			r.Outcome, r.Detail, r.Cause = Corrupt, "record does not validate; not queued (lease fsck checks it)", err
 			r.Path = s.Abs(s.RecordPath(leasefmt.Work, it.ID))
 		case err != nil:
 			r.Outcome, r.Cause = IOError, err
 			fail(err)
 		case rec != nil && rec.Status == leasefmt.Done:
-			if err := s.FS.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				r.Outcome, r.Cause = IOError, &OpError{Op: "remove the queue entry of a done item", Path: r.Path, Err: err}
+			if err := s.fs.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				r.Outcome, r.Cause = IOError, &durable.OpError{Op: "remove the queue entry of a done item", Path: r.Path, Err: err}
 				fail(r.Cause)
 				return
 			}
@@ -147,7 +150,7 @@ func (s *Store) Enqueue(items []Item) []Result {
 		case rec != nil && rec.Status == leasefmt.Failed:
 			// Taken back under the record's lock, where a lease retry
 			// makes its entry (see attempts.go).
-			if s.unqueueFailed(name, it.ID) {
+			if s.unqueueFailed(ctx, name, it.ID) {
 				r.Outcome, r.Token, r.Record, r.Detail = Failed, rec.Token, rec, failedDetail(rec)+"; not queued"
 			}
 		case rec != nil:
@@ -163,28 +166,28 @@ func (s *Store) Enqueue(items []Item) []Result {
 	synced := time.Now()
 	s.parallel(dirs, func(sh int) {
 		dir := s.QueueShardDir(sh)
-		s.Stats.DirectorySyncs.Add(1)
-		if err := s.FS.SyncDir(dir); err != nil {
-			fail(&OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err})
+		s.stats.DirectorySyncs.Add(1)
+		if err := s.fs.SyncDir(dir); err != nil {
+			fail(&durable.OpError{Op: "fsync the queue shard directory", Path: s.Abs(dir), Err: err})
 		}
 	})
 	wait := time.Since(synced)
 	for i := range res {
 		r := &res[i]
-		s.Stats.Attempted.Add(1)
+		s.stats.Attempted.Add(1)
 		switch {
 		case r.Outcome == OK && failed != nil:
 			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrBatchFailed, failed)
 		case r.Outcome == OK:
 			r.Latency += wait
-			s.Stats.Renewals.Add(1)
-			s.Stats.addLatency(r.Latency)
+			s.stats.Renewals.Add(1)
+			s.stats.addLatency(r.Latency)
 		}
 		if r.Outcome == IOError || r.Outcome == Corrupt {
-			s.Stats.Failures.Add(1)
+			s.stats.Failures.Add(1)
 		}
 		if r.Outcome == IOError && r.Detail == "" {
-			r.Detail = describe(r.Cause)
+			r.Detail = durable.Describe(r.Cause)
 		}
 	}
 	return res
@@ -203,7 +206,7 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 		if c < minEntries {
 			continue
 		}
-		fi, err := s.FS.Lstat(s.ShardDir(leasefmt.Work, sh))
+		fi, err := s.fs.Lstat(s.ShardDir(leasefmt.Work, sh))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out[sh] = map[string]bool{} // no records in it
@@ -229,8 +232,8 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 // The removal need not be durable and its failure changes nothing that was
 // reported: an entry met for a done record is removed then (SPEC §3.1).
 func (s *Store) dequeue(id leasefmt.ID) {
-	if err := s.FS.Remove(s.QueuePath(id)); err == nil {
-		s.Stats.Dequeued.Add(1)
+	if err := s.fs.Remove(s.QueuePath(id)); err == nil {
+		s.stats.Dequeued.Add(1)
 	}
 }
 
@@ -293,19 +296,23 @@ type Next struct {
 // met; only when no chunk had a free item does it read on, so it reads the
 // whole queue only when everything in it is held or done. An I/O error
 // stops it.
-func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next {
+func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64, rnd *rand.Rand) Next {
 	var nx Next
 	got := 0
-	blocked := false
-	for _, sh := range rnd.Perm(s.Table.WorkShards) {
+	blocked, stopped := false, false
+	for _, sh := range rnd.Perm(s.hdr.WorkShards) {
+		if ctx.Err() != nil {
+			stopped = true // the caller is done waiting: never "empty" then
+			break
+		}
 		dirName := s.QueueShardDir(sh)
-		d, err := OpenDir(s.FS, dirName)
+		d, err := seam.OpenDir(s.fs, dirName)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
-				Detail: describe(err), Cause: &OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
+				Detail: durable.Describe(err), Cause: &durable.OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
 			nx.Answer = Blocked
 			return nx
 		}
@@ -318,7 +325,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 			if err != nil {
 				d.Close()
 				nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
-					Detail: describe(err), Cause: &OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
+					Detail: durable.Describe(err), Cause: &durable.OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
 				nx.Answer = Blocked
 				return nx
 			}
@@ -340,7 +347,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 					items[i] = Item{ID: cands[i]}
 				}
 				cands = cands[w:]
-				for _, r := range s.Claim(items, owner, ttl) {
+				for _, r := range s.Claim(ctx, items, owner, ttl) {
 					switch r.Outcome {
 					case OK:
 						got++
@@ -348,19 +355,19 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 					case Held, LockTimeout, Expired:
 						nx.Held++
 						if r.Record != nil {
-							if t := r.Record.ExpiresAt + s.ClockSkew; nx.Expiring == 0 || t < nx.Expiring {
+							if t := r.Record.ExpiresAt + s.skew; nx.Expiring == 0 || t < nx.Expiring {
 								nx.Expiring = t
 							}
 						}
 					case Failed:
 						nx.Failed++
-						s.unqueueFailed(dirName+"/"+string(r.ID), r.ID)
+						s.unqueueFailed(ctx, dirName+"/"+string(r.ID), r.ID)
 					case Done:
 						nx.Cleaned++
 						// The entry was found in this shard's directory, even
 						// if another program put it in the wrong one.
-						if err := s.FS.Remove(dirName + "/" + string(r.ID)); err == nil {
-							s.Stats.Dequeued.Add(1)
+						if err := s.fs.Remove(dirName + "/" + string(r.ID)); err == nil {
+							s.stats.Dequeued.Add(1)
 						}
 					case IOError:
 						d.Close()
@@ -385,7 +392,7 @@ func (s *Store) ClaimNext(n int, owner string, ttl float64, rnd *rand.Rand) Next
 	switch {
 	case got > 0:
 		nx.Answer = Granted
-	case nx.Held > 0:
+	case nx.Held > 0, stopped:
 		nx.Answer = Busy
 	case blocked:
 		nx.Answer = Blocked

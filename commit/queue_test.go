@@ -4,6 +4,7 @@ package commit_test
 // listing of a shard with many new entries), ClaimNext's answers, Census.
 
 import (
+	"context"
 	"math/rand/v2"
 	"os"
 	"testing"
@@ -23,7 +24,7 @@ func TestEnqueueDoneItems(t *testing.T) {
 			items[i] = commit.Item{ID: shardID(0, i)}
 		}
 		done := items[:5]
-		for _, it := range at(st, 100).Claim(done, "w", 10) {
+		for _, it := range at(st, 100).Claim(context.Background(), done, "w", 10) {
 			if it.Outcome != commit.OK {
 				t.Fatal(it.Outcome.Reason())
 			}
@@ -32,9 +33,9 @@ func TestEnqueueDoneItems(t *testing.T) {
 		for i, it := range done {
 			held[i] = commit.Item{ID: it.ID, Token: 1}
 		}
-		at(st, 101).Complete(held)
-		before := st.Stats.DirectorySyncs.Load()
-		res := at(st, 102).Enqueue(items)
+		at(st, 101).Complete(context.Background(), held)
+		before := st.Stats().DirectorySyncs.Load()
+		res := at(st, 102).Enqueue(context.Background(), items)
 		added := 0
 		for i, r := range res {
 			switch {
@@ -50,10 +51,10 @@ func TestEnqueueDoneItems(t *testing.T) {
 			t.Errorf("n=%d: a done item has a queue entry (%v)", n, err)
 		}
 		// mkdir queue/ and queue/00 (each fsyncs its parent), then queue/00 once.
-		if got := st.Stats.DirectorySyncs.Load() - before; got != 3 {
+		if got := st.Stats().DirectorySyncs.Load() - before; got != 3 {
 			t.Errorf("n=%d: %d directory fsyncs, want 3", n, got)
 		}
-		again := at(st, 103).Enqueue(items[5:7])
+		again := at(st, 103).Enqueue(context.Background(), items[5:7])
 		if again[0].Outcome != commit.Queued || again[1].Outcome != commit.Queued {
 			t.Errorf("n=%d: enqueued twice: %s %s", n, again[0].Outcome.Reason(), again[1].Outcome.Reason())
 		}
@@ -66,14 +67,14 @@ func TestEnqueueDoneItems(t *testing.T) {
 func TestClaimNextAnswers(t *testing.T) {
 	st, _ := hookedTable(t, 4)
 	rnd := rand.New(rand.NewPCG(1, 2))
-	if nx := at(st, 100).ClaimNext(1, "w", 10, rnd); nx.Answer != commit.Empty {
+	if nx := at(st, 100).ClaimNext(context.Background(), 1, "w", 10, rnd); nx.Answer != commit.Empty {
 		t.Fatalf("no queue: %s, want empty", nx.Answer)
 	}
 	items := spread(8, 4)
-	at(st, 100).Enqueue(items)
+	at(st, 100).Enqueue(context.Background(), items)
 	got := map[leasefmt.ID]bool{}
 	for i := 0; i < 3; i++ {
-		nx := at(st, 100).ClaimNext(3, "w", 10, rnd)
+		nx := at(st, 100).ClaimNext(context.Background(), 3, "w", 10, rnd)
 		for _, r := range nx.Results {
 			if r.Outcome == commit.OK {
 				if got[r.ID] {
@@ -86,12 +87,12 @@ func TestClaimNextAnswers(t *testing.T) {
 	if len(got) != 8 {
 		t.Fatalf("%d granted, want all 8", len(got))
 	}
-	nx := at(st, 105).ClaimNext(1, "w", 10, rnd)
-	if nx.Answer != commit.Busy || nx.Held != 8 || nx.Expiring != 110+st.ClockSkew {
+	nx := at(st, 105).ClaimNext(context.Background(), 1, "w", 10, rnd)
+	if nx.Answer != commit.Busy || nx.Held != 8 || nx.Expiring != 110+st.ClockSkew() {
 		t.Fatalf("all held: %s held=%d expiring=%v, want busy, 8, 110+skew", nx.Answer, nx.Held, nx.Expiring)
 	}
 	// Expired: granted again with token 2.
-	nx = at(st, 200).ClaimNext(1, "w", 10, rnd)
+	nx = at(st, 200).ClaimNext(context.Background(), 1, "w", 10, rnd)
 	if nx.Answer != commit.Granted || nx.Results[0].Token != 2 {
 		t.Fatalf("after expiry: %s %+v", nx.Answer, nx.Results)
 	}
@@ -103,23 +104,23 @@ func TestClaimNextAnswers(t *testing.T) {
 		}
 		all = append(all, commit.Item{ID: id, Token: tok})
 	}
-	at(st, 200).Revoke(all)
-	c, err := at(st, 200).Census(4)
+	at(st, 200).Revoke(context.Background(), all)
+	c, err := at(st, 200).Census(context.Background(), 4)
 	if err != nil || c.Queued != 8 || c.Released != 8 {
 		t.Fatalf("census after revoke: %+v %v", c, err)
 	}
 	for i := range all {
 		all[i].Token = 0
 	}
-	res := at(st, 201).Claim(all, "w", 10)
+	res := at(st, 201).Claim(context.Background(), all, "w", 10)
 	for i := range all {
 		all[i].Token = res[i].Token
 	}
-	at(st, 202).Complete(all)
-	if nx := at(st, 203).ClaimNext(1, "w", 10, rnd); nx.Answer != commit.Empty {
+	at(st, 202).Complete(context.Background(), all)
+	if nx := at(st, 203).ClaimNext(context.Background(), 1, "w", 10, rnd); nx.Answer != commit.Empty {
 		t.Fatalf("all done: %s, want empty", nx.Answer)
 	}
-	c, err = at(st, 203).Census(4)
+	c, err = at(st, 203).Census(context.Background(), 4)
 	if err != nil || c.Queued != 0 || c.Done != 8 || c.Records != 8 {
 		t.Fatalf("census at the end: %+v %v", c, err)
 	}

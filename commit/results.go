@@ -11,6 +11,7 @@ package commit
 // result left (G8).
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,17 +33,6 @@ func ResultPaths(id leasefmt.ID, token int64, publish string) (staged, public st
 	return path.Join(StagePath(id, token), publish), path.Join(PublicDir, publish)
 }
 
-// sameDir reports whether a and b describe one directory (one inode): a
-// crash may show a directory under both names of a rename it was in.
-func sameDir(a, b fs.FileInfo) bool {
-	if a == nil || b == nil || !a.IsDir() || !b.IsDir() {
-		return false
-	}
-	ka, oka := inodeOf(a)
-	kb, okb := inodeOf(b)
-	return oka && okb && ka == kb
-}
-
 // sameTree reports whether the directories a and b hold the same tree:
 // the same names, types and file bytes (at most maxCompare bytes in all
 // are compared). A crash can show a directory result under both names of
@@ -54,8 +44,8 @@ func (s *Store) sameTree(a, b string) bool {
 		if depth > MaxResultDepth {
 			return false
 		}
-		ea, err1 := s.FS.ReadDir(a)
-		eb, err2 := s.FS.ReadDir(b)
+		ea, err1 := s.fs.ReadDir(a)
+		eb, err2 := s.fs.ReadDir(b)
 		if err1 != nil || err2 != nil || len(ea) != len(eb) {
 			return false
 		}
@@ -75,16 +65,16 @@ func (s *Store) sameTree(a, b string) bool {
 					return false
 				}
 			case e.Type().IsRegular():
-				fa, err1 := s.FS.Lstat(pa)
-				fb, err2 := s.FS.Lstat(pb)
+				fa, err1 := s.fs.Lstat(pa)
+				fb, err2 := s.fs.Lstat(pb)
 				if err1 != nil || err2 != nil || fa.Size() != fb.Size() {
 					return false
 				}
 				if budget -= fa.Size(); budget < 0 {
 					return false
 				}
-				da, err1 := s.FS.ReadFile(pa, int(fa.Size()))
-				db, err2 := s.FS.ReadFile(pb, int(fb.Size()))
+				da, err1 := s.fs.ReadFile(pa, int(fa.Size()))
+				db, err2 := s.fs.ReadFile(pb, int(fb.Size()))
 				if err1 != nil || err2 != nil || string(da) != string(db) {
 					return false
 				}
@@ -105,16 +95,16 @@ func (s *Store) sameTree(a, b string) bool {
 // ErrStaged, before anything is written: a result is data, and links are
 // never followed in a table.
 func (s *Store) syncResult(name string) error {
-	fi, err := s.FS.Lstat(name)
+	fi, err := s.fs.Lstat(name)
 	if err != nil {
 		return err
 	}
 	if fi.Mode().IsRegular() {
 		s.shareResult(name)
-		if err := s.FS.SyncFile(name); err != nil {
+		if err := s.fs.SyncFile(name); err != nil {
 			return err
 		}
-		s.Stats.FileSyncs.Add(1)
+		s.stats.FileSyncs.Add(1)
 		return nil
 	}
 	if err := s.checkResultTree(name, 0); err != nil {
@@ -129,7 +119,7 @@ func (s *Store) checkResultTree(dir string, depth int) error {
 	if depth > MaxResultDepth {
 		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), MaxResultDepth)
 	}
-	ents, err := s.FS.ReadDir(dir)
+	ents, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return err
 	}
@@ -153,7 +143,7 @@ func (s *Store) checkResultTree(dir string, depth int) error {
 // syncTree fsyncs every file below dir, then each directory after its
 // entries, dir itself last.
 func (s *Store) syncTree(dir string) error {
-	ents, err := s.FS.ReadDir(dir)
+	ents, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return err
 	}
@@ -166,41 +156,29 @@ func (s *Store) syncTree(dir string) error {
 			continue
 		}
 		s.shareResult(p)
-		if err := s.FS.SyncFile(p); err != nil {
+		if err := s.fs.SyncFile(p); err != nil {
 			return err
 		}
-		s.Stats.FileSyncs.Add(1)
+		s.stats.FileSyncs.Add(1)
 	}
-	if err := s.FS.SyncDir(dir); err != nil {
+	if err := s.fs.SyncDir(dir); err != nil {
 		return err
 	}
-	s.Stats.DirectorySyncs.Add(1)
+	s.stats.DirectorySyncs.Add(1)
 	return nil
-}
-
-// forgetDir drops what the store remembers of a directory that a publish
-// moved away (EnsureDir's cache), so that a later staging directory of the
-// same name is made again.
-func (s *Store) forgetDir(dir string) {
-	s.ensured.Range(func(k, _ any) bool {
-		if d := k.(string); d == dir || len(d) > len(dir) && d[:len(dir)] == dir && d[len(dir)] == '/' {
-			s.ensured.Delete(k)
-		}
-		return true
-	})
 }
 
 // CompleteStage completes one lease and publishes its whole staging
 // directory stage/ID.TOKEN/ as public/ID/ (lease run --complete with a
 // non-empty LEASE_STAGE): CompletePublish with leasefmt.PublishStage.
-func (s *Store) CompleteStage(it Item) (Result, error) {
-	return s.CompletePublish(it, leasefmt.PublishStage)
+func (s *Store) CompleteStage(ctx context.Context, it Item) (Result, error) {
+	return s.CompletePublish(ctx, it, leasefmt.PublishStage)
 }
 
 // StageEmpty reports whether the staging directory of token of id is
 // missing or empty.
 func (s *Store) StageEmpty(id leasefmt.ID, token int64) (bool, error) {
-	ents, err := s.FS.ReadDir(StagePath(id, token))
+	ents, err := s.fs.ReadDir(StagePath(id, token))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}

@@ -7,6 +7,7 @@ package commit_test
 // publish.
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -52,7 +54,7 @@ func TestCompleteStage(t *testing.T) {
 	stageTree(t, st, a, afl)
 	stageTree(t, st, b, afl) // the same names: no collision, each under its ID
 	log.reset(nil)
-	r, err := at(st, 11).CompleteStage(a)
+	r, err := at(st, 11).CompleteStage(context.Background(), a)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("CompleteStage: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
@@ -76,25 +78,25 @@ func TestCompleteStage(t *testing.T) {
 	last := map[string]int{}
 	for i, o := range log.snapshot() {
 		switch {
-		case o.op == commit.OpFsync && strings.HasPrefix(o.name, stage+"/"):
+		case o.op == seam.OpFsync && strings.HasPrefix(o.name, stage+"/"):
 			files++
 			last["file"] = i
-		case o.op == commit.OpSyncDir && strings.HasPrefix(o.name, stage):
+		case o.op == seam.OpSyncDir && strings.HasPrefix(o.name, stage):
 			dirs++
 			last["dir"] = i
-		case o.op == commit.OpRename && o.name == rec:
+		case o.op == seam.OpRename && o.name == rec:
 			renames++
 			if renames == 1 {
 				last["committing"] = i
 			} else {
 				last["done"] = i
 			}
-		case o.op == commit.OpRenameNoReplace:
+		case o.op == seam.OpRenameNoReplace:
 			moved++
 			last["move"] = i
-		case o.op == commit.OpSyncDir && o.name == commit.PublicDir:
+		case o.op == seam.OpSyncDir && o.name == commit.PublicDir:
 			last["public"] = i
-		case o.op == commit.OpSyncDir && o.name == commit.StageDir:
+		case o.op == seam.OpSyncDir && o.name == commit.StageDir:
 			last["stagedir"] = i
 		}
 	}
@@ -112,7 +114,7 @@ func TestCompleteStage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := st.FS.CreateExcl(path.Join(stage, "late"))
+	f, err := st.FS().CreateExcl(path.Join(stage, "late"))
 	if err != nil {
 		t.Fatalf("a file in the new staging directory: %v (%s)", err, dir)
 	}
@@ -121,11 +123,11 @@ func TestCompleteStage(t *testing.T) {
 		t.Errorf("a file made in stage/ID.TOKEN after its publish landed in public/ID (%v)", err)
 	}
 	// A retry with the same token succeeds again and moves nothing.
-	if r, err := at(st, 12).CompleteStage(a); err != nil || r.Outcome != commit.OK {
+	if r, err := at(st, 12).CompleteStage(context.Background(), a); err != nil || r.Outcome != commit.OK {
 		t.Errorf("CompleteStage again: %v %s", err, r.Outcome.Reason())
 	}
 	// b publishes the same names under its own ID.
-	if r, err := at(st, 12).CompleteStage(b); err != nil || r.Outcome != commit.OK {
+	if r, err := at(st, 12).CompleteStage(context.Background(), b); err != nil || r.Outcome != commit.OK {
 		t.Fatalf("CompleteStage of b: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
 	if got, _ := os.ReadFile(st.Abs(path.Join(commit.PublicDir, string(b.ID), "fuzzer_stats"))); string(got) != afl["fuzzer_stats"] {
@@ -138,7 +140,7 @@ func TestCompletePublishDirectory(t *testing.T) {
 	st, _ := hookedTable(t, 4)
 	a := claimOne(t, st, shardID(0, 5), 10)
 	stageTree(t, st, a, map[string]string{"findings/x": "X", "findings/deep/y": "Y", "other": "O"})
-	r, err := at(st, 11).CompletePublish(a, "findings")
+	r, err := at(st, 11).CompletePublish(context.Background(), a, "findings")
 	if err != nil || r.Outcome != commit.OK || r.Record.Publish != "findings" {
 		t.Fatalf("CompletePublish of a directory: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
@@ -161,20 +163,20 @@ func TestCompleteStageRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.reset(nil)
-	_, err := at(st, 11).CompleteStage(a)
+	_, err := at(st, 11).CompleteStage(context.Background(), a)
 	if !errors.Is(err, commit.ErrStaged) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("a staged link: %v, want ErrStaged naming the link", err)
 	}
-	if n := log.count(commit.OpRename) + log.count(commit.OpRenameNoReplace) + log.count(commit.OpCreate); n != 0 {
+	if n := log.count(seam.OpRename) + log.count(seam.OpRenameNoReplace) + log.count(seam.OpCreate); n != 0 {
 		t.Errorf("a refused publish wrote %d times", n)
 	}
 	os.Remove(filepath.Join(dir, "crashes", "link"))
 	os.MkdirAll(st.Abs(path.Join(commit.PublicDir, string(a.ID))), 0o755) // another program's
-	r, err := at(st, 12).CompleteStage(a)
+	r, err := at(st, 12).CompleteStage(context.Background(), a)
 	if err != nil || r.Outcome != commit.Exists {
 		t.Errorf("public/ID taken: %v %s, want exists", err, r.Outcome.Reason())
 	}
-	if rec, _ := st.Read(leasefmt.Work, a.ID); rec.Status != leasefmt.Leased {
+	if rec, _ := st.Read(context.Background(), leasefmt.Work, a.ID); rec.Status != leasefmt.Leased {
 		t.Errorf("record after refusals: %+v, want still leased", rec)
 	}
 	if got, err := os.ReadFile(filepath.Join(dir, "crashes", "c1")); err != nil || string(got) != "1" {
@@ -190,24 +192,24 @@ func TestSettleStagePublish(t *testing.T) {
 	fwd, back := claimOne(t, st, shardID(0, 20), 10), claimOne(t, st, shardID(1, 21), 10)
 	for _, it := range []commit.Item{fwd, back} {
 		stageTree(t, st, it, map[string]string{"c": "crash"})
-		r := at(st, 11).Apply(leasefmt.Work, []commit.Item{it}, commit.CommittingDecision(leasefmt.PublishStage, 0))
+		r := at(st, 11).Apply(context.Background(), leasefmt.Work, []commit.Item{it}, commit.CommittingDecision(leasefmt.PublishStage, 0))
 		if r[0].Outcome != commit.OK {
 			t.Fatal(r[0].Outcome.Reason())
 		}
 	}
 	// The completer of fwd died right after its move.
-	if err := st.DurableMove(commit.StagePath(fwd.ID, fwd.Token), path.Join(commit.PublicDir, string(fwd.ID))); err != nil {
+	if err := st.Disk().Move(commit.StagePath(fwd.ID, fwd.Token), path.Join(commit.PublicDir, string(fwd.ID))); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := st.ResultPublished(fwd.ID, fwd.Token, leasefmt.PublishStage); !ok || err != nil {
 		t.Errorf("ResultPublished = %v, %v", ok, err)
 	}
-	rec, _, err := at(st, 12).Settle(fwd.ID)
+	rec, _, err := at(st, 12).Settle(context.Background(), fwd.ID)
 	if err != nil || rec == nil || rec.Status != leasefmt.Done {
 		t.Errorf("settle forward: %+v, %v", rec, err)
 	}
 	// back's completer died before it: rolled back once expired.
-	rec, _, err = at(st, 1000).Settle(back.ID)
+	rec, _, err = at(st, 1000).Settle(context.Background(), back.ID)
 	if err != nil || rec == nil || rec.Status != leasefmt.Released {
 		t.Errorf("settle back: %+v, %v", rec, err)
 	}

@@ -6,21 +6,20 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/leasetool/lease/commit/durable"
 )
 
 // Stats counts what a batch command did (SPEC §9). It is safe for
 // concurrent use; Snapshot gives the plain numbers.
 type Stats struct {
-	Batches        atomic.Int64
-	Renewals       atomic.Int64 // records written and made durable
-	Lost           atomic.Int64 // records refused: stale, expired, held, done, released, missing
-	FileSyncs      atomic.Int64
-	DirectorySyncs atomic.Int64
-	Failures       atomic.Int64 // corrupt records, lock timeouts, I/O errors
-	// Retries counts the steps tried again after a transient error
-	// (Retry): ESTALE, a read that failed after its open, a record that
-	// appeared while it was created.
-	Retries atomic.Int64
+	// Counts are the durability layer's: file and directory fsyncs, and
+	// the steps tried again after a transient error.
+	durable.Counts
+	Batches  atomic.Int64
+	Renewals atomic.Int64 // records written and made durable
+	Lost     atomic.Int64 // records refused: stale, expired, held, done, released, missing
+	Failures atomic.Int64 // corrupt records, lock timeouts, I/O errors
 	// Attempted counts the items a batch has finished with, whatever the
 	// outcome, as it runs: for a progress display (not in Snapshot).
 	Attempted atomic.Int64

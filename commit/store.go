@@ -1,10 +1,10 @@
 package commit
 
 import (
-	"crypto/rand"
-	"encoding/hex"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -17,7 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/leasetool/lease/internal/strategy"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -38,45 +39,258 @@ var (
 	ErrShardConflict = errors.New("shard count conflicts with the table")
 )
 
-// Store is an open lease table.
+// Store is an open lease table and the lease operations over it. Its
+// methods may be called from several goroutines at once. A Store is made
+// by Open, configured by Open's options, and released by Close; At gives a
+// view of the same table read at another clock.
 type Store struct {
-	Root  string
-	FS    FS
-	Table *leasefmt.Table
-	// LockTimeout bounds every lock wait.
-	LockTimeout time.Duration
-	// Writers bounds the concurrent record writers of a batch.
-	Writers int
-	// Strategy is how batches commit: strategy.Concurrent, unless a
-	// benchmark of the module picks one of the seed's algorithms.
-	Strategy strategy.Kind
-	// MoreProcs, when set, is called with the size of a batch's writer pool
-	// before the batch and returns the function called after it: the
-	// command line raises GOMAXPROCS there while writers block in fsync.
-	// The library itself never changes GOMAXPROCS.
-	MoreProcs func(writers int) (restore func())
-	// Clock is the time now in seconds since the epoch. Every operation
-	// reads it while it holds the record's lock (SPEC §6), never once per
-	// batch, so input that arrives late cannot grant or renew a lease
-	// that is already over. Nil means SystemClock.
-	Clock func() float64
-	// ClockSkew bounds the clock difference between the nodes sharing the
-	// table, in seconds (SPEC §6): a claim takes over an expired lease
-	// only from expires_at + ClockSkew, and a holder's lease counts as
-	// lost from expires_at - ClockSkew.
-	ClockSkew float64
-	// Retry bounds the retries of one record's step after a transient
-	// error of a network filesystem (see Retry); zero means DefaultRetry.
-	Retry Retry
-	// Stats counts what the store did.
-	Stats Stats
-	// Sharing is how the table is shared (TABLE's "shared"), nil when it
-	// is not.
-	Sharing *Sharing
-
-	ensured   sync.Map                    // shard directories known to exist
-	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
+	*shared
+	// clock is the time now in seconds since the epoch. Every operation
+	// reads it while it holds the record's lock (docs/lease-format.md),
+	// never once per batch, so input that arrives late cannot grant or
+	// renew a lease that is already over.
+	clock func() float64
 }
+
+// shared is what every view of one open table shares.
+type shared struct {
+	root    string
+	fs      seam.FS
+	owned   io.Closer // the FS Open opened (Close closes it), nil when given
+	hdr     *leasefmt.Table
+	sharing *seam.Sharing // TABLE's "shared", nil when not shared
+	// lockWait bounds every lock wait (nanoseconds; SetLockTimeout).
+	lockWait  atomic.Int64
+	pool      int     // the writer pool of a batch
+	skew      float64 // the clock skew bound, in seconds
+	retry     durable.Retry
+	moreProcs func(writers int) (restore func())
+	stats     Stats
+	disk      *durable.Disk
+	shardDirs [3]atomic.Pointer[[]string] // ShardDir's names by kind
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	fs          seam.FS
+	wrap        func(seam.FS) seam.FS
+	create      *leasefmt.Table
+	header      *leasefmt.Table
+	lockTimeout time.Duration
+	writers     int
+	clock       func() float64
+	skew        float64
+	retry       durable.Retry
+	moreProcs   func(writers int) (restore func())
+}
+
+// WithFS opens the table over f instead of the kernel's filesystem at the
+// root (the crash-testing filesystems, a table in memory). Close does not
+// close f: its opener does.
+func WithFS(f seam.FS) Option { return func(o *options) { o.fs = f } }
+
+// WithWrap wraps the table's filesystem in w (a fault injector of a test,
+// a benchmark's commit strategy); capabilities w's FS lacks are found
+// through its Unwrap (seam.As).
+func WithWrap(w func(seam.FS) seam.FS) Option { return func(o *options) { o.wrap = w } }
+
+// Create makes the table, durably, with header t when the root holds none
+// (lease init); a concurrent creator's header wins. Without it a root
+// without TABLE is ErrNoTable.
+func Create(t *leasefmt.Table) Option { return func(o *options) { o.create = t } }
+
+// WithHeader opens the table with header t as it is, reading no TABLE and
+// applying none of its settings: for lease fsck, which reads (and repairs)
+// the header itself.
+func WithHeader(t *leasefmt.Table) Option { return func(o *options) { o.header = t } }
+
+// WithLockTimeout bounds every lock wait (default DefaultLockTimeout).
+func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
+
+// WithWriters bounds the concurrent record writers of a batch (default
+// DefaultWriters; 1 writes one record at a time).
+func WithWriters(n int) Option { return func(o *options) { o.writers = n } }
+
+// WithClock is the clock every decision reads under the record's lock, in
+// seconds since the epoch (default SystemClock; lease --now: FixedClock).
+func WithClock(c func() float64) Option { return func(o *options) { o.clock = c } }
+
+// WithClockSkew bounds the clock difference between the nodes sharing the
+// table, in seconds: a claim takes over an expired lease only from
+// expires_at + skew, and a holder's lease counts as lost from expires_at -
+// skew (docs/lease-format.md). Without it the skew is 0; the command line
+// and package leases give their setting, DefaultClockSkew by default.
+func WithClockSkew(skew float64) Option { return func(o *options) { o.skew = skew } }
+
+// WithRetry bounds the retries of one record's step after a transient
+// error of a network filesystem (default durable.DefaultRetry).
+func WithRetry(r durable.Retry) Option { return func(o *options) { o.retry = r } }
+
+// WithMoreProcs is called with the size of a batch's writer pool before
+// the batch and returns the function called after it: the command line
+// raises GOMAXPROCS there while writers block in fsync. The engine itself
+// never changes GOMAXPROCS.
+func WithMoreProcs(f func(writers int) (restore func())) Option {
+	return func(o *options) { o.moreProcs = f }
+}
+
+// RootError is the error of Open when the table root itself cannot be
+// opened (missing, not a directory, not readable).
+type RootError struct {
+	Root string
+	Err  error
+}
+
+// Error names the root and the cause.
+func (e *RootError) Error() string { return "table root " + e.Root + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *RootError) Unwrap() error { return e.Err }
+
+// ShareRootError is the error of an Open that creates a shared table and
+// cannot give the root the shared directory mode (a root another account
+// owns); nothing was created.
+type ShareRootError struct {
+	Root string
+	Err  error
+}
+
+// Error names the root and the cause.
+func (e *ShareRootError) Error() string {
+	return "share the table root " + e.Root + ": " + e.Err.Error()
+}
+
+// Unwrap returns the cause.
+func (e *ShareRootError) Unwrap() error { return e.Err }
+
+// Open opens the table at root: through the kernel's filesystem (seam.OS),
+// which the Store owns and Close closes, unless WithFS gives another. When
+// the root holds no TABLE it returns ErrNoTable, unless Create says to make
+// the table (durably, see create; a shared one with a shared root).
+func Open(root string, opts ...Option) (*Store, error) {
+	o := options{lockTimeout: DefaultLockTimeout, writers: DefaultWriters, retry: durable.DefaultRetry}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	f := o.fs
+	var owned io.Closer
+	if f == nil {
+		osfs, err := seam.OS(root)
+		if err != nil {
+			return nil, &RootError{Root: root, Err: err}
+		}
+		f, owned = osfs, osfs
+	}
+	if o.wrap != nil {
+		f = o.wrap(f)
+	}
+	sh := &shared{root: root, fs: f, owned: owned, pool: max(o.writers, 1), skew: o.skew, retry: o.retry, moreProcs: o.moreProcs}
+	sh.lockWait.Store(int64(o.lockTimeout))
+	sh.disk = durable.New(f, root, &sh.stats.Counts)
+	s := &Store{shared: sh, clock: o.clock}
+	if o.header != nil {
+		sh.hdr = o.header
+		return s, nil
+	}
+	if err := s.open(o.create); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open reads the header, making the table first with create when there is
+// none, and applies its sharing.
+func (s *Store) open(create *leasefmt.Table) error {
+	t, err := s.readTable()
+	if errors.Is(err, fs.ErrNotExist) && create != nil {
+		if sh, ok, err := TableSharing(create); err != nil {
+			return err
+		} else if ok {
+			if s.owned != nil {
+				// A new table: its root is shared too, so that what is
+				// made in it gets its group.
+				if err := seam.ShareRoot(s.root, sh); err != nil {
+					return &ShareRootError{Root: s.root, Err: err}
+				}
+			}
+			seam.Share(s.fs, sh) // the table's own directories and files are shared too
+		}
+		if err := s.create(create); err != nil {
+			return err
+		}
+		s.stats.FileSyncs.Store(0) // creating the table is not part of the caller's batch
+		t, err = s.readTable()
+	}
+	if err != nil {
+		return err
+	}
+	sh, ok, err := TableSharing(t)
+	if err != nil {
+		return fmt.Errorf("table header %s: %w", filepath.Join(s.root, TableFile), err)
+	}
+	if ok {
+		seam.Share(s.fs, sh)
+		s.sharing = &sh
+	}
+	s.hdr = t
+	return nil
+}
+
+// Close releases the filesystem Open opened (its open directories and lock
+// files, dropping the locks); a filesystem given by WithFS is left open.
+// The views of At share it: closing one closes them all.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		if s.owned != nil {
+			s.closeErr = s.owned.Close()
+		}
+	})
+	return s.closeErr
+}
+
+// At returns a view of the table whose operations read the fixed clock
+// now: lease --now, and tests. The view shares everything else.
+func (s *Store) At(now float64) *Store { return &Store{shared: s.shared, clock: FixedClock(now)} }
+
+// Root is the table's root directory.
+func (s *Store) Root() string { return s.root }
+
+// FS is the filesystem the table is read and written through.
+func (s *Store) FS() seam.FS { return s.fs }
+
+// Table is the table's header.
+func (s *Store) Table() *leasefmt.Table { return s.hdr }
+
+// Sharing is how the table is shared (TABLE's "shared"), nil when it is
+// not.
+func (s *Store) Sharing() *seam.Sharing { return s.sharing }
+
+// Stats counts what the table's operations did.
+func (s *Store) Stats() *Stats { return &s.stats }
+
+// ClockSkew is the bound of WithClockSkew, in seconds.
+func (s *Store) ClockSkew() float64 { return s.skew }
+
+// lockTimeout is the bound of every lock wait.
+func (s *Store) lockTimeout() time.Duration { return time.Duration(s.lockWait.Load()) }
+
+// LockTimeout is the bound of every lock wait (WithLockTimeout,
+// SetLockTimeout).
+func (s *Store) LockTimeout() time.Duration { return s.lockTimeout() }
+
+// SetLockTimeout changes the bound of every later lock wait: for a holder
+// whose renewals must wait less than its claim did (lease run, renew-batch
+// --watch, keepalive.LockWait). It is the one setting that changes after
+// Open; one call's wait is bounded by its context's deadline instead.
+func (s *Store) SetLockTimeout(d time.Duration) { s.lockWait.Store(int64(d)) }
+
+// Disk is the durability layer the table is written through.
+func (s *Store) Disk() *durable.Disk { return s.disk }
 
 // SystemClock is the system's clock in seconds since the epoch, with the
 // microsecond precision records are written with.
@@ -87,8 +301,8 @@ func FixedClock(t float64) func() float64 { return func() float64 { return t } }
 
 // now reads the store's clock.
 func (s *Store) now() float64 {
-	if s.Clock != nil {
-		return s.Clock()
+	if s.clock != nil {
+		return s.clock()
 	}
 	return SystemClock()
 }
@@ -96,57 +310,20 @@ func (s *Store) now() float64 {
 // Now is the store's clock: what an operation would read now.
 func (s *Store) Now() float64 { return s.now() }
 
-// DefaultWriters is the default size of a batch's writer pool. Measured on
-// journaled ext4: 64 writers merge file fsyncs into few journal commits.
-const DefaultWriters = 64
-
-// Open opens the table at root through f. When the root holds no TABLE and
-// create is nil, it returns ErrNoTable; with create it makes the table
-// durably (see create); a concurrent creator's header wins.
-func Open(root string, f FS, create *leasefmt.Table) (*Store, error) {
-	s := &Store{Root: root, FS: f, LockTimeout: 10 * time.Second, Writers: DefaultWriters, Retry: DefaultRetry}
-	t, err := s.readTable()
-	if errors.Is(err, fs.ErrNotExist) && create != nil {
-		if sh, ok, err := TableSharing(create); err != nil {
-			return nil, err
-		} else if ok {
-			applySharing(f, sh) // the table's own directories and files are shared too
-		}
-		if err := s.create(create); err != nil {
-			return nil, err
-		}
-		s.Stats.FileSyncs.Store(0) // creating the table is not part of the caller's batch
-		t, err = s.readTable()
-	}
-	if err != nil {
-		return nil, err
-	}
-	sh, ok, err := TableSharing(t)
-	if err != nil {
-		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.Root, TableFile), err)
-	}
-	if ok {
-		applySharing(f, sh)
-		s.Sharing = &sh
-	}
-	s.Table = t
-	return s, nil
-}
-
 func (s *Store) readTable() (*leasefmt.Table, error) {
-	data, err := s.FS.ReadFile(TableFile, leasefmt.MaxRecordSize)
+	data, err := s.fs.ReadFile(TableFile, leasefmt.MaxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNoTable, filepath.Join(s.Root, TableFile), fs.ErrNotExist)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoTable, filepath.Join(s.root, TableFile), fs.ErrNotExist)
 	}
-	if errors.Is(err, ErrNotRegular) {
-		return nil, fmt.Errorf("table header %s: %w: %w", filepath.Join(s.Root, TableFile), leasefmt.ErrCorrupt, err)
+	if errors.Is(err, seam.ErrNotRegular) {
+		return nil, fmt.Errorf("table header %s: %w: %w", filepath.Join(s.root, TableFile), leasefmt.ErrCorrupt, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	t, err := leasefmt.DecodeTable(data)
 	if err != nil {
-		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.Root, TableFile), err)
+		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.root, TableFile), err)
 	}
 	return t, nil
 }
@@ -161,41 +338,11 @@ func (s *Store) CheckShards(work, target int) error {
 // error ("--shards", "LEASE_SHARDS", "lease.toml:3"), so that the conflict
 // is reported where the count came from.
 func (s *Store) CheckShardsFrom(work int, workFrom string, target int, targetFrom string) error {
-	if work != 0 && work != s.Table.WorkShards {
-		return fmt.Errorf("%w: %d (%s), but %s has work_shards %d", ErrShardConflict, work, workFrom, filepath.Join(s.Root, TableFile), s.Table.WorkShards)
+	if work != 0 && work != s.hdr.WorkShards {
+		return fmt.Errorf("%w: %d (%s), but %s has work_shards %d", ErrShardConflict, work, workFrom, filepath.Join(s.root, TableFile), s.hdr.WorkShards)
 	}
-	if target != 0 && target != s.Table.TargetShards {
-		return fmt.Errorf("%w: %d (%s), but %s has target_shards %d", ErrShardConflict, target, targetFrom, filepath.Join(s.Root, TableFile), s.Table.TargetShards)
-	}
-	return nil
-}
-
-// MkdirRoot creates root and its missing parents, fsyncing the parent of
-// every directory it creates so the root itself survives a crash.
-func MkdirRoot(root string) error {
-	root = filepath.Clean(root)
-	if fi, err := os.Stat(root); err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: root, Err: errors.New("not a directory")}
-		}
-		return nil
-	}
-	parent := filepath.Dir(root)
-	if parent != root {
-		if err := MkdirRoot(parent); err != nil {
-			return err
-		}
-	}
-	if err := os.Mkdir(root, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	d, err := os.Open(parent)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return &fs.PathError{Op: "fsync", Path: parent, Err: err}
+	if target != 0 && target != s.hdr.TargetShards {
+		return fmt.Errorf("%w: %d (%s), but %s has target_shards %d", ErrShardConflict, target, targetFrom, filepath.Join(s.root, TableFile), s.hdr.TargetShards)
 	}
 	return nil
 }
@@ -206,7 +353,7 @@ func MkdirRoot(root string) error {
 // a loser uses the winner's header.
 func (s *Store) create(t *leasefmt.Table) error {
 	mk := func(name string) error {
-		if err := s.FS.Mkdir(name); err != nil && !errors.Is(err, fs.ErrExist) {
+		if err := s.fs.Mkdir(name); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
 		return nil
@@ -224,7 +371,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 			if err := mk(dir); err != nil {
 				return err
 			}
-			unlock, err := s.FS.Lock(path.Join(dir, LockFile), 0, 0)
+			unlock, err := s.fs.Lock(context.Background(), path.Join(dir, LockFile), 0, 0)
 			if err == nil {
 				unlock()
 			} else if !errors.Is(err, ErrLockTimeout) {
@@ -235,10 +382,9 @@ func (s *Store) create(t *leasefmt.Table) error {
 		dirs = append(dirs, k.Dir())
 	}
 	dirs = append(dirs, "")
-	b := NewSyncBatch(s.FS, nil)
+	b := durable.NewSyncBatch(s.fs, nil)
 	for _, d := range dirs {
-		b.pending[d] = true
-		b.order = append(b.order, d)
+		b.Mark(d)
 	}
 	if err := b.Flush(); err != nil {
 		return err
@@ -247,25 +393,25 @@ func (s *Store) create(t *leasefmt.Table) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp("", TableFile, data)
+	tmp, err := s.Disk().WriteTemp("", TableFile, data)
 	if err != nil {
 		return err
 	}
-	err = s.FS.RenameNoReplace(tmp, TableFile)
+	err = s.fs.RenameNoReplace(tmp, TableFile)
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, os.ErrExist) {
-		s.FS.Remove(tmp)
+		s.fs.Remove(tmp)
 		return nil // another creator won; its header stands
 	}
 	if err != nil {
-		s.FS.Remove(tmp)
+		s.fs.Remove(tmp)
 		return err
 	}
-	return s.FS.SyncDir("")
+	return s.fs.SyncDir("")
 }
 
 // ShardDir is the table-relative directory of shard sh of kind k.
 func (s *Store) ShardDir(k leasefmt.Kind, sh int) string {
-	n := s.Table.Shards(k)
+	n := s.hdr.Shards(k)
 	if k < 0 || int(k) >= len(s.shardDirs) || sh < 0 || sh >= n {
 		return path.Join(k.Dir(), leasefmt.ShardDirName(sh, n))
 	}
@@ -275,7 +421,7 @@ func (s *Store) ShardDir(k leasefmt.Kind, sh int) string {
 		// record); remade if the table's shard count was changed.
 		dirs := make([]string, n)
 		for i := range dirs {
-			dirs[i] = k.Dir() + "/" + leasefmt.ShardDirName(i, n)
+			dirs[i] = s.hdr.ShardDir(k, i)
 		}
 		c = &dirs
 		s.shardDirs[k].Store(c)
@@ -285,51 +431,11 @@ func (s *Store) ShardDir(k leasefmt.Kind, sh int) string {
 
 // RecordPath is the table-relative path of the record of id.
 func (s *Store) RecordPath(k leasefmt.Kind, id leasefmt.ID) string {
-	return s.ShardDir(k, id.Shard(s.Table.Shards(k))) + "/" + id.FileName()
+	return s.ShardDir(k, id.Shard(s.hdr.Shards(k))) + "/" + id.FileName()
 }
 
 // Abs is the absolute path of a table-relative name, for messages.
-func (s *Store) Abs(name string) string { return filepath.Join(s.Root, filepath.FromSlash(name)) }
-
-// ensureShard creates a shard directory that a table made by another
-// program may lack, durably, once per Store.
-func (s *Store) ensureShard(dir string) error { return s.EnsureDir(dir) }
-
-// EnsureDir makes the table-relative directory dir exist, creating it and
-// any missing parent below the root durably (mkdir, then fsync of the
-// parent), as SPEC §2 asks of the directories a table made by another
-// program may lack. A name that exists but is not a directory (a symbolic
-// link included) is refused with ErrNotRegular. Directories once seen are
-// remembered for the life of the Store.
-func (s *Store) EnsureDir(dir string) error {
-	if dir == "" || dir == "." {
-		return nil
-	}
-	if _, ok := s.ensured.Load(dir); ok {
-		return nil
-	}
-	fi, err := s.FS.Lstat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-	case err == nil:
-		return &fs.PathError{Op: "open", Path: s.Abs(dir), Err: fmt.Errorf("%w: not a directory", ErrNotRegular)}
-	case errors.Is(err, fs.ErrNotExist):
-		if err := s.EnsureDir(path.Dir(dir)); err != nil {
-			return err
-		}
-		if err := s.FS.Mkdir(dir); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if err := s.FS.SyncDir(path.Dir(dir)); err != nil {
-			return err
-		}
-		s.Stats.DirectorySyncs.Add(1)
-	default:
-		return err
-	}
-	s.ensured.Store(dir, true)
-	return nil
-}
+func (s *Store) Abs(name string) string { return filepath.Join(s.root, filepath.FromSlash(name)) }
 
 // StagePath is the table-relative staging directory of the holder of
 // token of id, stage/ID.TOKEN (SPEC §3.2): results staged there can only
@@ -360,39 +466,37 @@ func ParseStageName(name string) (leasefmt.ID, int64, bool) {
 // whatever is staged there is published only while token is current.
 func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	dir := StagePath(id, token)
-	if err := s.EnsureDir(dir); err != nil {
+	if err := s.Disk().EnsureDir(dir); err != nil {
 		return "", err
 	}
 	return s.Abs(dir), nil
 }
 
-// Lock takes the lock of the record of id (SPEC §5).
-func (s *Store) Lock(k leasefmt.Kind, id leasefmt.ID) (func(), error) {
-	dir := s.ShardDir(k, id.Shard(s.Table.Shards(k)))
-	if err := s.ensureShard(dir); err != nil {
-		return nil, err
-	}
-	return s.FS.Lock(path.Join(dir, LockFile), id.LockOffset(), s.LockTimeout)
+// Lock takes the lock of the record of id (docs/lease-format.md, locks),
+// waiting at most the lock timeout and no longer than ctx lasts (an error
+// wrapping ErrLockTimeout, and ctx.Err() when ctx ended the wait).
+func (s *Store) Lock(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (func(), error) {
+	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), s.lockTimeout())
 }
 
 // Read reads and validates the record of id. It returns (nil, nil) when
 // there is none; an error wrapping leasefmt.ErrCorrupt when a record exists
 // but does not validate (a symbolic link or other non-regular file in its
 // place included).
-func (s *Store) Read(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) {
-	r, _, err := s.readRaw(k, id)
+func (s *Store) Read(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, error) {
+	r, _, err := s.readRaw(ctx, k, id)
 	return r, err
 }
 
 // readRaw is Read that also returns the bytes read, so a failed group
 // write can put them back exactly. A transient error (a read that failed
-// after its open, ESTALE) is retried as s.Retry says and, when the tries
+// after its open, ESTALE) is retried as s.retry says and, when the tries
 // run out, returned as the I/O error it is: never as a missing record.
-func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
+func (s *Store) readRaw(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []byte, error) {
 	name := s.RecordPath(k, id)
 	for attempt := 1; ; attempt++ {
 		r, data, err := s.readOnce(k, id, name)
-		if !s.again(attempt, name, err) {
+		if !s.disk.Again(ctx, s.retry, attempt, name, err) {
 			return r, data, err
 		}
 	}
@@ -400,11 +504,11 @@ func (s *Store) readRaw(k leasefmt.Kind, id leasefmt.ID) (*leasefmt.Record, []by
 
 // readOnce reads and validates the record of id at name once.
 func (s *Store) readOnce(k leasefmt.Kind, id leasefmt.ID, name string) (*leasefmt.Record, []byte, error) {
-	data, err := s.FS.ReadFile(name, leasefmt.MaxRecordSize)
+	data, err := s.fs.ReadFile(name, leasefmt.MaxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, nil
 	}
-	if errors.Is(err, ErrNotRegular) {
+	if errors.Is(err, seam.ErrNotRegular) {
 		return nil, nil, fmt.Errorf("%s: %w: not a regular file", s.Abs(name), leasefmt.ErrCorrupt)
 	}
 	if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
@@ -421,110 +525,19 @@ func (s *Store) readOnce(k leasefmt.Kind, id leasefmt.ID, name string) (*leasefm
 	return r, data, nil
 }
 
-// TempName is the temp file name pattern of SPEC §4: .NAME.tmp.<random>.
-func TempName(name string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return "." + name + ".tmp." + hex.EncodeToString(b[:])
-}
-
-// writeTemp writes data to a new temp file beside name in dir and makes it
-// durable (G1). The temp file is removed when anything fails.
-func (s *Store) writeTemp(dir, name string, data []byte) (string, error) {
-	tmp := path.Join(dir, TempName(name))
-	f, err := s.FS.CreateExcl(tmp)
-	if err != nil {
-		return "", &OpError{Op: "cannot create the new record's temp file", Err: bare(err)}
-	}
-	_, err = f.Write(data)
-	if err == nil && s.Strategy != strategy.NoSync {
-		if err = f.Sync(); err == nil {
-			s.Stats.FileSyncs.Add(1)
-		}
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		s.FS.Remove(tmp)
-		return "", &OpError{Op: "cannot write the new record (its temp file was removed)", Err: bare(err)}
-	}
-	return tmp, nil
-}
-
-// bare is the cause of a path error without its path: for a temp file that
-// is gone by the time the error is read.
-func bare(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
-	}
-	return err
-}
-
 // WriteOne durably replaces the record of rec.ID by rec on its own: temp,
 // fsync, rename, directory fsync. The caller holds the record's lock.
 func (s *Store) WriteOne(rec *leasefmt.Record) error {
-	b := NewSyncBatch(s.FS, &s.Stats.DirectorySyncs)
-	if err := s.stage(b, rec); err != nil {
-		b.Flush()
-		return err
-	}
-	return b.Flush()
-}
-
-// stage writes rec's temp file and renames it over the record in batch b.
-func (s *Store) stage(b *SyncBatch, rec *leasefmt.Record) error {
 	data, err := leasefmt.Encode(rec)
 	if err != nil {
 		return err
 	}
-	return s.stageBytes(b, rec, data, false)
+	return s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data)
 }
 
 // stageBytes writes data, the encoding of rec, to a temp file and moves it
 // into place in batch b: over the record, or, with create, only where no
-// record exists (SyncBatch.Create; ErrAppeared when one does).
-func (s *Store) stageBytes(b *SyncBatch, rec *leasefmt.Record, data []byte, create bool) error {
-	final := s.RecordPath(rec.Kind, rec.ID)
-	tmp, err := s.writeTemp(path.Dir(final), rec.ID.FileName(), data)
-	if err != nil {
-		return err
-	}
-	move := b.Replace
-	if create {
-		move = b.Create
-	}
-	if err := move(tmp, final); err != nil {
-		s.FS.Remove(tmp)
-		if errors.Is(err, ErrCrossDirectory) {
-			return err
-		}
-		if create && errors.Is(err, fs.ErrExist) {
-			return appeared(err)
-		}
-		return &OpError{Op: "cannot rename the new record into place (its temp file was removed)", Err: bare(err)}
-	}
-	return nil
-}
-
-// DurableMove moves from to to across directories without ever replacing
-// an existing name, then fsyncs the destination directory and after it the
-// source directory (G8), so after a crash the file is in at least one place.
-func (s *Store) DurableMove(from, to string) error {
-	if err := s.FS.RenameNoReplace(from, to); err != nil {
-		return err
-	}
-	if err := s.FS.SyncDir(path.Dir(to)); err != nil {
-		return err
-	}
-	s.Stats.DirectorySyncs.Add(1)
-	if path.Dir(from) == path.Dir(to) {
-		return nil
-	}
-	if err := s.FS.SyncDir(path.Dir(from)); err != nil {
-		return err
-	}
-	s.Stats.DirectorySyncs.Add(1)
-	return nil
+// record exists (durable.Disk.Put; ErrAppeared when one does).
+func (s *Store) stageBytes(b *durable.SyncBatch, rec *leasefmt.Record, data []byte, create bool) error {
+	return s.Disk().Put(b, s.RecordPath(rec.Kind, rec.ID), data, create)
 }

@@ -1,6 +1,7 @@
 package commit_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -68,19 +70,19 @@ func TestPlantedSymlinks(t *testing.T) {
 			run  func(st *commit.Store) commit.Result
 		}{
 			{"claim", func(st *commit.Store) commit.Result {
-				return at(st, 5000).Claim([]commit.Item{{ID: id}}, "host/w", 60)[0]
+				return at(st, 5000).Claim(context.Background(), []commit.Item{{ID: id}}, "host/w", 60)[0]
 			}},
 			{"renew", func(st *commit.Store) commit.Result {
-				return at(st, 1000).Renew([]commit.Item{{ID: id, Token: 1}}, 60)[0]
+				return at(st, 1000).Renew(context.Background(), []commit.Item{{ID: id, Token: 1}}, 60)[0]
 			}},
 			{"release", func(st *commit.Store) commit.Result {
-				return at(st, 1000).Release([]commit.Item{{ID: id, Token: 1}})[0]
+				return at(st, 1000).Release(context.Background(), []commit.Item{{ID: id, Token: 1}})[0]
 			}},
 			{"complete", func(st *commit.Store) commit.Result {
-				return at(st, 1000).Complete([]commit.Item{{ID: id, Token: 1}})[0]
+				return at(st, 1000).Complete(context.Background(), []commit.Item{{ID: id, Token: 1}})[0]
 			}},
 			{"verify", func(st *commit.Store) commit.Result {
-				return at(st, 1000).Verify([]commit.Item{{ID: id, Token: 1}})[0]
+				return at(st, 1000).Verify(context.Background(), []commit.Item{{ID: id, Token: 1}})[0]
 			}},
 		} {
 			t.Run(tc.name+"/"+op.name, func(t *testing.T) {
@@ -88,9 +90,9 @@ func TestPlantedSymlinks(t *testing.T) {
 				outside := t.TempDir()
 				tc.plant(t, st, outside)
 				// A fresh store: nothing resolved before the link was planted.
-				st, log := openHooked(t, st.Root, shards)
-				st.LockTimeout = 0
-				tableBefore, outsideBefore := snapshotTree(t, st.Root), snapshotTree(t, outside)
+				st, log := openHooked(t, st.Root(), shards)
+				st.SetLockTimeout(0)
+				tableBefore, outsideBefore := snapshotTree(t, st.Root()), snapshotTree(t, outside)
 				r := op.run(st)
 				want := commit.Corrupt
 				if tc.noLock && op.name == "verify" {
@@ -105,12 +107,12 @@ func TestPlantedSymlinks(t *testing.T) {
 				if after := snapshotTree(t, outside); !after.equal(outsideBefore) {
 					t.Errorf("outside the table changed: %s", after.diff(outsideBefore))
 				}
-				if after := snapshotTree(t, st.Root); !after.equal(tableBefore) {
+				if after := snapshotTree(t, st.Root()); !after.equal(tableBefore) {
 					t.Errorf("the table changed: %s", after.diff(tableBefore))
 				}
 				for _, o := range log.snapshot() {
 					switch o.op {
-					case commit.OpCreate, commit.OpRename, commit.OpFsync, commit.OpSyncDir, commit.OpMkdir, commit.OpRemove:
+					case seam.OpCreate, seam.OpRename, seam.OpFsync, seam.OpSyncDir, seam.OpMkdir, seam.OpRemove:
 						t.Errorf("%s %s made for a planted link", o.op, o.name)
 					}
 				}
@@ -130,20 +132,20 @@ func TestNonRegularRecord(t *testing.T) {
 	if err := mkfifo(st.Abs(st.RecordPath(leasefmt.Work, fifo))); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range at(st, 1000).Claim([]commit.Item{{ID: id}, {ID: fifo}}, "host/w", 60) {
+	for _, r := range at(st, 1000).Claim(context.Background(), []commit.Item{{ID: id}, {ID: fifo}}, "host/w", 60) {
 		if r.Outcome != commit.Corrupt {
 			t.Errorf("%s: %s (%s), want corrupt", r.ID, r.Outcome.Reason(), r.Detail)
 		}
 	}
-	if _, err := st.Read(leasefmt.Work, fifo); !errors.Is(err, leasefmt.ErrCorrupt) {
+	if _, err := st.Read(context.Background(), leasefmt.Work, fifo); !errors.Is(err, leasefmt.ErrCorrupt) {
 		t.Errorf("Read of a FIFO = %v, want ErrCorrupt", err)
 	}
-	if r, err := st.Read(leasefmt.Work, shardID(1, 3)); r != nil || err != nil {
+	if r, err := st.Read(context.Background(), leasefmt.Work, shardID(1, 3)); r != nil || err != nil {
 		t.Errorf("Read of a missing record = %v, %v; want nil, nil", r, err)
 	}
 	big := shardID(1, 4)
 	writeFile(t, st.Abs(st.RecordPath(leasefmt.Work, big)), make([]byte, 5<<10))
-	if _, err := st.Read(leasefmt.Work, big); !errors.Is(err, leasefmt.ErrCorrupt) {
+	if _, err := st.Read(context.Background(), leasefmt.Work, big); !errors.Is(err, leasefmt.ErrCorrupt) {
 		t.Errorf("Read of a 5 KiB file = %v, want ErrCorrupt", err)
 	}
 }

@@ -4,10 +4,11 @@ package commit_test
 // that fails after its open is never "no record", a record read as missing
 // is created without replacing and read again when it turns out to exist,
 // and ESTALE costs one record a retry, not the batch. The filesystems here
-// are the real one (commit.OS on a temp dir) behind a thin wrapper that
+// are the real one (seam.OS on a temp dir) behind a thin wrapper that
 // plays the other client.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,6 +21,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -29,7 +32,7 @@ import (
 // another holder's record just before this client's create lands, and fail
 // renames with ESTALE before or after they take effect.
 type otherClient struct {
-	commit.FS
+	seam.FS
 	mu          sync.Mutex
 	vanish      map[string]int // record path -> reads to fail with ErrVanished
 	hide        map[string]int // record path -> reads to answer fs.ErrNotExist
@@ -39,7 +42,7 @@ type otherClient struct {
 	refreshed   []string
 }
 
-func newOtherClient(f commit.FS) *otherClient {
+func newOtherClient(f seam.FS) *otherClient {
 	return &otherClient{FS: f, vanish: map[string]int{}, hide: map[string]int{}, createFirst: map[string][]byte{},
 		staleBefore: map[string]int{}, staleAfter: map[string]int{}}
 }
@@ -62,7 +65,7 @@ func (o *otherClient) ReadFile(name string, max int) ([]byte, error) {
 		if _, err := o.FS.ReadFile(name, max); err != nil {
 			return nil, err
 		}
-		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", commit.ErrVanished)}
+		return nil, &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", seam.ErrVanished)}
 	}
 	return o.FS.ReadFile(name, max)
 }
@@ -112,18 +115,17 @@ func (o *otherClient) Refresh(dir string) {
 func transientTable(t *testing.T) (*commit.Store, *otherClient, *opLog) {
 	t.Helper()
 	root := t.TempDir()
-	osfs, err := commit.OS(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { osfs.Close() })
-	other := newOtherClient(osfs)
+	var other *otherClient
 	log := &opLog{}
-	st, err := commit.Open(root, commit.WithHook(other, log.hook), &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
+	st, err := commit.Open(root, commit.WithWrap(func(osfs seam.FS) seam.FS {
+		other = newOtherClient(osfs)
+		return seam.WithHook(other, log.hook)
+	}), commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}),
+		commit.WithRetry(durable.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Retry = commit.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}
+	t.Cleanup(func() { st.Close() })
 	log.reset(nil)
 	return st, other, log
 }
@@ -141,22 +143,22 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 		if round > 0 {
 			other.vanish[name] = 3 // within the 4 tries
 		}
-		res := at(st, float64(1000+1000*round)).Claim([]commit.Item{{ID: id}}, fmt.Sprintf("host/w%d", round), 10)
+		res := at(st, float64(1000+1000*round)).Claim(context.Background(), []commit.Item{{ID: id}}, fmt.Sprintf("host/w%d", round), 10)
 		if r := res[0]; r.Outcome != commit.OK || r.Token != want {
 			t.Fatalf("round %d: %s token %d (%s), want ok token %d", round, r.Outcome.Reason(), r.Token, r.Detail, want)
 		}
 	}
-	if got := st.Stats.Retries.Load(); got != 6 {
+	if got := st.Stats().Retries.Load(); got != 6 {
 		t.Errorf("%d retries counted, want 6", got)
 	}
 	// Reads that never succeed: an I/O error, no write.
 	other.vanish[name] = 100
 	log.reset(nil)
-	res := at(st, 9000).Claim([]commit.Item{{ID: id}}, "host/late", 10)
-	if r := res[0]; r.Outcome != commit.IOError || !errors.Is(r.Err(), commit.ErrVanished) || errors.Is(r.Err(), fs.ErrNotExist) {
+	res := at(st, 9000).Claim(context.Background(), []commit.Item{{ID: id}}, "host/late", 10)
+	if r := res[0]; r.Outcome != commit.IOError || !errors.Is(r.Err(), seam.ErrVanished) || errors.Is(r.Err(), fs.ErrNotExist) {
 		t.Fatalf("claim with reads failing after open: %s (%v), want io-error wrapping ErrVanished and not fs.ErrNotExist", r.Outcome.Reason(), r.Err())
 	}
-	if n := log.count(commit.OpCreate) + log.count(commit.OpRename) + log.count(commit.OpRenameNoReplace); n != 0 {
+	if n := log.count(seam.OpCreate) + log.count(seam.OpRename) + log.count(seam.OpRenameNoReplace); n != 0 {
 		t.Errorf("%d writes for a record that could not be read", n)
 	}
 	other.vanish[name] = 0
@@ -165,7 +167,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 	}
 	// Read-only callers see the same: Read is an I/O error, not "none".
 	other.vanish[name] = 100
-	if r, err := st.Read(leasefmt.Work, id); r != nil || !errors.Is(err, commit.ErrVanished) {
+	if r, err := st.Read(context.Background(), leasefmt.Work, id); r != nil || !errors.Is(err, seam.ErrVanished) {
 		t.Errorf("Read: %v, %v; want ErrVanished", r, err)
 	}
 }
@@ -193,7 +195,7 @@ func TestCreateNeverReplaces(t *testing.T) {
 	}
 	other.hide[st.RecordPath(leasefmt.Work, ids[1])] = 1
 	log.reset(nil)
-	res := at(st, 1000).Claim([]commit.Item{{ID: ids[0]}, {ID: ids[1]}, {ID: ids[2]}}, "host/me", 60)
+	res := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: ids[0]}, {ID: ids[1]}, {ID: ids[2]}}, "host/me", 60)
 	for i, r := range res[:2] {
 		if r.Outcome != commit.Held || r.Token != 7 {
 			t.Errorf("%s: %s token %d (%s), want held by token 7", r.ID.Short(), r.Outcome.Reason(), r.Token, r.Detail)
@@ -205,10 +207,10 @@ func TestCreateNeverReplaces(t *testing.T) {
 	if r := res[2]; r.Outcome != commit.OK || r.Token != 1 {
 		t.Errorf("fresh ID: %s token %d, want ok token 1", r.Outcome.Reason(), r.Token)
 	}
-	if n := log.count(commit.OpRename); n != 0 {
+	if n := log.count(seam.OpRename); n != 0 {
 		t.Errorf("%d renames over records that a claim read as missing, want 0 (create without replacing)", n)
 	}
-	if tmps := tempFiles(t, st.Root); len(tmps) != 0 {
+	if tmps := tempFiles(t, st.Root()); len(tmps) != 0 {
 		t.Errorf("temp files left: %v", tmps)
 	}
 }
@@ -231,23 +233,23 @@ func mustDecode(t *testing.T, b []byte, id leasefmt.ID) *leasefmt.Record {
 func TestESTALEPerRecord(t *testing.T) {
 	st, other, log := transientTable(t)
 	items := spread(139, 4)
-	h := held(t, at(st, 1000).Claim(items, "host/w", 60))
+	h := held(t, at(st, 1000).Claim(context.Background(), items, "host/w", 60))
 	before, after := h[17].ID, h[90].ID
 	other.staleBefore[st.RecordPath(leasefmt.Work, before)] = 1
 	other.staleAfter[st.RecordPath(leasefmt.Work, after)] = 1
 	log.reset(nil)
-	res := at(st, 1010).Renew(h, 60)
+	res := at(st, 1010).Renew(context.Background(), h, 60)
 	for _, r := range res {
 		if r.Outcome != commit.OK {
 			t.Fatalf("%s: %s %s", r.ID.Short(), r.Outcome.Reason(), r.Detail)
 		}
 	}
-	if got := st.Stats.Retries.Load(); got != 2 {
+	if got := st.Stats().Retries.Load(); got != 2 {
 		t.Errorf("%d retries, want 2 (one per record that met ESTALE)", got)
 	}
 	renames := map[string]int{}
 	for _, o := range log.snapshot() {
-		if o.op == commit.OpRename && !o.failed {
+		if o.op == seam.OpRename && !o.failed {
 			renames[o.name]++
 		}
 	}
@@ -269,7 +271,7 @@ func TestESTALEPerRecord(t *testing.T) {
 	// Sticky: the record's tries run out, the batch fails.
 	stuck := h[5].ID
 	other.staleBefore[st.RecordPath(leasefmt.Work, stuck)] = 100
-	res = at(st, 1020).Renew(h, 60)
+	res = at(st, 1020).Renew(context.Background(), h, 60)
 	for _, r := range res {
 		if r.Outcome != commit.IOError {
 			t.Fatalf("%s: %s, want io-error (the batch failed)", r.ID.Short(), r.Outcome.Reason())

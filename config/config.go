@@ -21,9 +21,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/suggest"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -65,30 +67,36 @@ type Setting struct {
 	Default string
 }
 
-// The defaults that do not derive from other settings.
+// The defaults that do not derive from other settings. Those of the
+// table's engine (shards, lock timeout, writers, clock skew, the least
+// TTL) are the storage engine's, written once in package commit; the
+// others are the command line's own.
 const (
 	DefaultRoot          = "./lease-table"
-	DefaultShards        = 16
+	DefaultShards        = commit.DefaultShards
 	DefaultTargetTimeout = 30.0
-	DefaultLockTimeout   = 10.0
-	DefaultWriters       = 64
+	DefaultLockTimeout   = float64(commit.DefaultLockTimeout) / float64(time.Second)
+	DefaultWriters       = commit.DefaultWriters
 	DefaultMPITimeout    = 60.0
 	DefaultGrace         = 10.0
-	DefaultClockSkew     = 1.0
 	// DefaultMaxAttempts: an item whose runs fail this many times becomes
 	// failed. Three lets a run that failed for its node's sake (out of
 	// memory, a full disk, a killed worker) be tried twice more elsewhere,
 	// while a poison item that fails every time costs at most three runs.
 	DefaultMaxAttempts = 3
 	// MaxMaxAttempts bounds max_attempts.
-	MaxMaxAttempts = 1000000
+	MaxMaxAttempts   = 1000000
+	DefaultClockSkew = float64(commit.DefaultClockSkew) / float64(time.Second)
+	// DefaultMinTTL is the least default TTL, in seconds: the default is
+	// max(DefaultMinTTL, 4*target_timeout).
+	DefaultMinTTL = float64(commit.DefaultTTL) / float64(time.Second)
 )
 
 // All is the table of settings, in the order lease config prints them.
 var All = []Setting{
 	{"root", "LEASE_ROOT", "root", String, "table root directory", DefaultRoot},
 	{"owner", "LEASE_OWNER", "owner", String, "owner name written into leases", "USER@HOST"},
-	{"ttl", "LEASE_TTL", "ttl", Float, "lease time to live in seconds", "max(120, 4*target_timeout)"},
+	{"ttl", "LEASE_TTL", "ttl", Float, "lease time to live in seconds", "max(" + ftoa(DefaultMinTTL) + ", 4*target_timeout)"},
 	{"target_timeout", "LEASE_TARGET_TIMEOUT", "target-timeout", Float, "target timeout in seconds, from which the default TTL follows", ftoa(DefaultTargetTimeout)},
 	{"renew_interval", "LEASE_RENEW_INTERVAL", "renew-interval", Float, "renewal interval in seconds, less than ttl - clock_skew", "max(0.1, min(30, ttl/3))"},
 	{"shards", "LEASE_SHARDS", "shards", Int, "work shard count when the table is created", strconv.Itoa(DefaultShards)},
@@ -265,9 +273,9 @@ func (s *Settings) resolve(vals map[string]any) error {
 		s.origin["owner"] = "default (USER@HOST)"
 	}
 	s.TargetTimeout = num("target_timeout", DefaultTargetTimeout)
-	s.TTL = num("ttl", math.Max(120, 4*s.TargetTimeout))
+	s.TTL = num("ttl", math.Max(DefaultMinTTL, 4*s.TargetTimeout))
 	if _, ok := vals["ttl"]; !ok {
-		s.origin["ttl"] = "default (max(120, 4*target_timeout))"
+		s.origin["ttl"] = "default (max(" + ftoa(DefaultMinTTL) + ", 4*target_timeout))"
 	}
 	s.RenewInterval = num("renew_interval", math.Max(0.1, math.Min(30, s.TTL/3)))
 	if _, ok := vals["renew_interval"]; !ok {

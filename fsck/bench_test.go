@@ -1,6 +1,7 @@
 package fsck_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -16,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -167,7 +168,7 @@ func BenchmarkScan(b *testing.B) {
 			}
 		}
 		runtime.GC()
-		osfs, err := commit.OS(root)
+		osfs, err := seam.OS(root)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -176,7 +177,7 @@ func BenchmarkScan(b *testing.B) {
 		findings := 0
 		b.StartTimer()
 		start, cpu0 := time.Now(), cpuTime()
-		sum, err := fsck.Check(root, osfs, fsck.Options{Now: 1764450000, Workers: envInt("LEASE_FSCK_BENCH_WORKERS", 0)},
+		sum, err := fsck.Check(context.Background(), root, osfs, fsck.Options{Now: 1764450000, Workers: envInt("LEASE_FSCK_BENCH_WORKERS", 0)},
 			func(*fsck.Finding) { findings++ })
 		elapsed += time.Since(start)
 		cpu += cpuTime() - cpu0

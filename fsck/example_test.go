@@ -1,11 +1,14 @@
 package fsck_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -16,17 +19,16 @@ func ExampleCheck() {
 	dir, _ := os.MkdirTemp("", "fsck-example-")
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "table")
-	commit.MkdirRoot(root)
-	f, _ := commit.OS(root)
-	st, _ := commit.Open(root, f, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000})
+	durable.MkdirRoot(root)
+	st, _ := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
 	id, _ := leasefmt.ParseID("6f9b91f83f7365e8037273295071469d1cf7d0e34dfae07af6158dcc64a7c067")
 	torn := `{"schema":"lease.work/v1","id":"` + string(id) + `","status":"leased","owner":"w","token":7,"claimed_at":1`
 	os.WriteFile(st.Abs(st.RecordPath(leasefmt.Work, id)), []byte(torn), 0o644)
-	f.Close()
+	st.Close()
 
 	for _, repair := range []bool{false, true, false} {
-		fsys, _ := commit.OS(root)
-		sum, err := fsck.Check(root, fsys, fsck.Options{Repair: repair, Now: 2000}, func(f *fsck.Finding) {
+		fsys, _ := seam.OS(root)
+		sum, err := fsck.Check(context.Background(), root, fsys, fsck.Options{Repair: repair, Now: 2000}, func(f *fsck.Finding) {
 			fmt.Printf("  %s %s repaired=%v\n", f.Kind, filepath.Base(f.Path), f.Repaired)
 		})
 		fsys.Close()

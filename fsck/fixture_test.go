@@ -2,6 +2,7 @@ package fsck_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -17,7 +18,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commands"
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/internal/damaged"
 	"github.com/leasetool/lease/leasefmt"
@@ -89,19 +90,19 @@ func diffSnapshots(a, b map[string]entry) []string {
 }
 
 // run runs the checker through the real filesystem (optionally hooked).
-func run(t testing.TB, root string, repair bool, hook commit.Hook) (*fsck.Summary, []*fsck.Finding) {
+func run(t testing.TB, root string, repair bool, hook seam.Hook) (*fsck.Summary, []*fsck.Finding) {
 	t.Helper()
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer osfs.Close()
-	var f commit.FS = osfs
+	var f seam.FS = osfs
 	if hook != nil {
-		f = commit.WithHook(osfs, hook)
+		f = seam.WithHook(osfs, hook)
 	}
 	var found []*fsck.Finding
-	sum, err := fsck.Check(root, f, fsck.Options{Repair: repair, Now: damaged.Now}, func(f *fsck.Finding) { found = append(found, f) })
+	sum, err := fsck.Check(context.Background(), root, f, fsck.Options{Repair: repair, Now: damaged.Now}, func(f *fsck.Finding) { found = append(found, f) })
 	if err != nil {
 		t.Fatalf("fsck: %v", err)
 	}
@@ -328,9 +329,9 @@ func TestReadOnlyWritesNothing(t *testing.T) {
 	s, _ := damaged.Lookup("all")
 	root, _ := build(t, s)
 	var calls []string
-	hook := func(op commit.Op, name string) error {
+	hook := func(op seam.Op, name string) error {
 		switch op {
-		case commit.OpRead, commit.OpReadDir, commit.OpLstat, commit.OpLock:
+		case seam.OpRead, seam.OpReadDir, seam.OpLstat, seam.OpLock:
 			return nil
 		}
 		calls = append(calls, string(op)+" "+name)
@@ -361,8 +362,8 @@ func TestRepairFaults(t *testing.T) {
 			root, exp := build(t, s)
 			before := snapshot(t, root)
 			failed := 0
-			hook := func(op commit.Op, name string) error {
-				if op == commit.OpSyncDir && strings.HasPrefix(name, tc.dir) {
+			hook := func(op seam.Op, name string) error {
+				if op == seam.OpSyncDir && strings.HasPrefix(name, tc.dir) {
 					failed++
 					return errors.New("injected fsync failure")
 				}

@@ -31,6 +31,7 @@
 package fsck
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,6 +43,8 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -94,7 +97,12 @@ const RepairLockOffset int64 = 1 << 60
 
 // checker is one run of Check.
 type checker struct {
-	fs     commit.FS
+	// ctx bounds the check's lock waits and retries (a repair's locks).
+	ctx context.Context
+	fs  seam.FS
+	// disk writes through fs durably from the start; st, the table's
+	// store, exists once the header is known (run).
+	disk   *durable.Disk
 	st     *commit.Store
 	opt    Options
 	sum    *Summary
@@ -126,17 +134,17 @@ type committingRec struct {
 // finding, in a stable order, after any repair of it was made. The error is
 // ErrNoTable, ErrUsage or an I/O error that stopped the check; I/O errors
 // that only stop part of it are KindIO findings.
-func Check(root string, fsys commit.FS, opt Options, report func(*Finding)) (*Summary, error) {
+func Check(ctx context.Context, root string, fsys seam.FS, opt Options, report func(*Finding)) (*Summary, error) {
 	if opt.LockTimeout <= 0 {
-		opt.LockTimeout = 10 * time.Second
+		opt.LockTimeout = commit.DefaultLockTimeout
 	}
 	if opt.Workers < 1 {
 		opt.Workers = 8
 	}
 	c := &checker{
-		fs: fsys,
-		st: &commit.Store{Root: root, FS: fsys, LockTimeout: opt.LockTimeout, Writers: 1,
-			Clock: commit.FixedClock(opt.Now), ClockSkew: opt.ClockSkew},
+		ctx:    ctx,
+		fs:     fsys,
+		disk:   durable.New(fsys, root, &durable.Counts{}),
 		opt:    opt,
 		sum:    newSummary(opt.Repair),
 		report: report,
@@ -209,7 +217,13 @@ func (c *checker) run() error {
 		return nil // the shard counts are unknown: records cannot be checked
 	}
 	c.checkPerms(t)
-	c.st.Table = t
+	// The store of the records' operations (locks, reads, settling
+	// publishes, rewrites), over the header as checked (or inferred).
+	if c.st, err = commit.Open(c.disk.Abs(""), commit.WithFS(c.fs), commit.WithHeader(t),
+		commit.WithLockTimeout(c.opt.LockTimeout), commit.WithWriters(1),
+		commit.WithClock(commit.FixedClock(c.opt.Now)), commit.WithClockSkew(c.opt.ClockSkew)); err != nil {
+		return err
+	}
 	if tasks == nil {
 		tasks = c.checkKindDirs()
 	}
@@ -238,25 +252,25 @@ func (c *checker) lockRepair(t *leasefmt.Table) (later bool, err error) {
 	}
 	dir := path.Join(leasefmt.Work.Dir(), leasefmt.ShardDirName(0, t.WorkShards))
 	lf := path.Join(dir, commit.LockFile)
-	if err := c.st.EnsureDir(dir); err != nil {
-		if errors.Is(err, commit.ErrNotRegular) || errors.Is(err, fs.ErrPermission) {
+	if err := c.disk.EnsureDir(dir); err != nil {
+		if errors.Is(err, seam.ErrNotRegular) || errors.Is(err, fs.ErrPermission) {
 			return true, nil
 		}
-		return false, fmt.Errorf("the repair lock %s: %w", c.st.Abs(lf), err)
+		return false, fmt.Errorf("the repair lock %s: %w", c.disk.Abs(lf), err)
 	}
-	unlock, err := c.fs.Lock(lf, RepairLockOffset, c.opt.LockTimeout)
+	unlock, err := c.fs.Lock(c.ctx, lf, RepairLockOffset, c.opt.LockTimeout)
 	switch {
 	case errors.Is(err, commit.ErrLockTimeout):
 		return false, fmt.Errorf("%w: it holds the repair lock (byte 2^60 of %s), still held after %s (--lock-timeout); run the repair again once it is done",
-			ErrRepairRunning, c.st.Abs(lf), c.opt.LockTimeout)
-	case errors.Is(err, commit.ErrNotRegular), errors.Is(err, fs.ErrPermission):
+			ErrRepairRunning, c.disk.Abs(lf), c.opt.LockTimeout)
+	case errors.Is(err, seam.ErrNotRegular), errors.Is(err, fs.ErrPermission):
 		// The lock file is not a regular file, or its mode keeps this
 		// account out (a shared table whose modes went wrong): the scan
 		// and the mode checks report and repair that; the repair runs
 		// without the lock when they cannot.
 		return true, nil
 	case err != nil:
-		return false, fmt.Errorf("the repair lock %s: %w", c.st.Abs(lf), err)
+		return false, fmt.Errorf("the repair lock %s: %w", c.disk.Abs(lf), err)
 	}
 	c.unlockRepair = unlock
 	return false, nil

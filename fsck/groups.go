@@ -30,7 +30,7 @@ type groupLocker struct {
 func (c *checker) newGroupLocker() *groupLocker { return &groupLocker{c: c, held: map[string]bool{}} }
 
 func (l *groupLocker) take(k leasefmt.Kind, id leasefmt.ID) error {
-	dir := l.c.st.ShardDir(k, id.Shard(l.c.st.Table.Shards(k)))
+	dir := l.c.st.ShardDir(k, id.Shard(l.c.st.Table().Shards(k)))
 	key := fmt.Sprintf("%s/%d", dir, id.LockOffset())
 	if l.held[key] {
 		return nil
@@ -38,7 +38,7 @@ func (l *groupLocker) take(k leasefmt.Kind, id leasefmt.ID) error {
 	var unlock func()
 	var err error
 	if l.c.opt.Repair {
-		unlock, err = l.c.st.Lock(k, id)
+		unlock, err = l.c.st.Lock(l.c.ctx, k, id)
 	} else {
 		unlock, err = l.c.lockAt(dir, id)
 	}
@@ -77,7 +77,7 @@ func (c *checker) readTargets(ids []leasefmt.ID) (map[leasefmt.ID]*leasefmt.Reco
 	out := make(map[leasefmt.ID]*leasefmt.Record, len(ids))
 	var corrupt []leasefmt.ID
 	for _, id := range ids {
-		r, err := c.st.Read(leasefmt.Target, id)
+		r, err := c.st.Read(c.ctx, leasefmt.Target, id)
 		switch {
 		case errors.Is(err, leasefmt.ErrCorrupt):
 			corrupt = append(corrupt, id)
@@ -111,7 +111,7 @@ func (c *checker) checkGroup(rel string, m *leasefmt.Record) *Finding {
 		}
 		return f
 	}
-	m2, err := c.st.Read(leasefmt.Group, m.ID)
+	m2, err := c.st.Read(c.ctx, leasefmt.Group, m.ID)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		return c.ioFinding(rel, "cannot re-read the group manifest under its locks", err)
 	}
@@ -302,7 +302,7 @@ func (c *checker) checkTargetGroup(rel string, t *leasefmt.Record, cache manifes
 	m, ok := cache[t.Group]
 	if !ok {
 		var err error
-		m, err = c.st.Read(leasefmt.Group, t.Group)
+		m, err = c.st.Read(c.ctx, leasefmt.Group, t.Group)
 		if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 			return c.ioFinding(rel, "cannot read the manifest of the target's group", err)
 		}
@@ -330,14 +330,14 @@ func (c *checker) checkTargetGroup(rel string, t *leasefmt.Record, cache manifes
 		}
 		return f
 	}
-	t2, err := c.st.Read(leasefmt.Target, t.ID)
+	t2, err := c.st.Read(c.ctx, leasefmt.Target, t.ID)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		return c.ioFinding(rel, "cannot re-read the target under its locks", err)
 	}
 	if err != nil || t2 == nil || !t2.Live(c.opt.Now) {
 		return nil
 	}
-	m2, err := c.st.Read(leasefmt.Group, t2.Group)
+	m2, err := c.st.Read(c.ctx, leasefmt.Group, t2.Group)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		return c.ioFinding(rel, "cannot read the manifest of the target's group", err)
 	}

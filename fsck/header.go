@@ -6,6 +6,8 @@ import (
 	"io/fs"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -40,7 +42,7 @@ func (c *checker) readHeader() (*header, error) {
 		h.found, h.cause = "does not validate: "+derr.Error(), derr
 	case errors.Is(err, fs.ErrNotExist):
 		h.missing, h.found = true, "missing"
-	case errors.Is(err, commit.ErrNotRegular):
+	case errors.Is(err, seam.ErrNotRegular):
 		fi, lerr := c.fs.Lstat(commit.TableFile)
 		h.found, h.cause = "not a regular file", err
 		if lerr == nil {
@@ -50,7 +52,7 @@ func (c *checker) readHeader() (*header, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("table header %s: %w", c.st.Abs(commit.TableFile), err)
+		return nil, fmt.Errorf("table header %s: %w", c.disk.Abs(commit.TableFile), err)
 	}
 	if h.missing {
 		any := false
@@ -66,9 +68,9 @@ func (c *checker) readHeader() (*header, error) {
 		}
 		if !any {
 			if len(ioErrs) > 0 {
-				return nil, fmt.Errorf("no TABLE, and %s: %w", c.st.Abs(ioErrs[0].Path), ioErrs[0].Err)
+				return nil, fmt.Errorf("no TABLE, and %s: %w", c.disk.Abs(ioErrs[0].Path), ioErrs[0].Err)
 			}
-			return nil, fmt.Errorf("%w: no TABLE and no work/, targets/ or groups/ directory in %s", ErrNoTable, c.st.Root)
+			return nil, fmt.Errorf("%w: no TABLE and no work/, targets/ or groups/ directory in %s", ErrNoTable, c.disk.Abs(""))
 		}
 		for _, f := range ioErrs {
 			c.emit(f)
@@ -193,7 +195,7 @@ func (c *checker) fixHeader(h *header) *Finding {
 		failed(f, err)
 		return f
 	}
-	tmp := commit.TempName(commit.TableFile)
+	tmp := durable.TempName(commit.TableFile)
 	if err := c.writeNew(tmp, data); err != nil {
 		failed(f, err)
 		return f

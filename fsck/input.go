@@ -53,7 +53,7 @@ func (c *checker) checkInput(tasks []task) {
 		c.emit(c.ioFinding(commit.InputDir, "cannot list", err))
 		return
 	}
-	n := c.st.Table.WorkShards
+	n := c.st.Table().WorkShards
 	for _, e := range ents {
 		rel := path.Join(commit.InputDir, e.Name())
 		if e.Type()&fs.ModeSymlink != 0 {
@@ -130,18 +130,18 @@ func (c *checker) checkInputEntry(dir string, sh int, e fs.DirEntry) *Finding {
 			Expected: "the content of item " + string(id), Repair: "move it to lost+found/ (the item has no input until it is added again)"},
 			"its content does not hash to its name")
 	}
-	if home := id.Shard(c.st.Table.WorkShards); home != sh {
+	if home := id.Shard(c.st.Table().WorkShards); home != sh {
 		want := c.st.InputPath(id)
 		f := &Finding{Kind: KindInput, Path: rel, ID: id, Found: "an input in the wrong shard directory",
 			Expected: "the input at " + want, Repair: "move it to " + want + ", or to lost+found/ when it is there already"}
 		if !c.opt.Repair {
 			return f
 		}
-		if err := c.st.EnsureDir(path.Dir(want)); err != nil {
+		if err := c.st.Disk().EnsureDir(path.Dir(want)); err != nil {
 			failed(f, err)
 			return f
 		}
-		err := c.st.DurableMove(rel, want)
+		err := c.st.Disk().Move(rel, want)
 		switch {
 		case errors.Is(err, fs.ErrExist):
 			c.quarantineInto(rel, f, "the input is in its shard already")

@@ -241,7 +241,7 @@ func (c *checker) walkLinks(dir string, depth int) {
 func (c *checker) checkKindDirs() []task {
 	var tasks []task
 	for _, k := range kinds {
-		n := c.st.Table.Shards(k)
+		n := c.st.Table().Shards(k)
 		fi, err := c.fs.Lstat(k.Dir())
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			c.emit(c.ioFinding(k.Dir(), "cannot stat", err))

@@ -7,6 +7,7 @@ package fsck_test
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -273,12 +275,12 @@ func TestSecondRepairWaitsThenGivesUp(t *testing.T) {
 		t.Fatalf("init: %s", out)
 	}
 	damage(t, root, shards, 3)
-	osfs, err := commit.OS(root)
+	osfs, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer osfs.Close()
-	unlock, err := osfs.Lock(filepath.Join("work", "00", commit.LockFile), fsck.RepairLockOffset, 0)
+	unlock, err := osfs.Lock(context.Background(), filepath.Join("work", "00", commit.LockFile), fsck.RepairLockOffset, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

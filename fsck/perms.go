@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -25,13 +26,13 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 	if err != nil || !ok {
 		return
 	}
-	commit.ShareFS(c.fs, sh) // what a repair creates is shared too
+	seam.Share(c.fs, sh) // what a repair creates is shared too
 	root, err := c.fs.Lstat("")
 	if err != nil {
 		c.emit(c.ioFinding("", "cannot read the mode of the table root", err))
 		return
 	}
-	_, _, gid, ok := commit.Owner(root)
+	_, _, gid, ok := seam.Owner(root)
 	if !ok {
 		return
 	}
@@ -61,7 +62,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 
 type permCheck struct {
 	c   *checker
-	sh  commit.Sharing
+	sh  seam.Sharing
 	gid int
 }
 
@@ -73,7 +74,7 @@ func (p permCheck) check(rel string, dir bool) bool {
 	if err != nil || fi.IsDir() != dir || (!dir && !fi.Mode().IsRegular()) {
 		return false
 	}
-	mode, _, gid, ok := commit.Owner(fi)
+	mode, _, gid, ok := seam.Owner(fi)
 	if !ok {
 		return true
 	}
@@ -100,7 +101,7 @@ func (p permCheck) check(rel string, dir bool) bool {
 		Expected: fmt.Sprintf("the bits %04o set and group %s (the table is shared: %s), so that every member of the group can use it", need, groupName(p.gid), p.sh.Name),
 		Repair:   fmt.Sprintf("set mode %04o and group %s (as the owner or root)", mode|need, groupName(p.gid))}
 	if p.c.opt.Repair {
-		fixer, ok := p.c.fs.(commit.PermFixer)
+		fixer, ok := seam.As[seam.PermFixer](p.c.fs)
 		switch {
 		case !ok:
 			failed(f, fmt.Errorf("this filesystem cannot set modes: %w", errors.ErrUnsupported))

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -139,7 +140,7 @@ func (c *checker) checkCommitting(cr committingRec) *Finding {
 	if !c.opt.Repair {
 		return f
 	}
-	rec, done, err := c.st.Settle(cr.id)
+	rec, done, err := c.st.Settle(c.ctx, cr.id)
 	switch {
 	case err != nil:
 		failed(f, err)
@@ -177,13 +178,13 @@ func (c *checker) checkStageEntry(name string, typ fs.FileMode) {
 // durable, so a directory whose token is not the current one of a leased
 // or committing record can no longer be published from.
 func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
-	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table.WorkShards)), id)
+	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table().WorkShards)), id)
 	if err != nil {
 		c.emit(c.ioFinding(rel, "cannot lock the record of the staging directory", err))
 		return
 	}
 	defer unlock()
-	cur, err := c.st.Read(leasefmt.Work, id)
+	cur, err := c.st.Read(c.ctx, leasefmt.Work, id)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		c.emit(c.ioFinding(rel, "cannot read the record of the staging directory", err))
 		return
@@ -292,7 +293,7 @@ func (c *checker) linkedPublished(staged string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return commit.SameFile(sfi, pfi), nil
+	return seam.SameFile(sfi, pfi), nil
 }
 
 // orphan is the finding about a result in public/ that no done or

@@ -51,7 +51,7 @@ func (c *checker) checkQueue(tasks []task) {
 		c.emit(c.listFailed(commit.QueueDir, "cannot list", err))
 		return
 	}
-	n := c.st.Table.WorkShards
+	n := c.st.Table().WorkShards
 	for _, e := range ents {
 		rel := path.Join(commit.QueueDir, e.Name())
 		if e.Type()&fs.ModeSymlink != 0 {
@@ -121,7 +121,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 		return f
 	}
 	// Done is final: a done record read without its lock stays done.
-	rec, err := c.st.Read(leasefmt.Work, id)
+	rec, err := c.st.Read(c.ctx, leasefmt.Work, id)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {
 		return c.ioFinding(rel, "cannot read the record of the queue entry", err)
 	}
@@ -143,7 +143,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 	if rec != nil && rec.Status == leasefmt.Failed {
 		return c.failedEntry(rel, id, rec)
 	}
-	if home := id.Shard(c.st.Table.WorkShards); home != sh {
+	if home := id.Shard(c.st.Table().WorkShards); home != sh {
 		want := c.st.QueuePath(id)
 		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: "an entry in the wrong shard directory",
 			Expected: "the entry at " + want, Repair: "move it to " + want}
@@ -158,7 +158,7 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 // moveQueueEntry makes the entry at want durable, then removes the one at
 // rel, so that the item stays queued throughout.
 func (c *checker) moveQueueEntry(f *Finding, rel, want string) {
-	if err := c.st.EnsureDir(path.Dir(want)); err != nil {
+	if err := c.disk.EnsureDir(path.Dir(want)); err != nil {
 		failed(f, err)
 		return
 	}
@@ -195,13 +195,13 @@ func (c *checker) failedEntry(rel string, id leasefmt.ID, rec *leasefmt.Record) 
 	if !c.opt.Repair {
 		return f
 	}
-	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table.WorkShards)), id)
+	unlock, err := c.lockAt(c.st.ShardDir(leasefmt.Work, id.Shard(c.st.Table().WorkShards)), id)
 	if err != nil {
 		failed(f, fmt.Errorf("record lock: %w", err))
 		return f
 	}
 	defer unlock()
-	cur, err := c.st.Read(leasefmt.Work, id)
+	cur, err := c.st.Read(c.ctx, leasefmt.Work, id)
 	switch {
 	case err != nil && !errors.Is(err, leasefmt.ErrCorrupt):
 		failed(f, err)

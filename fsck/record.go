@@ -10,7 +10,7 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,7 +28,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return // removed meanwhile
-		case errors.Is(err, commit.ErrNotRegular):
+		case errors.Is(err, seam.ErrNotRegular):
 			bad, berr = "not a regular file", err
 		case err != nil:
 			r.add(c.ioFinding(rel, "cannot read", err))
@@ -160,7 +160,7 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 	if !c.opt.Repair {
 		return f
 	}
-	unlock, err := c.st.Lock(t.kind, id)
+	unlock, err := c.st.Lock(c.ctx, t.kind, id)
 	if err != nil {
 		failed(f, fmt.Errorf("record lock: %w", err))
 		return f
@@ -183,7 +183,7 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 		failed(f, err)
 		return f
 	}
-	err = c.st.DurableMove(rel, dest)
+	err = c.disk.Move(rel, dest)
 	if errors.Is(err, fs.ErrExist) {
 		if c.quarantineInto(rel, f, "a record of this ID is already at "+dest) {
 			f.Done = "a record is already in " + path.Dir(dest) + "/; moved to " + f.MovedTo

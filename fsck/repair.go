@@ -17,7 +17,7 @@ import (
 
 // Repairs use the primitives and locks of the normal commands: records are
 // rewritten with Store.WriteOne under Store.Lock, files are moved with
-// Store.DurableMove (no-replace rename, destination directory fsynced, then
+// durable.Disk.Move (no-replace rename, destination directory fsynced, then
 // the source directory), and every directory a removal or mkdir changed is
 // fsynced before the finding is reported as repaired. Nothing a record held
 // is ever deleted: it is moved into lost+found/ beside a note saying why.
@@ -72,7 +72,7 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 		if err != nil {
 			return "", fmt.Errorf("note %s: %w", name+".why", err)
 		}
-		err = c.st.DurableMove(rel, name)
+		err = c.disk.Move(rel, name)
 		if err == nil {
 			return name, nil
 		}
@@ -176,7 +176,7 @@ func (c *checker) lockAt(dir string, id leasefmt.ID) (func(), error) {
 			return func() {}, nil
 		}
 	}
-	return c.fs.Lock(lf, id.LockOffset(), c.opt.LockTimeout)
+	return c.fs.Lock(c.ctx, lf, id.LockOffset(), c.opt.LockTimeout)
 }
 
 func noUnlock() {}
@@ -191,7 +191,7 @@ func failed(f *Finding, err error) {
 
 // readLink describes where a link points, for messages only.
 func (c *checker) readLink(rel string) string {
-	t, err := os.Readlink(c.st.Abs(rel))
+	t, err := os.Readlink(c.disk.Abs(rel))
 	if err != nil {
 		return "a symbolic link"
 	}

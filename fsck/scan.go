@@ -120,7 +120,7 @@ func (c *checker) scanDir(t task) *shardResult {
 		r.add(c.listFailed(t.dir, "cannot list the shard directory", err))
 		return r
 	}
-	n := c.st.Table.Shards(t.kind)
+	n := c.st.Table().Shards(t.kind)
 	// home reports whether id's records live in this directory: only then do
 	// commands lock them here.
 	home := func(id leasefmt.ID) bool { return t.shard >= 0 && id.Shard(n) == t.shard }
@@ -167,7 +167,7 @@ func (c *checker) scanDir(t task) *shardResult {
 
 // collectLinks is walkLinks for a worker: it returns the findings.
 func (c *checker) collectLinks(dir string) []*Finding {
-	sub := &checker{fs: c.fs, st: c.st, opt: c.opt, sum: newSummary(c.opt.Repair)}
+	sub := &checker{ctx: c.ctx, fs: c.fs, disk: c.disk, st: c.st, opt: c.opt, sum: newSummary(c.opt.Repair)}
 	var out []*Finding
 	sub.report = func(f *Finding) { out = append(out, f) }
 	sub.walkLinks(dir, 0)

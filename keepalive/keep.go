@@ -11,29 +11,31 @@ import (
 // Table is what a keeper needs of the table that holds its lease.
 type Table interface {
 	// Renew renews the lease for ttl seconds from now (0: its own
-	// duration), waiting at most wait for the record's lock.
-	Renew(it commit.Item, ttl float64, wait time.Duration) commit.Result
+	// duration), waiting at most wait for the record's lock and no longer
+	// than ctx lasts.
+	Renew(ctx context.Context, it commit.Item, ttl float64, wait time.Duration) commit.Result
 	// Check reads the lease's record without locks or writes (the fencing
 	// check of lease verify).
-	Check(it commit.Item) commit.Result
+	Check(ctx context.Context, it commit.Item) commit.Result
 }
 
-// Store is the Table of st. Each renewal sets st.LockTimeout to its
-// bounded wait and puts it back after, so nothing else may use st while a
-// keeper renews through it: give a keeper a store of its own when others
-// share one (package leases opens one per lease kept).
+// Store is the Table of st. A renewal's lock wait is bounded through its
+// context's deadline, so st is not changed and may be shared with anything
+// else (the engine's lock wait ends at the earlier of its own timeout and
+// the caller's deadline, and reports that as a lock timeout).
 func Store(st *commit.Store) Table { return storeTable{st} }
 
 type storeTable struct{ st *commit.Store }
 
-func (s storeTable) Renew(it commit.Item, ttl float64, wait time.Duration) commit.Result {
-	old := s.st.LockTimeout
-	s.st.LockTimeout = wait
-	defer func() { s.st.LockTimeout = old }()
-	return s.st.Renew([]commit.Item{it}, ttl)[0]
+func (s storeTable) Renew(ctx context.Context, it commit.Item, ttl float64, wait time.Duration) commit.Result {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return s.st.Renew(ctx, []commit.Item{it}, ttl)[0]
 }
 
-func (s storeTable) Check(it commit.Item) commit.Result { return s.st.Verify([]commit.Item{it})[0] }
+func (s storeTable) Check(ctx context.Context, it commit.Item) commit.Result {
+	return s.st.Verify(ctx, []commit.Item{it})[0]
+}
 
 // Config is how a keeper keeps its lease alive.
 type Config struct {
@@ -157,6 +159,7 @@ func Keep(ctx context.Context, t Table, l Lease, cfg Config, report func(Report)
 }
 
 type keeper struct {
+	ctx    context.Context // Keep's: ends the waits of its renewals and checks
 	t      Table
 	cfg    Config
 	lease  Lease
@@ -185,6 +188,7 @@ func (k *keeper) stopAt() time.Time {
 }
 
 func (k *keeper) run(ctx context.Context) Report {
+	k.ctx = ctx
 	ticker := time.NewTicker(k.cfg.Interval)
 	defer ticker.Stop()
 	var pollc <-chan time.Time
@@ -278,7 +282,7 @@ func (k *keeper) doneMeanwhile() (Report, bool) {
 		r = <-k.checkc
 		k.checking = false
 	} else {
-		r = k.t.Check(k.lease.Item)
+		r = k.t.Check(k.ctx, k.lease.Item)
 	}
 	if ev, ok := Checked(r.Outcome); ok && ev == Done {
 		return Report{Event: Done, Result: r, Checked: true}, true
@@ -300,10 +304,10 @@ func (k *keeper) lockWait() time.Duration {
 
 func (k *keeper) renew(wait time.Duration) {
 	started := time.Now()
-	k.renewc <- renewal{started, k.t.Renew(k.lease.Item, k.cfg.TTL.Seconds(), wait)}
+	k.renewc <- renewal{started, k.t.Renew(k.ctx, k.lease.Item, k.cfg.TTL.Seconds(), wait)}
 }
 
-func (k *keeper) check() { k.checkc <- k.t.Check(k.lease.Item) }
+func (k *keeper) check() { k.checkc <- k.t.Check(k.ctx, k.lease.Item) }
 
 // renewed handles a renewal's result; ok when it ended the lease.
 func (k *keeper) renewed(r renewal) (Report, bool) {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -44,7 +45,7 @@ func (f *fakeTable) record(now float64) *leasefmt.Record {
 
 func (f *fakeTable) item() commit.Item { return commit.Item{ID: id("kept"), Token: 1} }
 
-func (f *fakeTable) Renew(it commit.Item, ttl float64, wait time.Duration) commit.Result {
+func (f *fakeTable) Renew(_ context.Context, it commit.Item, ttl float64, wait time.Duration) commit.Result {
 	f.mu.Lock()
 	f.renewals++
 	f.inFlight++
@@ -84,7 +85,7 @@ func (f *fakeTable) Renew(it commit.Item, ttl float64, wait time.Duration) commi
 	return r
 }
 
-func (f *fakeTable) Check(it commit.Item) commit.Result {
+func (f *fakeTable) Check(_ context.Context, it commit.Item) commit.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checks++
@@ -321,25 +322,21 @@ func TestKeepRealTable(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "table")
 	open := func() *commit.Store {
 		t.Helper()
-		fsys, err := commit.OS(root)
+		st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()}),
+			commit.WithClockSkew(0.1))
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { fsys.Close() })
-		st, err := commit.Open(root, fsys, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st.ClockSkew = 0.1
+		t.Cleanup(func() { st.Close() })
 		return st
 	}
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		t.Fatal(err)
 	}
 	st, other := open(), open()
 	it := commit.Item{ID: id("real")}
 	started := time.Now()
-	r := st.Claim([]commit.Item{it}, "keeper", 1)[0]
+	r := st.Claim(context.Background(), []commit.Item{it}, "keeper", 1)[0]
 	if r.Outcome != commit.OK {
 		t.Fatalf("claim: %+v", r)
 	}
@@ -350,16 +347,17 @@ func TestKeepRealTable(t *testing.T) {
 	for rs.count(Renewed) < 3 { // past the claim's own second
 		time.Sleep(10 * time.Millisecond)
 	}
-	if rev := other.Revoke([]commit.Item{it})[0]; rev.Outcome != commit.OK {
+	if rev := other.Revoke(context.Background(), []commit.Item{it})[0]; rev.Outcome != commit.OK {
 		t.Fatalf("revoke: %+v", rev)
 	}
 	end := wait()
 	if end.Event != Lost || end.Result.Outcome != commit.Released {
 		t.Fatalf("after a revoke: %+v; events %v", end, rs.events())
 	}
-	if st.LockTimeout != 10*time.Second {
-		// commit.Open's default, put back after each renewal
-		t.Errorf("the store's lock timeout is %v after Keep", st.LockTimeout)
+	if st.LockTimeout() != 10*time.Second {
+		// commit.Open's default: the renewals' waits are bounded through
+		// their contexts, never by changing the store
+		t.Errorf("the store's lock timeout is %v after Keep", st.LockTimeout())
 	}
 }
 

@@ -26,6 +26,18 @@ func (t *Table) Shards(k Kind) int {
 	return t.TargetShards
 }
 
+// ShardDir is the table-relative directory of shard sh of kind k,
+// KIND/SS.
+func (t *Table) ShardDir(k Kind, sh int) string {
+	return k.Dir() + "/" + ShardDirName(sh, t.Shards(k))
+}
+
+// RecordPath is the table-relative path of the record of id of kind k,
+// KIND/SS/ID.json.
+func (t *Table) RecordPath(k Kind, id ID) string {
+	return t.ShardDir(k, id.Shard(t.Shards(k))) + "/" + id.FileName()
+}
+
 // DecodeTable reads and validates a TABLE header.
 func DecodeTable(data []byte) (*Table, error) {
 	if len(data) > MaxRecordSize {

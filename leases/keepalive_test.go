@@ -35,26 +35,23 @@ func init() {
 		return
 	}
 	root, id, _ := strings.Cut(v, " ")
-	fsys, err := commit.OS(root)
+	st, err := commit.Open(root)
 	if err == nil {
-		var st *commit.Store
-		if st, err = commit.Open(root, fsys, nil); err == nil {
-			var unlock func()
-			if unlock, err = st.Lock(leasefmt.Work, leasefmt.ID(id)); err == nil {
-				os.Stdout.WriteString("locked\n")
-				io.Copy(io.Discard, os.Stdin)
-				unlock()
-				os.Exit(0)
-			}
+		var unlock func()
+		if unlock, err = st.Lock(context.Background(), leasefmt.Work, leasefmt.ID(id)); err == nil {
+			os.Stdout.WriteString("locked\n")
+			io.Copy(io.Discard, os.Stdin)
+			unlock()
+			os.Exit(0)
 		}
 	}
 	os.Stderr.WriteString(err.Error() + "\n")
 	os.Exit(1)
 }
 
-// holdLock starts a process that holds id's record lock until the test
+// holdRecordLock starts a process that holds id's record lock until the test
 // ends.
-func holdLock(t *testing.T, root, id string) {
+func holdRecordLock(t *testing.T, root, id string) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -144,7 +141,7 @@ func TestKeepAliveBoundsLockWait(t *testing.T) {
 	tb := keepTable(t, leases.WithLockTimeout(time.Hour))
 	item := id("locked")
 	l := claimOne(t, tb, 3*time.Second, item)
-	holdLock(t, tb.Root(), item)
+	holdRecordLock(t, tb.Root(), item)
 	wait := keepAlive(tb, context.Background(), l, 500*time.Millisecond)
 	err := wait(t, 60*time.Second, "its renewal still waits for the record lock another process holds, long after the 3 s lease ran out")
 	if !errors.Is(err, leases.ErrLost) || !errors.Is(err, leases.ErrLockTimeout) {

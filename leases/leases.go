@@ -26,6 +26,13 @@
 //
 //	if err := res.Err(); errors.Is(err, leases.ErrHeld) { ... }
 //
+// Every call that can wait (for a record's lock, or while a transient
+// error of a network filesystem is retried) waits at most the lock timeout
+// (WithLockTimeout) and no longer than its context: a context done before
+// the call is its error, and one that ends during it ends the waits: the
+// lease waited for, and those not yet tried, are reported with an error
+// wrapping ErrLockTimeout and the context's error.
+//
 // The package never changes GOMAXPROCS and never exits; exit statuses are
 // the command line's.
 package leases
@@ -37,6 +44,8 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
@@ -80,7 +89,6 @@ var (
 // goroutines at once.
 type Table struct {
 	st    *commit.Store
-	fs    *commit.OSFS
 	owner string
 	ttl   time.Duration
 }
@@ -136,7 +144,7 @@ func WithShards(work, targets int) Option {
 }
 
 func resolve(opts []Option) *options {
-	o := &options{ttl: 120 * time.Second, lockTimeout: 10 * time.Second, clockSkew: time.Second, writers: commit.DefaultWriters}
+	o := &options{ttl: commit.DefaultTTL, lockTimeout: commit.DefaultLockTimeout, clockSkew: commit.DefaultClockSkew, writers: commit.DefaultWriters}
 	for _, opt := range opts {
 		opt.apply(o)
 	}
@@ -153,7 +161,7 @@ func Open(root string, opts ...Option) (*Table, error) {
 // when there is none, with the shard counts of WithShards.
 func Create(root string, opts ...Option) (*Table, error) {
 	o := resolve(opts)
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		return nil, fmt.Errorf("create table root %s: %w", root, err)
 	}
 	return open(root, o, true)
@@ -169,31 +177,32 @@ func open(root string, o *options, create bool) (*Table, error) {
 	if o.ttl <= o.clockSkew {
 		return nil, fmt.Errorf("ttl %v must be more than the clock skew %v", o.ttl, o.clockSkew)
 	}
-	fsys, err := commit.OS(root)
+	var tmpl *leasefmt.Table
+	if create {
+		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: commit.SystemClock()}
+	}
+	opts := []commit.Option{commit.Create(tmpl), commit.WithLockTimeout(o.lockTimeout), commit.WithWriters(o.writers), commit.WithClockSkew(o.clockSkew.Seconds())}
+	if o.clock != nil {
+		opts = append(opts, commit.WithClock(func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }))
+	}
+	st, err := commit.Open(root, opts...)
 	if err != nil {
-		if !create {
-			return nil, fmt.Errorf("%w at %s: %w", ErrNoTable, root, err)
+		var re *commit.RootError
+		switch {
+		case errors.Is(err, seam.ErrUnsupported):
+			return nil, err
+		case errors.As(err, &re) && !create:
+			return nil, fmt.Errorf("%w at %s: %w", ErrNoTable, root, re.Err)
+		case errors.As(err, &re):
+			return nil, re.Err
 		}
 		return nil, err
 	}
-	var tmpl *leasefmt.Table
-	if create {
-		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, 16), TargetShards: orDefault(o.targetShards, 16), CreatedAt: commit.SystemClock()}
-	}
-	st, err := commit.Open(root, fsys, tmpl)
-	if err != nil {
-		fsys.Close()
-		return nil, err
-	}
 	if err := st.CheckShards(o.workShards, o.targetShards); err != nil {
-		fsys.Close()
+		st.Close()
 		return nil, err
 	}
-	st.LockTimeout, st.Writers, st.ClockSkew = o.lockTimeout, o.writers, o.clockSkew.Seconds()
-	if o.clock != nil {
-		st.Clock = func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }
-	}
-	return &Table{st: st, fs: fsys, owner: o.owner, ttl: o.ttl}, nil
+	return &Table{st: st, owner: o.owner, ttl: o.ttl}, nil
 }
 
 func orDefault(n, def int) int {
@@ -204,10 +213,10 @@ func orDefault(n, def int) int {
 }
 
 // Close releases the table's open directories and lock files.
-func (t *Table) Close() error { return t.fs.Close() }
+func (t *Table) Close() error { return t.st.Close() }
 
 // Root is the table's root directory.
-func (t *Table) Root() string { return t.st.Root }
+func (t *Table) Root() string { return t.st.Root() }
 
 // Lease is a lease held by this table's owner: an ID and its fencing token.
 type Lease struct {
@@ -281,7 +290,8 @@ func leaseItems(ls []Lease) ([]commit.Item, error) {
 	return items(ids, toks)
 }
 
-// call runs op with the store's lock wait bounded by ctx's deadline.
+// call runs op, whose waits end with ctx (op passes it to the engine), unless
+// ctx is done already.
 func (t *Table) call(ctx context.Context, op func() []commit.Result) ([]Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -302,7 +312,7 @@ func (t *Table) Claim(ctx context.Context, ttl time.Duration, ids ...string) ([]
 	if ttl == 0 {
 		ttl = t.ttl
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Claim(its, t.owner, ttl.Seconds()) })
+	return t.call(ctx, func() []commit.Result { return t.st.Claim(ctx, its, t.owner, ttl.Seconds()) })
 }
 
 // Renew renews leases for ttl from now, or with ttl 0 for each lease's own
@@ -312,7 +322,7 @@ func (t *Table) Renew(ctx context.Context, ttl time.Duration, leases ...Lease) (
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Renew(its, ttl.Seconds()) })
+	return t.call(ctx, func() []commit.Result { return t.st.Renew(ctx, its, ttl.Seconds()) })
 }
 
 // Release gives leases up: the next claim of each gets a larger token.
@@ -321,7 +331,7 @@ func (t *Table) Release(ctx context.Context, leases ...Lease) ([]Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Release(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Release(ctx, its) })
 }
 
 // Complete marks leases done (committing, then done, each step durable),
@@ -332,7 +342,7 @@ func (t *Table) Complete(ctx context.Context, leases ...Lease) ([]Result, error)
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Complete(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Complete(ctx, its) })
 }
 
 // Verify checks, without locks or writes, that each lease's token is
@@ -342,7 +352,7 @@ func (t *Table) Verify(ctx context.Context, leases ...Lease) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Verify(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Verify(ctx, its) })
 }
 
 // Stage returns the staging directory of l, made durably if needed: the
@@ -367,7 +377,7 @@ func (t *Table) Publish(ctx context.Context, l Lease, name string) (Result, erro
 	if err != nil {
 		return Result{}, err
 	}
-	r, err := t.st.CompletePublish(its[0], name)
+	r, err := t.st.CompletePublish(ctx, its[0], name)
 	if errors.Is(err, commit.ErrStaged) {
 		return Result{}, err
 	}
@@ -404,17 +414,10 @@ func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) 
 	if err := ctx.Err(); err != nil {
 		return nil
 	}
-	// A store of its own: each renewal sets the store's lock wait
-	// (keepalive.Store), which the table's other calls must not see.
-	st, err := commit.Open(t.st.Root, t.st.FS, nil)
-	if err != nil {
-		return fmt.Errorf("keep-alive of %s: %w", l.ID, err)
-	}
-	st.Writers, st.ClockSkew, st.Clock, st.Retry = t.st.Writers, t.st.ClockSkew, t.st.Clock, t.st.Retry
-	skew := time.Duration(t.st.ClockSkew * float64(time.Second))
-	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout, ClockSkew: skew}
+	skew := time.Duration(t.st.ClockSkew() * float64(time.Second))
+	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout(), ClockSkew: skew}
 	var failed commit.Result // the last failure that might have passed
-	end := keepalive.Keep(ctx, keepalive.Store(st), keepalive.Expiring(its[0], l.Expires, skew), cfg, func(r keepalive.Report) {
+	end := keepalive.Keep(ctx, keepalive.Store(t.st), keepalive.Expiring(its[0], l.Expires, skew), cfg, func(r keepalive.Report) {
 		if r.Event == keepalive.Retry {
 			failed = r.Result
 		}

@@ -78,7 +78,7 @@ func (t *Table) Add(ctx context.Context, ids ...string) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.call(ctx, func() []commit.Result { return t.st.Enqueue(its) })
+	return t.call(ctx, func() []commit.Result { return t.st.Enqueue(ctx, its) })
 }
 
 // AddContent stores each content in the table's input store, durably and
@@ -130,7 +130,7 @@ func (t *Table) add(ctx context.Context, cs []commit.Content) ([]Result, error) 
 			uniq = append(uniq, c)
 		}
 	}
-	stored := t.st.StoreInputs(uniq)
+	stored := t.st.StoreInputs(ctx, uniq)
 	res := make([]commit.Result, len(uniq))
 	var queue []commit.Item
 	var at []int
@@ -141,7 +141,7 @@ func (t *Table) add(ctx context.Context, cs []commit.Content) ([]Result, error) 
 		}
 	}
 	if len(queue) > 0 {
-		for j, r := range t.st.Enqueue(queue) {
+		for j, r := range t.st.Enqueue(ctx, queue) {
 			res[at[j]] = r
 		}
 	}

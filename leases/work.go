@@ -123,7 +123,7 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 	if ttl == 0 {
 		ttl = t.ttl
 	}
-	skew := time.Duration(t.st.ClockSkew * float64(time.Second))
+	skew := time.Duration(t.st.ClockSkew() * float64(time.Second))
 	interval := opts.Interval
 	if interval == 0 {
 		interval = max(100*time.Millisecond, min(30*time.Second, ttl/3))
@@ -135,14 +135,8 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 	if grace == 0 {
 		grace = time.Duration(config.DefaultGrace * float64(time.Second))
 	}
-	// The keeper's store is its own: each renewal sets its lock wait
-	// (keepalive.Store), which the claims and finishes must not see.
-	kst, err := commit.Open(t.st.Root, t.st.FS, nil)
-	if err != nil {
-		return stats, fmt.Errorf("work: %w", err)
-	}
-	kst.Writers, kst.ClockSkew, kst.Clock, kst.Retry = t.st.Writers, t.st.ClockSkew, t.st.Clock, t.st.Retry
-	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout, ClockSkew: skew, Grace: grace}
+	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout(), ClockSkew: skew, Grace: grace}
+	kst := t.st // the keeper bounds its renewals' lock waits through their contexts
 	rnd := worker.NewRand()
 	for opts.MaxItems == 0 || stats.Items < opts.MaxItems {
 		if err := ctx.Err(); err != nil {

@@ -35,16 +35,12 @@ func workTable(t *testing.T) (*leases.Table, string) {
 // workRecord reads the work record of id.
 func workRecord(t *testing.T, root, id string) *leasefmt.Record {
 	t.Helper()
-	fsys, err := commit.OS(root)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer fsys.Close()
-	st, err := commit.Open(root, fsys, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := st.Read(leasefmt.Work, leasefmt.ID(id))
+	defer st.Close()
+	rec, err := st.Read(context.Background(), leasefmt.Work, leasefmt.ID(id))
 	if err != nil || rec == nil {
 		t.Fatalf("record of %s: %v", id, err)
 	}

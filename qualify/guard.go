@@ -79,13 +79,17 @@ type guardRule struct {
 	Hazards func(m Mount) []Hazard
 }
 
+// fuseSuperMagic is statfs(2)'s f_type of every FUSE filesystem
+// (FUSE_SUPER_MAGIC of linux/magic.h).
+const fuseSuperMagic = 0x65735546
+
 // guardRules are the filesystems the guard knows, by statfs magic and
 // mount type. A rule reads only what is local and cheap: the mount's
 // options (Mount.Options) and what the client shows of itself; whatever
 // needs a second client or a round of locks is lease qualify's. Add a row
 // per filesystem type (a kernel client and a FUSE client are two).
 var guardRules = []guardRule{
-	{Magic: unix.FUSE_SUPER_MAGIC, FSType: "fuse.glusterfs", Hazards: glusterHazards},
+	{Magic: fuseSuperMagic, FSType: "fuse.glusterfs", Hazards: glusterHazards},
 }
 
 // Inspect runs the guard on the filesystem holding root. root need not

@@ -55,7 +55,7 @@ func InodesOf(path string) (Inodes, error) {
 	if err != nil {
 		return Inodes{}, &os.PathError{Op: "statfs", Path: abs, Err: err}
 	}
-	return Inodes{Free: st.Ffree, Total: st.Files, Known: st.Files > 0}, nil
+	return Inodes{Free: uint64(st.Ffree), Total: uint64(st.Files), Known: st.Files > 0}, nil
 }
 
 // Space is the bytes free of the filesystem holding path, for messages.
@@ -64,7 +64,7 @@ func Space(path string) (free uint64, err error) {
 	if err := unix.Statfs(path, &st); err != nil {
 		return 0, err
 	}
-	return st.Bavail * uint64(st.Bsize), nil
+	return uint64(st.Bavail) * uint64(st.Bsize), nil
 }
 
 // inodeCheck is the inodes check of qualify: informational, except that a

@@ -15,6 +15,7 @@ package qualify
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -31,25 +32,37 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
 
 // HoldLock is the body of the second process of the lock checks: it takes
 // the exclusive lock of byte 0 of file, prints "locked" on out and holds
-// the lock until it is killed. It returns only on failure.
-func HoldLock(file string, out io.Writer) error {
+// the lock until it is killed or ctx is done. It returns only on failure,
+// or with ctx's error.
+func HoldLock(ctx context.Context, file string, out io.Writer) error {
 	dir, base := filepath.Split(file)
-	fsys, err := commit.OS(dir)
+	fsys, err := seam.OS(dir)
 	if err != nil {
 		return err
 	}
-	if _, err := fsys.Lock(base, 0, 5*time.Second); err != nil {
+	if _, err := fsys.Lock(ctx, base, 0, 5*time.Second); err != nil {
 		return err
 	}
 	fmt.Fprintln(out, "locked")
 	for {
-		time.Sleep(time.Hour)
+		// A timer, not a bare receive: a context that is never done has
+		// no channel, and the runtime would end a process blocked on it
+		// for good (all goroutines asleep), dropping the lock.
+		t := time.NewTimer(time.Hour)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		}
 	}
 }
 
@@ -104,8 +117,9 @@ type Options struct {
 // (removed afterwards) on every rank of w and, with several ranks, the
 // lock rounds across them, and returns the proof on every rank. It is
 // collective: every rank must call it. Errors on any rank become failed
-// checks of the one proof, never an early return.
-func Run(w *mpi.World, root string, opt Options) Proof {
+// checks of the one proof, never an early return. ctx bounds the checks'
+// lock waits.
+func Run(ctx context.Context, w *mpi.World, root string, opt Options) Proof {
 	rounds, maxSkew := opt.Rounds, opt.MaxSkew
 	p := Proof{Rounds: 0, Checks: []Check{}}
 	host := w.Host()
@@ -131,7 +145,7 @@ func Run(w *mpi.World, root string, opt Options) Proof {
 	dir := filepath.Join(root, string(name))
 	var local []Check
 	usable := true
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		local = append(local, Check{Name: "root", Pass: false, Detail: err.Error()})
 		// A root that was made but whose parent directory could not be
 		// fsynced is still checked, so that the proof names every check
@@ -148,13 +162,13 @@ func Run(w *mpi.World, root string, opt Options) Proof {
 	}
 	w.Barrier()
 	if usable {
-		local = append(local, localChecks(dir, w.Rank(), maxSkew, opt.Holder)...)
+		local = append(local, localChecks(ctx, dir, w.Rank(), maxSkew, opt.Holder)...)
 	}
 	if w.Size() > 1 {
 		p.Rounds = rounds
 		p.expectedRounds = rounds
 	}
-	local = append(local, clusterRounds(&p, w, dir, rounds)...)
+	local = append(local, clusterRounds(ctx, &p, w, dir, rounds)...)
 	type rankChecks struct {
 		Checks []Check `json:"checks"`
 		SkewS  float64 `json:"skew_s"` // the largest filesystem skew this rank measured
@@ -221,7 +235,7 @@ func Run(w *mpi.World, root string, opt Options) Proof {
 }
 
 // localChecks are the checks one rank makes on its own.
-func localChecks(dir string, rank int, maxSkew float64, holder func(string) *exec.Cmd) []Check {
+func localChecks(ctx context.Context, dir string, rank int, maxSkew float64, holder func(string) *exec.Cmd) []Check {
 	sub := filepath.Join(dir, fmt.Sprintf("rank-%d", rank))
 	if err := os.Mkdir(sub, 0o777); err != nil {
 		return []Check{{Name: "scratch-directory", Detail: err.Error()}}
@@ -297,7 +311,7 @@ func localChecks(dir string, rank int, maxSkew float64, holder func(string) *exe
 	}()
 	add("directory-fsync", err, fmt.Sprintf("fsync of the directory took %v", time.Since(t0).Round(time.Microsecond)))
 	// Locks against a real second process, and release on its death.
-	out = append(out, lockChecks(filepath.Join(sub, "lockfile"), holder)...)
+	out = append(out, lockChecks(ctx, filepath.Join(sub, "lockfile"), holder)...)
 	// Clock skew against the filesystem's timestamps.
 	skewFile := filepath.Join(sub, "clock")
 	before := time.Now()
@@ -336,12 +350,12 @@ func writeSync(name string, data []byte) error {
 // lockChecks starts a second process that takes the lock on byte 0 of
 // file, checks that this process cannot take it, kills the holder with
 // SIGKILL and checks that the lock is then granted.
-func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
+func lockChecks(ctx context.Context, file string, holder func(string) *exec.Cmd) []Check {
 	if holder == nil {
 		return []Check{{Name: "lock-exclusion", Detail: "no second process to hold the lock (Options.Holder)"}}
 	}
 	dir, base := filepath.Split(file)
-	fsys, err := commit.OS(dir)
+	fsys, err := seam.OS(dir)
 	if err != nil {
 		return []Check{{Name: "lock-exclusion", Detail: err.Error()}}
 	}
@@ -371,7 +385,7 @@ func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
 		return []Check{{Name: "lock-exclusion", Detail: "second process did not report the lock within 10s"}}
 	}
 	var out []Check
-	unlock, err := fsys.Lock(base, 0, 100*time.Millisecond)
+	unlock, err := fsys.Lock(ctx, base, 0, 100*time.Millisecond)
 	if err == nil {
 		unlock()
 		out = append(out, Check{Name: "lock-exclusion", Detail: fmt.Sprintf("pid %d holds the lock, yet this process took it: locks do not exclude", cmd.Process.Pid)})
@@ -383,7 +397,7 @@ func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	t0 := time.Now()
-	unlock, err = fsys.Lock(base, 0, 5*time.Second)
+	unlock, err = fsys.Lock(ctx, base, 0, 5*time.Second)
 	if err != nil {
 		out = append(out, Check{Name: "lock-release-on-death", Detail: fmt.Sprintf("lock not granted within 5s after its holder was killed: %v", err)})
 	} else {
@@ -396,13 +410,13 @@ func lockChecks(file string, holder func(string) *exec.Cmd) []Check {
 // clusterRounds runs the rounds of contention, identity and release across
 // ranks. Round i's holder is rank i % size. Every step is collective, and
 // a failure is recorded as a failed check, never an early return.
-func clusterRounds(p *Proof, w *mpi.World, dir string, rounds int) []Check {
+func clusterRounds(ctx context.Context, p *Proof, w *mpi.World, dir string, rounds int) []Check {
 	if w.Size() < 2 {
 		return nil
 	}
 	var out []Check
 	lockName := "qualify.lock"
-	fsys, ferr := commit.OS(dir)
+	fsys, ferr := seam.OS(dir)
 	if ferr == nil {
 		defer fsys.Close()
 	}
@@ -416,7 +430,7 @@ func clusterRounds(p *Proof, w *mpi.World, dir string, rounds int) []Check {
 		// identity record durably.
 		ok := 0
 		if me && ferr == nil {
-			unlock, err := fsys.Lock(lockName, 0, 5*time.Second)
+			unlock, err := fsys.Lock(ctx, lockName, 0, 5*time.Second)
 			if err != nil {
 				fail("release", fmt.Sprintf("round %d: holder could not take the lock: %v", r, err))
 			} else {
@@ -444,7 +458,7 @@ func clusterRounds(p *Proof, w *mpi.World, dir string, rounds int) []Check {
 		// identity.
 		cont, ident := 0, 0
 		if !me && ferr == nil {
-			unlock, err := fsys.Lock(lockName, 0, 50*time.Millisecond)
+			unlock, err := fsys.Lock(ctx, lockName, 0, 50*time.Millisecond)
 			if err == nil {
 				unlock()
 				fail("contention", fmt.Sprintf("round %d: rank %d took the lock held by rank %d", r, w.Rank(), holder))

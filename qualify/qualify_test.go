@@ -1,6 +1,7 @@
 package qualify
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ const holdEnv = "QUALIFY_TEST_HOLD"
 
 func TestMain(m *testing.M) {
 	if f := os.Getenv(holdEnv); f != "" {
-		if err := HoldLock(f, os.Stdout); err != nil {
+		if err := HoldLock(context.Background(), f, os.Stdout); err != nil {
 			os.Exit(5)
 		}
 	}
@@ -35,7 +36,7 @@ func holder(file string) *exec.Cmd {
 func TestRunOneRank(t *testing.T) {
 	root := t.TempDir()
 	ws, _ := mpitest.Worlds(1, time.Minute)
-	p := Run(ws[0], root, Options{Rounds: 4, MaxSkew: 2, Holder: holder})
+	p := Run(context.Background(), ws[0], root, Options{Rounds: 4, MaxSkew: 2, Holder: holder})
 	if !p.Verified || !p.Clean || len(p.Members) != 1 || p.Rounds != 0 {
 		t.Fatalf("proof on one rank: %+v", p)
 	}
@@ -61,7 +62,7 @@ func TestRunThreeRanks(t *testing.T) {
 	ws, _ := mpitest.Worlds(3, time.Minute)
 	proofs := make([]Proof, 3)
 	errs := mpitest.Run(ws, func(w *mpi.World) error {
-		proofs[w.Rank()] = Run(w, root, Options{Rounds: 3, MaxSkew: 2, Holder: holder})
+		proofs[w.Rank()] = Run(context.Background(), w, root, Options{Rounds: 3, MaxSkew: 2, Holder: holder})
 		return nil
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -80,7 +81,7 @@ func TestRunThreeRanks(t *testing.T) {
 // fail, and so does the proof.
 func TestRunFailsWithoutHolder(t *testing.T) {
 	ws, _ := mpitest.Worlds(1, time.Minute)
-	p := Run(ws[0], filepath.Join(t.TempDir(), "t"), Options{Rounds: 1, MaxSkew: 2})
+	p := Run(context.Background(), ws[0], filepath.Join(t.TempDir(), "t"), Options{Rounds: 1, MaxSkew: 2})
 	if p.Verified || p.Clean || p.Error == "" {
 		t.Fatalf("a proof without lock checks: %+v", p)
 	}

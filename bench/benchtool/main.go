@@ -318,7 +318,7 @@ func orDash(s string) string {
 // machine disturbs less than a ratio of medians. Example:
 //
 //	benchtool ab /mnt/t held 9 \
-//	  'floor=lease renew-batch --root /mnt/t --now {now} --strategy nosync' \
+//	  'floor=leasebench renew-batch --root /mnt/t --now {now} --strategy nosync' \
 //	  'w32=lease renew-batch --root /mnt/t --now {now} --writers 32' \
 //	  'w64=lease renew-batch --root /mnt/t --now {now}'
 func ab(args []string) error {

@@ -112,6 +112,17 @@ type Cmd struct {
 	served *served
 }
 
+// StatusError is the error of Wait for a command a Supervisor ran that
+// did not exit 0; Status is its wait status.
+type StatusError struct{ Status syscall.WaitStatus }
+
+func (e *StatusError) Error() string {
+	if e.Status.Signaled() {
+		return "signal: " + e.Status.Signal().String()
+	}
+	return "exit status " + strconv.Itoa(e.Status.ExitStatus())
+}
+
 // Command returns the Cmd that runs path with argv (argv[0] is the name
 // CMD sees).
 func Command(path string, argv ...string) *Cmd {

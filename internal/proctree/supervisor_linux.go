@@ -120,17 +120,6 @@ type served struct {
 	stdinW     *os.File // the write end of a stdin pipe, closed when done
 }
 
-// StatusError is the error of Wait for a command a Supervisor ran that
-// did not exit 0; Status is its wait status.
-type StatusError struct{ Status syscall.WaitStatus }
-
-func (e *StatusError) Error() string {
-	if e.Status.Signaled() {
-		return "signal: " + e.Status.Signal().String()
-	}
-	return "exit status " + strconv.Itoa(e.Status.ExitStatus())
-}
-
 // startServed starts c under its Supervisor.
 func (c *Cmd) startServed() error {
 	s := c.via

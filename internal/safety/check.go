@@ -172,7 +172,7 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 		if c.x.Repair == nil || c.sc.Reinit == nil {
 			return v
 		}
-		if _, err := commit.Open(Root, fr, c.sc.Reinit); err != nil {
+		if _, err := commit.Open(Root, commit.WithFS(fr), commit.Create(c.sc.Reinit)); err != nil {
 			return append(v, fmt.Sprintf("re-running init after the crash: %v", err))
 		}
 		t = fr.Snapshot()

@@ -5,19 +5,22 @@
 //
 //   - Recorder (recorder.go; its FS methods, file handles and byte locks
 //     in recorder_fs.go, recorder_file.go and recorder_locks.go) is a
-//     commit.FS in memory that logs every call and every effect, and
+//     seam.FS in memory that logs every call and every effect, and
 //     materialises each state a crash after any prefix of the calls could
 //     leave (crashstates.go) under the persistence model documented on
-//     Recorder; a state is a Tree (tree.go). Explorer (explore.go)
+//     Recorder; a state is a Tree (tree.go). Recorder and Mem have every
+//     optional capability of the kernel FS (recorder_caps.go,
+//     pebblefs_caps.go), so the operations explored take the kernel FS's
+//     paths. Explorer (explore.go)
 //     enumerates those states for an operation, repairs each with fsck and
 //     checks the invariants (check.go and invariants.go; the decoding of
 //     record files and the versions a record may recover to are in
 //     records.go).
 //   - Mem (pebblefs.go and pebblefs_*.go; ExplorePebble in
-//     explore_pebble.go) is a commit.FS over Pebble's crash-simulating
+//     explore_pebble.go) is a seam.FS over Pebble's crash-simulating
 //     vfs.MemFS, a second, independent crash model (random sampling).
 //   - The tests inject EIO, ENOSPC and EINVAL at every call through
-//     commit.WithHook, check histories of real lease processes (paused with
+//     seam.WithHook, check histories of real lease processes (paused with
 //     SIGSTOP past their TTL and killed with SIGKILL) for linearizability
 //     with porcupine, and check the security properties of the table
 //     (validated IDs only, symbolic links never followed for writing, file

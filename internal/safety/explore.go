@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -21,7 +23,7 @@ const Root = "/table"
 // Retry is the retry policy of the explored stores: the engine's number of
 // tries would do, but not its pauses (seconds per record under a sticky
 // ESTALE, times thousands of fault points).
-var Retry = commit.Retry{Attempts: 3, Backoff: time.Microsecond, MaxBackoff: time.Microsecond}
+var Retry = durable.Retry{Attempts: 3, Backoff: time.Microsecond, MaxBackoff: time.Microsecond}
 
 // Scenario is one operation to explore: a starting table built without
 // recording, and the operation run over a Recorder.
@@ -31,7 +33,7 @@ type Scenario struct {
 	// root (the operation creates the table).
 	Table *leasefmt.Table
 	// Setup builds the starting state; it is not recorded and is durable.
-	Setup func(st *commit.Store, fsys commit.FS) error
+	Setup func(st *commit.Store, fsys seam.FS) error
 	// Damage, when set, changes the starting state after Setup (what a
 	// crash or another program left for fsck).
 	Damage func(st *commit.Store, t *Tree) *Tree
@@ -61,7 +63,7 @@ type Scenario struct {
 
 // Run is what an operation gets.
 type Run struct {
-	FS      commit.FS
+	FS      seam.FS
 	Store   *commit.Store // nil when the scenario starts without a table
 	Rec     *Recorder     // nil when the operation runs on another FS
 	calls   func() int    // calls made so far
@@ -70,6 +72,10 @@ type Run struct {
 	exit    int  // the exit status the command would return
 	cleanup bool // calls now are best-effort cleanup (BestEffort)
 	mu      sync.Mutex
+	// now is the clock of the last At (when fixed): the time of the
+	// acknowledgements that follow.
+	now   float64
+	fixed bool
 }
 
 // Outcome notes an outcome the command would report.
@@ -138,12 +144,26 @@ func (r *Run) inCleanup() bool {
 	return r.cleanup
 }
 
-// Ack records a as reported now.
+// At is the run's store read at the clock now, which is also the time the
+// acknowledgements that follow are reported at: how a scenario runs an
+// operation at a given time.
+func (r *Run) At(now float64) *commit.Store {
+	r.mu.Lock()
+	r.now, r.fixed = now, true
+	r.mu.Unlock()
+	return r.Store.At(now)
+}
+
+// Ack records a as reported now: at the clock of the last At, else the
+// store's.
 func (r *Run) Ack(a Ack) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	a.call = r.calls()
-	if r.Store != nil {
+	switch {
+	case r.fixed:
+		a.at = r.now
+	case r.Store != nil:
 		a.at = r.Store.Now()
 	}
 	r.acks = append(r.acks, a)
@@ -162,8 +182,8 @@ func (r *Run) AckResults(op string, res []commit.Result) {
 // Repairer repairs a crashed table through fsys at now, as `lease fsck
 // --repair` would; check is the read-only run that must then find nothing.
 type Repairer interface {
-	Repair(fsys commit.FS, now float64) error
-	Check(fsys commit.FS, now float64) (errs int, err error)
+	Repair(fsys seam.FS, now float64) error
+	Check(fsys seam.FS, now float64) (errs int, err error)
 }
 
 // Explorer runs scenarios and checks every crash state.
@@ -181,7 +201,7 @@ type Explorer struct {
 	ClaimAfter int
 	// Wrap, when set, wraps the recording FS the operation runs on (tests
 	// of the explorer break the protocol with it).
-	Wrap func(commit.FS) commit.FS
+	Wrap func(seam.FS) seam.FS
 }
 
 // Result sums an exploration.
@@ -201,7 +221,7 @@ func Base(sc *Scenario) (*Tree, error) {
 	if sc.Table == nil {
 		return rec.Snapshot(), nil
 	}
-	st, err := commit.Open(Root, rec, sc.Table)
+	st, err := commit.Open(Root, commit.WithFS(rec), commit.Create(sc.Table), commit.WithWriters(1))
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +238,7 @@ func Base(sc *Scenario) (*Tree, error) {
 }
 
 // Record runs sc over a Recorder on its starting state and returns it.
-func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
+func Record(sc *Scenario, fsys func(*Recorder) seam.FS) (*Run, *Tree, error) {
 	base, err := Base(sc)
 	if err != nil {
 		return nil, nil, err
@@ -227,7 +247,7 @@ func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
 	if sc.Writers > 1 {
 		rec.Yield = runtime.Gosched
 	}
-	var f commit.FS = rec
+	var f seam.FS = rec
 	if fsys != nil {
 		f = fsys(rec)
 	}
@@ -242,16 +262,15 @@ func Record(sc *Scenario, fsys func(*Recorder) commit.FS) (*Run, *Tree, error) {
 func (run *Run) start(sc *Scenario) error {
 	f := run.FS
 	if sc.Table != nil && !sc.NoStore {
-		st, err := commit.Open(Root, f, nil)
+		opts := []commit.Option{commit.WithFS(f), commit.WithWriters(max(sc.Writers, 1)), commit.WithRetry(Retry)}
+		if sc.Clock != nil {
+			calls := run.calls
+			opts = append(opts, commit.WithClock(func() float64 { return sc.Clock(calls()) }))
+		}
+		st, err := commit.Open(Root, opts...)
 		if err != nil {
 			run.Outcome(commit.IOError) // the commands exit 4 when the table cannot be read
 			return fmt.Errorf("open %s: %w", sc.Name, err)
-		}
-		st.Writers = max(sc.Writers, 1)
-		st.Retry = Retry
-		if sc.Clock != nil {
-			calls := run.calls
-			st.Clock = func() float64 { return sc.Clock(calls()) }
 		}
 		run.Store = st
 	}
@@ -261,9 +280,9 @@ func (run *Run) start(sc *Scenario) error {
 
 // Explore records sc and checks every crash state of every call prefix.
 func (x *Explorer) Explore(sc *Scenario) (*Result, error) {
-	var wrap func(*Recorder) commit.FS
+	var wrap func(*Recorder) seam.FS
 	if x.Wrap != nil {
-		wrap = func(r *Recorder) commit.FS { return x.Wrap(r) }
+		wrap = func(r *Recorder) seam.FS { return x.Wrap(r) }
 	}
 	run, base, err := Record(sc, wrap)
 	if err != nil {

@@ -13,17 +13,17 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // capture remembers every content written through it.
 type capture struct {
-	commit.FS
+	seam.FS
 	mu      sync.Mutex
 	written [][]byte
 }
 
-func (c *capture) CreateExcl(name string) (commit.File, error) {
+func (c *capture) CreateExcl(name string) (seam.File, error) {
 	f, err := c.FS.CreateExcl(name)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,7 @@ func (c *capture) CreateExcl(name string) (commit.File, error) {
 }
 
 type captureFile struct {
-	commit.File
+	seam.File
 	c    *capture
 	data []byte
 }
@@ -90,7 +90,7 @@ func (x *Explorer) ExplorePebble(sc *Scenario, samples int) (*Result, error) {
 		}
 	}
 	cap := &capture{FS: m}
-	hooked := commit.WithHook(cap, func(op commit.Op, name string) error {
+	hooked := seam.WithHook(cap, func(op seam.Op, name string) error {
 		mu.Lock()
 		defer mu.Unlock()
 		clone()

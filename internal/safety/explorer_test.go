@@ -1,17 +1,19 @@
 package safety
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // skipSync drops the directory or file fsyncs: the protocol then acks
 // records a crash can take away, and the explorer must say so.
 type skipSync struct {
-	commit.FS
+	seam.FS
 	dirs, files bool
 }
 
@@ -22,7 +24,7 @@ func (s skipSync) SyncDir(name string) error {
 	return s.FS.SyncDir(name)
 }
 
-func (s skipSync) CreateExcl(name string) (commit.File, error) {
+func (s skipSync) CreateExcl(name string) (seam.File, error) {
 	f, err := s.FS.CreateExcl(name)
 	if err != nil || !s.files {
 		return f, err
@@ -30,11 +32,11 @@ func (s skipSync) CreateExcl(name string) (commit.File, error) {
 	return noSyncFile{f}, nil
 }
 
-type noSyncFile struct{ commit.File }
+type noSyncFile struct{ seam.File }
 
 // skipStageSync drops the fsyncs of what is staged: a directory result's
 // files and directories.
-type skipStageSync struct{ commit.FS }
+type skipStageSync struct{ seam.FS }
 
 func (s skipStageSync) SyncFile(name string) error {
 	if strings.HasPrefix(name, commit.StageDir+"/") {
@@ -67,23 +69,23 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 	cases := []struct {
 		name     string
 		scenario string
-		wrap     func(commit.FS) commit.FS
+		wrap     func(seam.FS) seam.FS
 		run      func(r *Run)
 		want     string
 	}{
 		{name: "no directory fsync", scenario: "renew-batch",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, dirs: true} }, want: "acknowledged"},
+			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, dirs: true} }, want: "acknowledged"},
 		{name: "no file fsync", scenario: "claim",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
+			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
 		{name: "no file fsync, publish", scenario: "complete --publish",
-			wrap: func(f commit.FS) commit.FS { return skipSync{FS: f, files: true} }, want: "holder alice (token 3) acknowledged live until 6000, but after recovery the token is"},
+			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, files: true} }, want: "holder alice (token 3) acknowledged live until 6000, but after recovery the token is"},
 		{name: "no fsync of a directory result", scenario: "run --complete, whole staging directory",
-			wrap: func(f commit.FS) commit.FS { return skipStageSync{f} }, want: "acknowledged as published (a directory result)"},
+			wrap: func(f seam.FS) seam.FS { return skipStageSync{f} }, want: "acknowledged as published (a directory result)"},
 		{name: "success before the barrier", scenario: "claim", run: func(r *Run) {
 			// report each claim as soon as it is decided, before its write
 			// and its directory fsync
 			claim := commit.ClaimDecision(leasefmt.Work, "carol", TTL, 0)
-			at(r.Store, Now).Apply(leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
+			r.At(Now).Apply(context.Background(), leasefmt.Work, items(0, 4, 5), func(it commit.Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, commit.Outcome, string) {
 				next, out, d := claim(it, cur, now)
 				if out == commit.OK {
 					r.Ack(Ack{Op: "early claim", Record: next})
@@ -94,7 +96,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 		{name: "token goes back", scenario: "claim", run: func(r *Run) {
 			rec := &leasefmt.Record{Kind: leasefmt.Work, ID: TestID(0), Status: leasefmt.Leased, Owner: "mallory", Token: 1,
 				ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL}
-			unlock, err := r.Store.Lock(leasefmt.Work, rec.ID)
+			unlock, err := r.Store.Lock(context.Background(), leasefmt.Work, rec.ID)
 			if err != nil {
 				panic(err)
 			}
@@ -109,7 +111,7 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 				ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL}
 			r.Ack(Ack{Op: "setup", Record: &leasefmt.Record{Kind: leasefmt.Work, ID: TestID(0), Status: leasefmt.Leased, Owner: "alice", Token: 3,
 				ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000}})
-			unlock, _ := r.Store.Lock(leasefmt.Work, rec.ID)
+			unlock, _ := r.Store.Lock(context.Background(), leasefmt.Work, rec.ID)
 			defer unlock()
 			if err := r.Store.WriteOne(rec); err != nil {
 				panic(err)

@@ -1,11 +1,12 @@
 package safety
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/fsck"
 )
@@ -14,10 +15,10 @@ import (
 // `lease fsck` run.
 type Fsck struct{}
 
-func runFsck(fsys commit.FS, now float64, repair bool) (*fsck.Summary, []string, error) {
+func runFsck(fsys seam.FS, now float64, repair bool) (*fsck.Summary, []string, error) {
 	var mu sync.Mutex
 	var left []string
-	sum, err := fsck.Check(Root, fsys, fsck.Options{Repair: repair, Now: now, Workers: 1}, func(f *fsck.Finding) {
+	sum, err := fsck.Check(context.Background(), Root, fsys, fsck.Options{Repair: repair, Now: now, Workers: 1}, func(f *fsck.Finding) {
 		if f.Left() || f.Severity() == fsck.Operational {
 			mu.Lock()
 			left = append(left, f.Error())
@@ -28,7 +29,7 @@ func runFsck(fsys commit.FS, now float64, repair bool) (*fsck.Summary, []string,
 }
 
 // Repair implements Repairer: an error when fsck fails or leaves errors.
-func (f Fsck) Repair(fsys commit.FS, now float64) error {
+func (f Fsck) Repair(fsys seam.FS, now float64) error {
 	_, err := f.RepairExit(fsys, now)
 	return err
 }
@@ -36,7 +37,7 @@ func (f Fsck) Repair(fsys commit.FS, now float64) error {
 // RepairExit runs fsck --repair and returns its exit status (fsck(8): 0
 // clean, 1 corrected, 4 left uncorrected, 8 operational error), with an
 // error when it is not 0 or 1.
-func (Fsck) RepairExit(fsys commit.FS, now float64) (int, error) {
+func (Fsck) RepairExit(fsys seam.FS, now float64) (int, error) {
 	sum, left, err := runFsck(fsys, now, true)
 	if err != nil {
 		return 8, err
@@ -48,7 +49,7 @@ func (Fsck) RepairExit(fsys commit.FS, now float64) (int, error) {
 }
 
 // Check implements Repairer: the errors a read-only run finds.
-func (Fsck) Check(fsys commit.FS, now float64) (int, error) {
+func (Fsck) Check(fsys seam.FS, now float64) (int, error) {
 	sum, left, err := runFsck(fsys, now, false)
 	if err != nil {
 		return 0, err

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"context"
 	"fmt"
 	iofs "io/fs"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -23,7 +25,7 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, rec, nil)
+	st, err := commit.Open(Root, commit.WithFS(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +34,7 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 	gid := commit.GroupID(ts)
 	m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "carol", Token: 2,
 		ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL, Targets: ts}
-	unlock, err := st.Lock(leasefmt.Group, gid)
+	unlock, err := st.Lock(context.Background(), leasefmt.Group, gid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,18 +72,18 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, rec, nil)
+	st, err := commit.Open(Root, commit.WithFS(rec))
 	if err != nil {
 		t.Fatal(err)
 	}
 	one := TestID(200)
-	cur, err := st.Read(leasefmt.Target, one)
+	cur, err := st.Read(context.Background(), leasefmt.Target, one)
 	if err != nil || cur == nil {
 		t.Fatalf("target: %v %v", cur, err)
 	}
 	next := cur.Clone()
 	next.RenewedAt, next.ExpiresAt = Now, Now+TTL
-	unlock, _ := st.Lock(leasefmt.Target, one)
+	unlock, _ := st.Lock(context.Background(), leasefmt.Target, one)
 	if err := st.WriteOne(next); err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +92,11 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 	if err := (Fsck{}).Repair(fs, Now); err != nil {
 		t.Fatalf("fsck --repair: %v", err)
 	}
-	st2, err := commit.Open(Root, fs, nil)
+	st2, err := commit.Open(Root, commit.WithFS(fs))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := st2.Read(leasefmt.Group, groupG1)
+	m, err := st2.Read(context.Background(), leasefmt.Group, groupG1)
 	if err != nil || m == nil {
 		t.Fatalf("manifest after repair: %v %v", m, err)
 	}
@@ -112,8 +114,8 @@ func TestFsckReportsIOErrors(t *testing.T) {
 	}
 	for _, name := range []string{"work", "targets", "groups", "public", "stage"} {
 		rec := NewRecorder(base)
-		f := commit.WithHook(rec, func(op commit.Op, n string) error {
-			if op == commit.OpLstat && n == name {
+		f := seam.WithHook(rec, func(op seam.Op, n string) error {
+			if op == seam.OpLstat && n == name {
 				return &iofs.PathError{Op: "lstat", Path: n, Err: syscall.EIO}
 			}
 			return nil

@@ -6,6 +6,7 @@ package safety
 // never lost or torn, and later claims get larger tokens.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -256,11 +257,10 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 	var v []string
 	rec := NewRecorder(t)
-	st, err := commit.Open(Root, rec, nil)
+	st, err := commit.Open(Root, commit.WithFS(rec), commit.WithWriters(1))
 	if err != nil {
 		return []string{fmt.Sprintf("after recovery the table does not open: %v", err)}
 	}
-	st.Writers = 1
 	maxTok := map[leasefmt.ID]int64{}
 	ids := map[leasefmt.ID]bool{}
 	for k := range c.versions {
@@ -286,7 +286,7 @@ func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 		items = append(items, commit.Item{ID: id})
 	}
 	sort.Slice(items, func(a, b int) bool { return items[a].ID < items[b].ID })
-	for _, r := range at(st, c.sc.Now+1e6).Claim(items, "checker", 10) {
+	for _, r := range at(st, c.sc.Now+1e6).Claim(context.Background(), items, "checker", 10) {
 		switch r.Outcome {
 		case commit.OK:
 			if r.Token <= maxTok[r.ID] {

@@ -1,7 +1,7 @@
 package safety
 
 // Mem, its crash clones, its path and error mapping, and the loading and
-// reading back of a Tree; its commit.FS methods are in pebblefs_fs.go,
+// reading back of a Tree; its seam.FS methods are in pebblefs_fs.go,
 // its file handles in pebblefs_file.go, its byte locks in
 // pebblefs_locks.go, and ExplorePebble in explore_pebble.go.
 
@@ -15,10 +15,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// Mem is a commit.FS in memory over Pebble's crash-simulating vfs.MemFS, for
+// Mem is a seam.FS in memory over Pebble's crash-simulating vfs.MemFS, for
 // crash tests: CrashClone returns the table as a crash at this moment
 // could leave it.
 //
@@ -46,13 +46,19 @@ import (
 // into every lease binary, measured at 7.2 -> 13.1 MB and 2.9 -> 5.7 ms per
 // process start, a cost every renew-batch would pay for a test helper.
 //
-// Mem has no symbolic links, no permission bits and no other processes:
-// Lock excludes other callers of the same Mem (and of nothing else), with
-// the byte-range semantics of FS.Lock.
+// Mem has no symbolic links and no other processes: Lock excludes other
+// callers of the same Mem (and of nothing else), with the byte-range
+// semantics of FS.Lock. It has every capability of the kernel FS
+// (pebblefs_caps.go), modes included, which a crash clone does not keep.
 type Mem struct {
 	fs    *vfs.MemFS
 	mu    sync.Mutex // makes the check-then-act of CreateExcl, Mkdir and renames atomic
 	locks *keyLocks[memLockKey]
+	// modes are those SetSharing and FixPerm gave, by memfs path (Pebble's
+	// MemFS keeps none); share is SetSharing's.
+	modeMu sync.Mutex
+	modes  map[string]uint32
+	share  *seam.Sharing
 }
 
 // NewMem returns an empty crashable memory FS.
@@ -61,7 +67,7 @@ func NewMem() *Mem { return MemOver(vfs.NewCrashableMem()) }
 // MemOver returns an FS over m, which should come from
 // vfs.NewCrashableMem for CrashClone to work.
 func MemOver(m *vfs.MemFS) *Mem {
-	return &Mem{fs: m, locks: newKeyLocks[memLockKey]()}
+	return &Mem{fs: m, locks: newKeyLocks[memLockKey](), modes: map[string]uint32{}}
 }
 
 // VFS is the underlying Pebble filesystem.
@@ -142,7 +148,7 @@ func (m *Mem) load(t *Tree) error {
 			err = m.Mkdir(p)
 			return
 		}
-		var f commit.File
+		var f seam.File
 		if f, err = m.CreateExcl(p); err != nil {
 			return
 		}

@@ -36,20 +36,41 @@ func (f *memFile) Close() error {
 	return nil
 }
 
-// memInfo gives a Pebble FileInfo its entry name and the modes the kernel
-// FS would create (0666 files, 0777 directories, before any umask).
+// memInfo gives a Pebble FileInfo its entry name and its mode: what the
+// kernel FS would create (0666 files, 0777 directories, before any umask),
+// or what SetSharing and FixPerm made it.
 type memInfo struct {
 	name string
 	fi   vfs.FileInfo
+	mode uint32 // permission bits and setgid
+}
+
+// info describes the file at memfs path p under name. The caller may hold
+// m.mu or not: the modes have their own lock.
+func (m *Mem) info(name, p string, fi vfs.FileInfo) memInfo {
+	mode := uint32(0o666)
+	if fi.IsDir() {
+		mode = 0o777
+	}
+	m.modeMu.Lock()
+	if v, ok := m.modes[p]; ok {
+		mode = v
+	}
+	m.modeMu.Unlock()
+	return memInfo{name, fi, mode}
 }
 
 func (i memInfo) Name() string { return i.name }
 func (i memInfo) Size() int64  { return i.fi.Size() }
 func (i memInfo) Mode() fs.FileMode {
-	if i.fi.IsDir() {
-		return fs.ModeDir | 0o777
+	m := fs.FileMode(i.mode & 0o777)
+	if i.mode&0o2000 != 0 {
+		m |= fs.ModeSetgid
 	}
-	return 0o666
+	if i.fi.IsDir() {
+		m |= fs.ModeDir
+	}
+	return m
 }
 func (i memInfo) ModTime() time.Time { return i.fi.ModTime() }
 func (i memInfo) IsDir() bool        { return i.fi.IsDir() }

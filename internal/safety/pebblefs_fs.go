@@ -1,6 +1,6 @@
 package safety
 
-// The commit.FS methods of Mem on names, over Pebble's MemFS (Lock is in
+// The seam.FS methods of Mem on names, over Pebble's MemFS (Lock is in
 // pebblefs_locks.go, the file handles in pebblefs_file.go).
 
 import (
@@ -12,7 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // ReadFile implements FS.
@@ -29,7 +29,7 @@ func (m *Mem) ReadFile(name string, max int) ([]byte, error) {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
 	if fi.IsDir() {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: commit.ErrNotRegular}
+		return nil, &fs.PathError{Op: "open", Path: name, Err: seam.ErrNotRegular}
 	}
 	f, err := m.fs.Open(p)
 	if err != nil {
@@ -45,7 +45,7 @@ func (m *Mem) ReadFile(name string, max int) ([]byte, error) {
 }
 
 // CreateExcl implements FS.
-func (m *Mem) CreateExcl(name string) (commit.File, error) {
+func (m *Mem) CreateExcl(name string) (seam.File, error) {
 	p, err := memPath("create", name)
 	if err != nil {
 		return nil, err
@@ -65,6 +65,7 @@ func (m *Mem) CreateExcl(name string) (commit.File, error) {
 	if err != nil {
 		return nil, memErr("create", name, err)
 	}
+	m.created(p, false, false)
 	return &memFile{f: f, name: name}, nil
 }
 
@@ -85,10 +86,11 @@ func (m *Mem) Rename(oldname, newname string) error {
 	return nil
 }
 
-// RenameNoReplace implements FS as link then unlink, like the NFS
-// fallback of the kernel FS: the link fails when newname exists. A
-// directory (a published result) cannot be linked: it is renamed once
-// newname was found missing, as the kernel FS falls back for one.
+// RenameNoReplace implements FS as renameat2(RENAME_NOREPLACE) does on
+// Linux, the kernel FS's path there: one rename, refused when newname
+// exists (checked and renamed under m.mu, so atomically for the callers of
+// this Mem). The kernel FS's fallback for filesystems without it (link,
+// then unlink) is not what Linux takes, so Mem does not take it either.
 func (m *Mem) RenameNoReplace(oldname, newname string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -96,20 +98,14 @@ func (m *Mem) RenameNoReplace(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
-	if fi, ok, _ := m.stat(op); ok && fi.IsDir() {
-		if _, exists, _ := m.stat(np); exists {
-			return memErr("rename", newname, fs.ErrExist)
+	if _, ok, err := m.stat(np); err != nil || ok {
+		if err == nil {
+			err = fs.ErrExist
 		}
-		if err := m.fs.Rename(op, np); err != nil {
-			return memErr("rename", newname, err)
-		}
-		return nil
-	}
-	if err := m.fs.Link(op, np); err != nil {
 		return memErr("rename", newname, err)
 	}
-	if err := m.fs.Remove(op); err != nil {
-		return memErr("rename", oldname, err)
+	if err := m.fs.Rename(op, np); err != nil {
+		return memErr("rename", newname, err)
 	}
 	return nil
 }
@@ -173,6 +169,7 @@ func (m *Mem) Mkdir(name string) error {
 	if err := m.fs.MkdirAll(p, 0o777); err != nil {
 		return memErr("mkdir", name, err)
 	}
+	m.created(p, true, false)
 	return nil
 }
 
@@ -214,7 +211,7 @@ func (m *Mem) SyncFile(name string) error {
 		err = fs.ErrNotExist
 	}
 	if err == nil && fi.IsDir() {
-		err = commit.ErrNotRegular
+		err = seam.ErrNotRegular
 	}
 	if err != nil {
 		return memErr("open", name, err)
@@ -257,7 +254,7 @@ func (m *Mem) ReadDir(name string) ([]fs.DirEntry, error) {
 		if err != nil {
 			continue // removed meanwhile
 		}
-		out = append(out, fs.FileInfoToDirEntry(memInfo{n, fi}))
+		out = append(out, fs.FileInfoToDirEntry(m.info(n, path.Join(p, n), fi)))
 	}
 	return out, nil
 }
@@ -272,5 +269,5 @@ func (m *Mem) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, memErr("lstat", name, err)
 	}
-	return memInfo{path.Base(p), fi}, nil
+	return m.info(path.Base(p), p, fi), nil
 }

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"strconv"
@@ -11,9 +12,10 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-func writeFile(t *testing.T, f commit.FS, name, data string, sync bool) {
+func writeFile(t *testing.T, f seam.FS, name, data string, sync bool) {
 	t.Helper()
 	w, err := f.CreateExcl(name)
 	if err != nil {
@@ -54,7 +56,7 @@ func TestMemSemantics(t *testing.T) {
 	if got, err := m.ReadFile("d/a", 2); err != nil || string(got) != "hel" {
 		t.Fatalf("ReadFile max 2 = %q, %v; want max+1 bytes", got, err)
 	}
-	if _, err := m.ReadFile("d", 10); !errors.Is(err, commit.ErrNotRegular) {
+	if _, err := m.ReadFile("d", 10); !errors.Is(err, seam.ErrNotRegular) {
 		t.Fatalf("ReadFile of a directory: %v, want ErrNotRegular", err)
 	}
 	if _, err := m.ReadFile("d/none", 10); !errors.Is(err, fs.ErrNotExist) {
@@ -93,19 +95,20 @@ func TestMemSemantics(t *testing.T) {
 		t.Fatalf("a name leaving the root: %v", err)
 	}
 	// Locks: byte ranges, exclusive, bounded wait, created when missing.
-	u1, err := m.Lock("d/.lock", 7, 0)
+	ctx := context.Background()
+	u1, err := m.Lock(ctx, "d/.lock", 7, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Lock("d/.lock", 7, 5*time.Millisecond); !errors.Is(err, commit.ErrLockTimeout) {
+	if _, err := m.Lock(ctx, "d/.lock", 7, 5*time.Millisecond); !errors.Is(err, commit.ErrLockTimeout) {
 		t.Fatalf("second lock of a held byte: %v, want ErrLockTimeout", err)
 	}
-	u2, err := m.Lock("d/.lock", 8, 0)
+	u2, err := m.Lock(ctx, "d/.lock", 8, 0)
 	if err != nil {
 		t.Fatalf("another byte of the same file: %v", err)
 	}
 	u1()
-	u3, err := m.Lock("d/.lock", 7, 0)
+	u3, err := m.Lock(ctx, "d/.lock", 7, 0)
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}

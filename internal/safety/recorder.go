@@ -1,7 +1,7 @@
 package safety
 
 // Recorder, its call log and event log, and how it resolves names; its
-// commit.FS methods are in recorder_fs.go, its file handles in
+// seam.FS methods are in recorder_fs.go, its file handles in
 // recorder_file.go and its byte locks in recorder_locks.go.
 
 import (
@@ -11,10 +11,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// Recorder is a commit.FS in memory that logs every call made through it
+// Recorder is a seam.FS in memory that logs every call made through it
 // and every effect of those calls on the namespace and on file data, so
 // that the states a crash could leave can be built afterwards.
 //
@@ -54,6 +54,7 @@ type Recorder struct {
 	calls    []Call
 	renames  int
 	locks    *byteLocks
+	share    *seam.Sharing // SetSharing
 	// Yield, when set, is called before every call: runtime.Gosched makes
 	// concurrent writers interleave call by call, which calls this fast
 	// otherwise never do.
@@ -68,7 +69,7 @@ func (r *Recorder) yield() {
 
 // Call is one call through the seam, in the order the Recorder served it.
 type Call struct {
-	Op   commit.Op
+	Op   seam.Op
 	Name string
 	Err  error
 	// Injected is set for a call a hook failed before it reached the FS.
@@ -80,6 +81,10 @@ type inode struct {
 	dir  bool
 	data []byte
 	kids map[string]*inode
+	// mode and gid are what Lstat reports (SetSharing, FixPerm); they are
+	// not part of the crash model.
+	mode uint32
+	gid  int
 }
 
 type entKey struct {
@@ -119,11 +124,24 @@ func NewRecorder(t *Tree) *Recorder {
 	return r
 }
 
-func (r *Recorder) newInode(dir bool) *inode {
+func (r *Recorder) newInode(dir bool) *inode { return r.newInodeMode(dir, false) }
+
+// newInodeMode is newInode for a file that must be writable by the group
+// of a shared table (a lock file). Modes are those the kernel FS creates
+// before any umask (0666, 0777), or the shared ones after SetSharing.
+func (r *Recorder) newInodeMode(dir, writable bool) *inode {
 	r.nextIno++
-	n := &inode{ino: r.nextIno, dir: dir}
+	n := &inode{ino: r.nextIno, dir: dir, mode: 0o666}
 	if dir {
 		n.kids = map[string]*inode{}
+		n.mode = 0o777
+	}
+	if r.share != nil {
+		if dir {
+			n.mode = r.share.DirMode(n.mode)
+		} else {
+			n.mode = r.share.FileMode(n.mode, writable)
+		}
 	}
 	return n
 }
@@ -180,13 +198,13 @@ func (r *Recorder) Written() [][]byte {
 
 // Injected logs a call that a hook failed with err before it reached the
 // Recorder, so the call log shows every attempt in order.
-func (r *Recorder) Injected(op commit.Op, name string, err error) {
+func (r *Recorder) Injected(op seam.Op, name string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, Call{Op: op, Name: name, Err: err, Injected: true})
 }
 
-func (r *Recorder) call(op commit.Op, name string) int {
+func (r *Recorder) call(op seam.Op, name string) int {
 	r.calls = append(r.calls, Call{Op: op, Name: name})
 	return len(r.calls) - 1
 }

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 type recFile struct {
@@ -24,7 +24,7 @@ func (f *recFile) Write(p []byte) (int, error) {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpWrite, f.name)
+	i := r.call(seam.OpWrite, f.name)
 	if f.closed {
 		return 0, r.fail(i, perr("write", f.name, fs.ErrClosed))
 	}
@@ -38,7 +38,7 @@ func (f *recFile) Sync() error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpFsync, f.name)
+	i := r.call(seam.OpFsync, f.name)
 	if f.closed {
 		return r.fail(i, perr("fsync", f.name, fs.ErrClosed))
 	}
@@ -51,7 +51,7 @@ func (f *recFile) Close() error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpClose, f.name)
+	i := r.call(seam.OpClose, f.name)
 	if f.closed {
 		return r.fail(i, perr("close", f.name, fs.ErrClosed))
 	}
@@ -64,19 +64,37 @@ type info struct {
 	dir  bool
 	size int64
 	ino  int
+	mode uint32 // permission bits and setgid
+	gid  int
+}
+
+// infoOf describes inode n under name.
+func infoOf(name string, n *inode) info {
+	return info{name, n.dir, int64(len(n.data)), n.ino, n.mode, n.gid}
 }
 
 func (i info) Name() string { return i.name }
 func (i info) Size() int64  { return i.size }
 func (i info) Mode() fs.FileMode {
-	if i.dir {
-		return fs.ModeDir | 0o777
+	m := fs.FileMode(i.mode & 0o777)
+	if i.mode&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
 	}
-	return 0o666
+	if i.dir {
+		m |= fs.ModeDir
+	}
+	return m
 }
 func (i info) ModTime() time.Time { return time.Time{} }
 func (i info) IsDir() bool        { return i.dir }
 
 // Sys gives the inode number, so that a file with two names (a rename
-// whose source reappeared after a crash) reads as one file, as on disk.
-func (i info) Sys() any { return &syscall.Stat_t{Dev: 1, Ino: uint64(i.ino)} }
+// whose source reappeared after a crash) reads as one file, as on disk,
+// and the mode and group, as lease fsck reads them of a shared table.
+func (i info) Sys() any {
+	typ := uint32(syscall.S_IFREG)
+	if i.dir {
+		typ = syscall.S_IFDIR
+	}
+	return statOf(i.ino, typ|i.mode, i.gid)
+}

@@ -1,6 +1,6 @@
 package safety
 
-// The commit.FS methods of Recorder on names (Lock is in recorder_locks.go,
+// The seam.FS methods of Recorder on names (Lock is in recorder_locks.go,
 // the file handles CreateExcl returns in recorder_file.go): each call is
 // logged, and each effect on the namespace emitted as an event.
 
@@ -11,21 +11,21 @@ import (
 	"path"
 	"sort"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// ReadFile implements commit.FS.
+// ReadFile implements seam.FS.
 func (r *Recorder) ReadFile(name string, max int) ([]byte, error) {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpRead, name)
+	i := r.call(seam.OpRead, name)
 	n, err := r.lookup(name)
 	if err != nil {
 		return nil, r.fail(i, perr("open", name, err))
 	}
 	if n.dir {
-		return nil, r.fail(i, perr("open", name, commit.ErrNotRegular))
+		return nil, r.fail(i, perr("open", name, seam.ErrNotRegular))
 	}
 	d := n.data
 	if len(d) > max+1 {
@@ -34,12 +34,12 @@ func (r *Recorder) ReadFile(name string, max int) ([]byte, error) {
 	return bytes.Clone(d), nil
 }
 
-// CreateExcl implements commit.FS.
-func (r *Recorder) CreateExcl(name string) (commit.File, error) {
+// CreateExcl implements seam.FS.
+func (r *Recorder) CreateExcl(name string) (seam.File, error) {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpCreate, name)
+	i := r.call(seam.OpCreate, name)
 	d, base, err := r.parent(name)
 	if err != nil {
 		return nil, r.fail(i, perr("create", name, err))
@@ -53,7 +53,7 @@ func (r *Recorder) CreateExcl(name string) (commit.File, error) {
 	return &recFile{r: r, n: n, name: name}, nil
 }
 
-func (r *Recorder) rename(op commit.Op, oldname, newname string, replace bool) error {
+func (r *Recorder) rename(op seam.Op, oldname, newname string, replace bool) error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -116,22 +116,22 @@ func (r *Recorder) parentOf(d *inode) *inode {
 	return find(r.root)
 }
 
-// Rename implements commit.FS.
+// Rename implements seam.FS.
 func (r *Recorder) Rename(oldname, newname string) error {
-	return r.rename(commit.OpRename, oldname, newname, true)
+	return r.rename(seam.OpRename, oldname, newname, true)
 }
 
-// RenameNoReplace implements commit.FS (renameat2 RENAME_NOREPLACE).
+// RenameNoReplace implements seam.FS (renameat2 RENAME_NOREPLACE).
 func (r *Recorder) RenameNoReplace(oldname, newname string) error {
-	return r.rename(commit.OpRenameNoReplace, oldname, newname, false)
+	return r.rename(seam.OpRenameNoReplace, oldname, newname, false)
 }
 
-// Remove implements commit.FS.
+// Remove implements seam.FS.
 func (r *Recorder) Remove(name string) error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpRemove, name)
+	i := r.call(seam.OpRemove, name)
 	d, base, err := r.parent(name)
 	if err != nil {
 		return r.fail(i, perr("remove", name, err))
@@ -148,12 +148,12 @@ func (r *Recorder) Remove(name string) error {
 	return nil
 }
 
-// Mkdir implements commit.FS.
+// Mkdir implements seam.FS.
 func (r *Recorder) Mkdir(name string) error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpMkdir, name)
+	i := r.call(seam.OpMkdir, name)
 	d, base, err := r.parent(name)
 	if err != nil {
 		return r.fail(i, perr("mkdir", name, err))
@@ -167,12 +167,12 @@ func (r *Recorder) Mkdir(name string) error {
 	return nil
 }
 
-// SyncDir implements commit.FS.
+// SyncDir implements seam.FS.
 func (r *Recorder) SyncDir(name string) error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpSyncDir, name)
+	i := r.call(seam.OpSyncDir, name)
 	d, err := r.lookup(name)
 	if err != nil {
 		return r.fail(i, perr("fsync", name, err))
@@ -184,29 +184,29 @@ func (r *Recorder) SyncDir(name string) error {
 	return nil
 }
 
-// SyncFile implements commit.FS: the file's data is durable from here.
+// SyncFile implements seam.FS: the file's data is durable from here.
 func (r *Recorder) SyncFile(name string) error {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpFsync, name)
+	i := r.call(seam.OpFsync, name)
 	n, err := r.lookup(name)
 	if err != nil {
 		return r.fail(i, perr("open", name, err))
 	}
 	if n.dir {
-		return r.fail(i, perr("open", name, commit.ErrNotRegular))
+		return r.fail(i, perr("open", name, seam.ErrNotRegular))
 	}
 	r.emit(event{kind: evFsync, call: i, node: n})
 	return nil
 }
 
-// ReadDir implements commit.FS, sorted by name.
+// ReadDir implements seam.FS, sorted by name.
 func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpReadDir, name)
+	i := r.call(seam.OpReadDir, name)
 	d, err := r.lookup(name)
 	if err != nil {
 		return nil, r.fail(i, perr("open", name, err))
@@ -216,21 +216,21 @@ func (r *Recorder) ReadDir(name string) ([]fs.DirEntry, error) {
 	}
 	out := make([]fs.DirEntry, 0, len(d.kids))
 	for n, c := range d.kids {
-		out = append(out, fs.FileInfoToDirEntry(info{n, c.dir, int64(len(c.data)), c.ino}))
+		out = append(out, fs.FileInfoToDirEntry(infoOf(n, c)))
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Name() < out[b].Name() })
 	return out, nil
 }
 
-// Lstat implements commit.FS.
+// Lstat implements seam.FS.
 func (r *Recorder) Lstat(name string) (fs.FileInfo, error) {
 	r.yield()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	i := r.call(commit.OpLstat, name)
+	i := r.call(seam.OpLstat, name)
 	n, err := r.lookup(name)
 	if err != nil {
 		return nil, r.fail(i, perr("lstat", name, err))
 	}
-	return info{path.Base("/" + name), n.dir, int64(len(n.data)), n.ino}, nil
+	return infoOf(path.Base("/"+name), n), nil
 }

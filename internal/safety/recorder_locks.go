@@ -4,36 +4,24 @@ package safety
 // with bounded waits behind it.
 
 import (
+	"context"
 	"sync"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
-// Lock implements commit.FS: the lock file is created when missing.
-func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+// Lock implements seam.FS: the lock file is created when missing.
+func (r *Recorder) Lock(ctx context.Context, name string, off int64, timeout time.Duration) (func(), error) {
 	r.yield()
 	r.mu.Lock()
-	i := r.call(commit.OpLock, name)
-	d, base, err := r.parent(name)
-	if err != nil {
-		err = r.fail(i, perr("open", name, err))
-		r.mu.Unlock()
-		return nil, err
-	}
-	n, ok := d.kids[base]
-	switch {
-	case ok && n.dir:
-		err = r.fail(i, perr("open", name, commit.ErrNotRegular))
-		r.mu.Unlock()
-		return nil, err
-	case !ok:
-		n = r.newInode(false)
-		d.kids[base] = n
-		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
-	}
+	i := r.call(seam.OpLock, name)
+	n, err := r.lockFile(i, name)
 	r.mu.Unlock()
-	unlock, err := r.locks.lock(lockKey{n, off}, timeout, 50*time.Microsecond)
+	if err != nil {
+		return nil, err
+	}
+	unlock, err := r.locks.lock(ctx, lockKey{n, off}, timeout, 50*time.Microsecond)
 	if err != nil {
 		r.mu.Lock()
 		r.fail(i, err)
@@ -41,6 +29,26 @@ func (r *Recorder) Lock(name string, off int64, timeout time.Duration) (func(), 
 		return nil, perr("Lock", name, err)
 	}
 	return unlock, nil
+}
+
+// lockFile returns the lock file name for call i, creating it when
+// missing, as the kernel FS's open with O_CREAT does. The caller holds
+// r.mu.
+func (r *Recorder) lockFile(i int, name string) (*inode, error) {
+	d, base, err := r.parent(name)
+	if err != nil {
+		return nil, r.fail(i, perr("open", name, err))
+	}
+	n, ok := d.kids[base]
+	switch {
+	case ok && n.dir:
+		return nil, r.fail(i, perr("open", name, seam.ErrNotRegular))
+	case !ok:
+		n = r.newInodeMode(false, true)
+		d.kids[base] = n
+		r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	}
+	return n, nil
 }
 
 // keyLocks is a table of held locks, one per key, with bounded waits:
@@ -53,9 +61,9 @@ type keyLocks[K comparable] struct {
 func newKeyLocks[K comparable]() *keyLocks[K] { return &keyLocks[K]{held: map[K]bool{}} }
 
 // lock takes k, polling with backoff from first up to 5 ms, and returns
-// its unlock (safe to call twice), or commit.ErrLockTimeout once timeout
-// has passed.
-func (l *keyLocks[K]) lock(k K, timeout, first time.Duration) (func(), error) {
+// its unlock (safe to call twice), or seam.ErrLockTimeout once timeout
+// has passed (seam.WaitEnded once ctx is done).
+func (l *keyLocks[K]) lock(ctx context.Context, k K, timeout, first time.Duration) (func(), error) {
 	deadline := time.Now().Add(timeout)
 	backoff := first
 	for {
@@ -74,9 +82,15 @@ func (l *keyLocks[K]) lock(k K, timeout, first time.Duration) (func(), error) {
 		}
 		l.mu.Unlock()
 		if !time.Now().Before(deadline) {
-			return nil, commit.ErrLockTimeout
+			return nil, seam.ErrLockTimeout
 		}
-		time.Sleep(backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, seam.WaitEnded(ctx)
+		}
 		if backoff < 5*time.Millisecond {
 			backoff *= 2
 		}

@@ -7,12 +7,14 @@ package safety
 // scenarios_fsck.go.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"path"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -77,7 +79,7 @@ func stagedData(name string) []byte {
 
 // stageFile writes a staged result through fsys, as a holder's command
 // would (not durably: lease complete --publish fsyncs it).
-func stageFile(st *commit.Store, fsys commit.FS, s staged) error {
+func stageFile(st *commit.Store, fsys seam.FS, s staged) error {
 	if _, err := st.MakeStage(TestID(s.id), s.token); err != nil {
 		return err
 	}
@@ -100,11 +102,10 @@ func one(st *commit.Store, id leasefmt.ID, f func([]commit.Item) []commit.Result
 }
 
 func claimAt(st *commit.Store, id leasefmt.ID, owner string, now, ttl float64) error {
-	return one(st, id, func(it []commit.Item) []commit.Result { return at(st, now).Claim(it, owner, ttl) }, 0)
+	return one(st, id, func(it []commit.Item) []commit.Result { return at(st, now).Claim(context.Background(), it, owner, ttl) }, 0)
 }
 
-func setupWork(st *commit.Store, fsys commit.FS) error {
-	st.Writers = 1
+func setupWork(st *commit.Store, fsys seam.FS) error {
 	id := TestID
 	for _, t := range []float64{100, 200} {
 		if err := claimAt(st, id(0), "alice", t, 1); err != nil {
@@ -120,13 +121,13 @@ func setupWork(st *commit.Store, fsys commit.FS) error {
 	if err := claimAt(st, id(2), "bob", T0, 10); err != nil {
 		return err
 	}
-	if err := one(st, id(2), func(it []commit.Item) []commit.Result { return at(st, T0+1).Release(it) }, 1); err != nil {
+	if err := one(st, id(2), func(it []commit.Item) []commit.Result { return at(st, T0+1).Release(context.Background(), it) }, 1); err != nil {
 		return err
 	}
 	if err := claimAt(st, id(3), "bob", T0, 10); err != nil {
 		return err
 	}
-	if err := one(st, id(3), func(it []commit.Item) []commit.Result { return at(st, T0+1).Complete(it) }, 1); err != nil {
+	if err := one(st, id(3), func(it []commit.Item) []commit.Result { return at(st, T0+1).Complete(context.Background(), it) }, 1); err != nil {
 		return err
 	}
 	for i := 8; i < 12; i++ {
@@ -138,7 +139,7 @@ func setupWork(st *commit.Store, fsys commit.FS) error {
 	for i := 12; i < 44; i++ {
 		big = append(big, commit.Item{ID: id(i)})
 	}
-	for _, r := range at(st, T0).Claim(big, "erin", HeldTTL) {
+	for _, r := range at(st, T0).Claim(context.Background(), big, "erin", HeldTTL) {
 		if r.Outcome != commit.OK {
 			return fmt.Errorf("setup %s: %s", r.ID.Short(), r.Outcome.Reason())
 		}
@@ -178,7 +179,7 @@ func itemsTok(pairs ...int64) []commit.Item {
 // publishRun completes id with token tok publishing name, as `lease
 // complete --publish` does, and acknowledges what it reports.
 func publishRun(r *Run, op string, it commit.Item, name string) {
-	res, _ := at(r.Store, Now).CompletePublish(it, name)
+	res, _ := r.At(Now).CompletePublish(context.Background(), it, name)
 	r.Outcome(res.Outcome)
 	if res.Outcome == commit.OK {
 		r.Ack(Ack{Op: op, Record: res.Record, Published: name, PublishedData: stagedData(name)})
@@ -194,58 +195,58 @@ func WorkScenarios() []*Scenario {
 	return []*Scenario{
 		{Name: "init", Now: Now, Reinit: workTable(), Run: func(r *Run) {
 			t := workTable()
-			if _, err := commit.Open(Root, r.FS, t); err == nil {
+			if _, err := commit.Open(Root, commit.WithFS(r.FS), commit.Create(t)); err == nil {
 				r.Ack(Ack{Op: "init", Table: t})
 			} else {
 				r.Outcome(commit.IOError)
 			}
 		}},
 		w("claim", 1, func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 4, 5, 1, 2, 0, 3, 6), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 4, 5, 1, 2, 0, 3, 6), "carol", TTL))
 		}),
 		w("claim/4-writers", 4, func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 4, 5, 6, 7, 1, 2), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 4, 5, 6, 7, 1, 2), "carol", TTL))
 		}),
 		w("claim --first 2", 1, func(r *Run) {
-			r.AckResults("claim --first", at(r.Store, Now).ClaimFirst(items(0, 0, 4, 5, 6), 2, "carol", TTL))
+			r.AckResults("claim --first", r.At(Now).ClaimFirst(context.Background(), items(0, 0, 4, 5, 6), 2, "carol", TTL))
 		}),
 		w("renew-batch", 1, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 2, 1, 1), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(context.Background(), itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 2, 1, 1), TTL))
 		}),
 		w("renew-batch/4-writers", 4, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 3), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(context.Background(), itemsTok(8, 1, 9, 1, 10, 1, 11, 1, 0, 3), TTL))
 		}),
 		w("release", 1, func(r *Run) {
-			r.AckResults("release", at(r.Store, Now).Release(itemsTok(8, 1, 9, 1, 0, 1)))
+			r.AckResults("release", r.At(Now).Release(context.Background(), itemsTok(8, 1, 9, 1, 0, 1)))
 		}),
 		w("complete", 1, func(r *Run) {
-			r.AckResults("complete", at(r.Store, Now).Complete(itemsTok(8, 1, 10, 1, 1, 1)))
+			r.AckResults("complete", r.At(Now).Complete(context.Background(), itemsTok(8, 1, 10, 1, 1, 1)))
 		}),
 		w("complete --publish", 1, func(r *Run) {
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(0), Token: 3}, "result.bin")
 		}),
 		w("claim/32", 1, func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(span(44, 76, 0), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), span(44, 76, 0), "carol", TTL))
 		}),
 		w("renew-batch/32", 1, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(span(12, 44, 1), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(context.Background(), span(12, 44, 1), TTL))
 		}),
 		w("renew-batch/32/8-writers", 8, func(r *Run) {
-			r.AckResults("renew-batch", at(r.Store, Now).Renew(span(12, 44, 1), TTL))
+			r.AckResults("renew-batch", r.At(Now).Renew(context.Background(), span(12, 44, 1), TTL))
 		}),
 		w("release/16", 1, func(r *Run) {
-			r.AckResults("release", at(r.Store, Now).Release(span(12, 28, 1)))
+			r.AckResults("release", r.At(Now).Release(context.Background(), span(12, 28, 1)))
 		}),
 		w("complete/16", 1, func(r *Run) {
-			r.AckResults("complete", at(r.Store, Now).Complete(span(28, 44, 1)))
+			r.AckResults("complete", r.At(Now).Complete(context.Background(), span(28, 44, 1)))
 		}),
 		w("claim+renew+complete --publish", 1, func(r *Run) {
-			res := at(r.Store, Now).Claim(items(0, 4), "dave", TTL)
+			res := r.At(Now).Claim(context.Background(), items(0, 4), "dave", TTL)
 			r.AckResults("claim", res)
 			if res[0].Outcome != commit.OK {
 				return // a script stops at the first failure
 			}
-			rn := at(r.Store, Now+10).Renew([]commit.Item{{ID: TestID(4), Token: res[0].Token}}, TTL)
+			rn := r.At(Now+10).Renew(context.Background(), []commit.Item{{ID: TestID(4), Token: res[0].Token}}, TTL)
 			r.AckResults("renew-batch", rn)
 			if rn[0].Outcome != commit.OK {
 				return

@@ -5,10 +5,12 @@ package safety
 // whose clock moves while they run.
 
 import (
+	"context"
 	"fmt"
 	"path"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,7 +30,7 @@ var (
 	staged81b = staged{81, 2, "r81.bin", []byte("result of 81, second holder\n")}
 )
 
-func setupAbandoned(st *commit.Store, fsys commit.FS) error {
+func setupAbandoned(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}
@@ -46,15 +48,15 @@ func setupAbandoned(st *commit.Store, fsys commit.FS) error {
 		if err := fsys.SyncFile(s.path()); err != nil {
 			return err
 		}
-		res := at(st, T0+2).Apply(leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
+		res := at(st, T0+2).Apply(context.Background(), leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
 		if res[0].Outcome != commit.OK {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	if err := st.DurableMove(staged80.path(), path.Join(commit.PublicDir, staged80.name)); err != nil {
+	if err := st.Disk().Move(staged80.path(), path.Join(commit.PublicDir, staged80.name)); err != nil {
 		return err
 	}
-	return st.DurableMove(staged84.path(), path.Join(commit.PublicDir, staged84.name))
+	return st.Disk().Move(staged84.path(), path.Join(commit.PublicDir, staged84.name))
 }
 
 // lateClock is the clock of a batch whose input arrived late and whose
@@ -71,10 +73,10 @@ func AbandonedScenarios() []*Scenario {
 	}
 	return []*Scenario{
 		a("claim/abandoned publish, moved", func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 80), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 80), "carol", TTL))
 		}),
 		a("claim/abandoned publish, staged, then publish", func(r *Run) {
-			res := at(r.Store, Now).Claim(items(0, 81), "carol", TTL)
+			res := r.At(Now).Claim(context.Background(), items(0, 81), "carol", TTL)
 			r.AckResults("claim", res)
 			if res[0].Outcome != commit.OK {
 				return
@@ -83,7 +85,7 @@ func AbandonedScenarios() []*Scenario {
 				r.Outcome(commit.IOError)
 				return
 			}
-			pub, _ := at(r.Store, Now+1).CompletePublish(commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
+			pub, _ := r.At(Now+1).CompletePublish(context.Background(), commit.Item{ID: TestID(81), Token: res[0].Token}, staged81b.name)
 			r.Outcome(pub.Outcome)
 			if pub.Outcome == commit.OK {
 				r.Ack(Ack{Op: "complete --publish", Record: pub.Record, Published: staged81b.name, PublishedData: staged81b.data})
@@ -91,14 +93,14 @@ func AbandonedScenarios() []*Scenario {
 		}),
 		a("release/abandoned publish, moved", func(r *Run) {
 			// lease run releasing after its complete was killed past the move
-			r.AckResults("release", at(r.Store, Now).Release(itemsTok(84, 1)))
+			r.AckResults("release", r.At(Now).Release(context.Background(), itemsTok(84, 1)))
 		}),
 		a("release/abandoned publish, staged", func(r *Run) {
-			r.AckResults("release", at(r.Store, Now).Release(itemsTok(81, 1)))
+			r.AckResults("release", r.At(Now).Release(context.Background(), itemsTok(81, 1)))
 		}),
 		{Name: "claim/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
-			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(span(44, 52, 0), "carol", 4)) }},
+			Run: func(r *Run) { r.AckResults("claim", r.Store.Claim(context.Background(), span(44, 52, 0), "carol", 4)) }},
 		{Name: "renew-batch/8, late clock", Table: workTable(), Setup: setupWork, Writers: 1, Now: Now, Clock: lateClock,
-			Run: func(r *Run) { r.AckResults("renew-batch", r.Store.Renew(span(12, 20, 1), 4)) }},
+			Run: func(r *Run) { r.AckResults("renew-batch", r.Store.Renew(context.Background(), span(12, 20, 1), 4)) }},
 	}
 }

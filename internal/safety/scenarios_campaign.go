@@ -19,6 +19,7 @@ package safety
 //	      before the move
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,6 +28,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -40,7 +42,7 @@ var fuzzerTree = map[string][]byte{
 // stageTree writes files (paths below the staging directory of token of
 // id) through fsys as a command does: plain mkdir and writes, no fsync (in
 // a Setup, what it writes is durable all the same).
-func stageTree(st *commit.Store, fsys commit.FS, id int, token int64, files map[string][]byte) error {
+func stageTree(st *commit.Store, fsys seam.FS, id int, token int64, files map[string][]byte) error {
 	base := commit.StagePath(TestID(id), token)
 	if _, err := st.MakeStage(TestID(id), token); err != nil {
 		return err
@@ -63,12 +65,12 @@ func stageTree(st *commit.Store, fsys commit.FS, id int, token int64, files map[
 	return nil
 }
 
-func setupCampaign(st *commit.Store, fsys commit.FS) error {
+func setupCampaign(st *commit.Store, fsys seam.FS) error {
 	if err := setupQueue(st, fsys); err != nil {
 		return err
 	}
 	fail := func(id int, tok int64, max int) error {
-		r := at(st, T0+1).ReleaseFailed(items(tok, id), commit.Failure{ExitStatus: 139, Stderr: []byte("Segmentation fault")}, max)
+		r := at(st, T0+1).ReleaseFailed(context.Background(), items(tok, id), commit.Failure{ExitStatus: 139, Stderr: []byte("Segmentation fault")}, max)
 		if r[0].Outcome != commit.OK {
 			return errSetup(r[0])
 		}
@@ -85,7 +87,7 @@ func setupCampaign(st *commit.Store, fsys commit.FS) error {
 	if err := claimAt(st, TestID(90), "dana", T0, HeldTTL); err != nil {
 		return err
 	}
-	if r := st.Enqueue(items(0, 90)); r[0].Outcome != commit.OK {
+	if r := st.Enqueue(context.Background(), items(0, 90)); r[0].Outcome != commit.OK {
 		return errSetup(r[0])
 	}
 	for tok := int64(1); tok <= 3; tok++ {
@@ -114,12 +116,12 @@ func setupCampaign(st *commit.Store, fsys commit.FS) error {
 		if err := stageTree(st, fsys, id, 1, map[string][]byte{"crashes/c": []byte(fmt.Sprintf("crash of %d\n", id))}); err != nil {
 			return err
 		}
-		res := at(st, T0+2).Apply(leasefmt.Work, items(1, id), commit.CommittingDecision(leasefmt.PublishStage, 0))
+		res := at(st, T0+2).Apply(context.Background(), leasefmt.Work, items(1, id), commit.CommittingDecision(leasefmt.PublishStage, 0))
 		if res[0].Outcome != commit.OK {
 			return errSetup(res[0])
 		}
 	}
-	return st.DurableMove(commit.StagePath(TestID(94), 1), path.Join(commit.PublicDir, string(TestID(94))))
+	return st.Disk().Move(commit.StagePath(TestID(94), 1), path.Join(commit.PublicDir, string(TestID(94))))
 }
 
 // ackPublishedTree acknowledges a whole-directory publish: every file
@@ -144,10 +146,10 @@ func ackPublishedTree(r *Run, op string, res commit.Result, files map[string][]b
 // releaseFailed is lease release --failed: the records, reported, then
 // the best-effort removal of the failed items' queue entries.
 func releaseFailed(r *Run, held []commit.Item, f commit.Failure, max int) {
-	st := at(r.Store, Now)
-	res := st.ReleaseFailedRecords(held, f, max)
+	st := r.At(Now)
+	res := st.ReleaseFailedRecords(context.Background(), held, f, max)
 	r.AckResults("release --failed", res)
-	r.BestEffort(func() { st.UnqueueFailed(res) })
+	r.BestEffort(func() { st.UnqueueFailed(context.Background(), res) })
 }
 
 // CampaignScenarios are the operations of a fuzzing campaign's loop.
@@ -164,7 +166,7 @@ func CampaignScenarios() []*Scenario {
 			releaseFailed(r, span(12, 20, 1), commit.Failure{ExitStatus: 134}, 1)
 		}),
 		w("retry", func(r *Run) {
-			res := at(r.Store, Now).RetryFailed(items(0, 91, 3, 90))
+			res := r.At(Now).RetryFailed(context.Background(), items(0, 91, 3, 90))
 			for _, x := range res {
 				r.Outcome(x.Outcome)
 				if x.Outcome == commit.OK {
@@ -177,18 +179,18 @@ func CampaignScenarios() []*Scenario {
 				r.Outcome(commit.IOError)
 				return
 			}
-			res, _ := at(r.Store, Now).CompleteStage(commit.Item{ID: TestID(92), Token: 1})
+			res, _ := r.At(Now).CompleteStage(context.Background(), commit.Item{ID: TestID(92), Token: 1})
 			ackPublishedTree(r, "run --complete", res, fuzzerTree, "", string(TestID(92)))
 		}),
 		w("complete --publish directory", func(r *Run) {
-			res, _ := at(r.Store, Now).CompletePublish(commit.Item{ID: TestID(93), Token: 1}, "findings")
+			res, _ := r.At(Now).CompletePublish(context.Background(), commit.Item{ID: TestID(93), Token: 1}, "findings")
 			ackPublishedTree(r, "complete --publish", res, map[string][]byte{"findings/a": []byte("finding a\n"), "findings/deep/b": []byte("finding b\n")}, "findings", "findings")
 		}),
 		w("claim/abandoned directory publish, moved", func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 94), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 94), "carol", TTL))
 		}),
 		w("claim/abandoned directory publish, staged", func(r *Run) {
-			r.AckResults("claim", at(r.Store, Now).Claim(items(0, 95), "carol", TTL))
+			r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 95), "carol", TTL))
 		}),
 	}
 }

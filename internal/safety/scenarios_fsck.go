@@ -4,6 +4,7 @@ package safety
 // crashes of fsck --repair itself.
 
 import (
+	"context"
 	"fmt"
 	"path"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"sync"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -40,7 +43,7 @@ var (
 //	      link+unlink fallback died between them)
 //	ID 54 committing (bob, token 1) publishing r54.bin, still staged,
 //	      expired (a crash before the move): rolled back
-func setupDamaged(st *commit.Store, fsys commit.FS) error {
+func setupDamaged(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}
@@ -51,12 +54,12 @@ func setupDamaged(st *commit.Store, fsys commit.FS) error {
 		if err := stageFile(st, fsys, s); err != nil {
 			return err
 		}
-		res := at(st, T0+2).Apply(leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
+		res := at(st, T0+2).Apply(context.Background(), leasefmt.Work, items(1, s.id), commit.CommittingDecision(s.name, 0))
 		if res[0].Outcome != commit.OK {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	return st.DurableMove(staged8.path(), path.Join(commit.PublicDir, staged8.name))
+	return st.Disk().Move(staged8.path(), path.Join(commit.PublicDir, staged8.name))
 }
 
 // damageTable adds the damage that is not made through the store:
@@ -88,12 +91,12 @@ func damageTable(st *commit.Store, t *Tree) *Tree {
 			ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000}
 	}
 	p10 := st.RecordPath(leasefmt.Work, TestID(10))
-	t = t.Put(path.Join(path.Dir(p10), commit.TempName(TestID(10).FileName())), encode(rec(10, "bob", 2))[:40])
+	t = t.Put(path.Join(path.Dir(p10), durable.TempName(TestID(10).FileName())), encode(rec(10, "bob", 2))[:40])
 	torn := encode(rec(50, "dan", 1))
 	t = t.Put(st.RecordPath(leasefmt.Work, TestID(50)), torn[:len(torn)/2])
 	right := st.RecordPath(leasefmt.Work, TestID(51))
-	sh := TestID(51).Shard(st.Table.WorkShards)
-	wrong := path.Join(st.ShardDir(leasefmt.Work, (sh+1)%st.Table.WorkShards), TestID(51).FileName())
+	sh := TestID(51).Shard(st.Table().WorkShards)
+	wrong := path.Join(st.ShardDir(leasefmt.Work, (sh+1)%st.Table().WorkShards), TestID(51).FileName())
 	t = t.Put(wrong, encode(rec(51, "dan", 4)))
 	_ = right
 	ts := []leasefmt.ID{TestID(206), TestID(207)}
@@ -162,14 +165,13 @@ func FsckScenarios() []*Scenario {
 		if r.Exit()&^exitcode.FsckCorrected != 0 {
 			return
 		}
-		st, err := commit.Open(Root, r.FS, nil)
+		st, err := commit.Open(Root, commit.WithFS(r.FS), commit.WithWriters(1))
 		if err != nil {
 			r.SetExit(exitcode.IO)
 			return
 		}
-		st.Writers = 1
 		r.Store = st
-		r.AckResults("claim", at(st, Now).Claim(items(0, 82, 83), "carol", TTL))
+		r.AckResults("claim", r.At(Now).Claim(context.Background(), items(0, 82, 83), "carol", TTL))
 	}
 	return []*Scenario{damaged, noTable, quarantine, concurrentRepairs()}
 }

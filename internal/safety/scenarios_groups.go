@@ -4,9 +4,11 @@ package safety
 // group-claim, group-renew and group-release over it.
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -32,7 +34,7 @@ var (
 )
 
 func claimGroupAt(st *commit.Store, ts []leasefmt.ID, owner string, now, ttl float64) error {
-	res, err := at(st, now).ClaimGroup(commit.GroupID(ts), ts, owner, ttl)
+	res, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, owner, ttl)
 	if err != nil {
 		return err
 	}
@@ -42,8 +44,7 @@ func claimGroupAt(st *commit.Store, ts []leasefmt.ID, owner string, now, ttl flo
 	return nil
 }
 
-func setupGroups(st *commit.Store, fsys commit.FS) error {
-	st.Writers = 1
+func setupGroups(st *commit.Store, fsys seam.FS) error {
 	if err := claimGroupAt(st, targets(200, 204), "alice", T0, HeldTTL); err != nil {
 		return err
 	}
@@ -70,7 +71,7 @@ func ackGroups(r *Run, op string, res []commit.GroupResult, err error) {
 
 func groupClaimRun(ts []leasefmt.ID) func(r *Run) {
 	return func(r *Run) {
-		res, err := at(r.Store, Now).ClaimGroup(commit.GroupID(ts), ts, "carol", TTL)
+		res, err := r.At(Now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "carol", TTL)
 		ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
 	}
 }
@@ -87,25 +88,25 @@ func GroupScenarios() []*Scenario {
 		g("group-claim/held", groupClaimRun([]leasefmt.ID{TestID(203), TestID(206)})),
 		g("group-claim/16", groupClaimRun(targets(230, 246))),
 		g("group-renew", func(r *Run) {
-			res, err := at(r.Store, Now).RenewGroups([]commit.Item{{ID: groupG1, Token: 1}, {ID: groupG2, Token: 1}}, TTL)
+			res, err := r.At(Now).RenewGroups(context.Background(), []commit.Item{{ID: groupG1, Token: 1}, {ID: groupG2, Token: 1}}, TTL)
 			ackGroups(r, "group-renew", res, err)
 		}),
 		g("group-renew/16", func(r *Run) {
-			res, err := at(r.Store, Now).RenewGroups([]commit.Item{{ID: groupG3, Token: 1}}, TTL)
+			res, err := r.At(Now).RenewGroups(context.Background(), []commit.Item{{ID: groupG3, Token: 1}}, TTL)
 			ackGroups(r, "group-renew", res, err)
 		}),
 		g("group-release", func(r *Run) {
-			res, err := at(r.Store, Now).ReleaseGroups([]commit.Item{{ID: groupG1, Token: 1}})
+			res, err := r.At(Now).ReleaseGroups(context.Background(), []commit.Item{{ID: groupG1, Token: 1}})
 			ackGroups(r, "group-release", res, err)
 		}),
 		g("group-claim+renew", func(r *Run) {
 			ts := targets(204, 208)
-			res, err := at(r.Store, Now).ClaimGroup(commit.GroupID(ts), ts, "carol", TTL)
+			res, err := r.At(Now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "carol", TTL)
 			ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
 			if err != nil || res.Outcome != commit.OK {
 				return
 			}
-			rn, err := at(r.Store, Now+10).RenewGroups([]commit.Item{{ID: res.ID, Token: res.Token}}, TTL)
+			rn, err := r.At(Now+10).RenewGroups(context.Background(), []commit.Item{{ID: res.ID, Token: res.Token}}, TTL)
 			ackGroups(r, "group-renew", rn, err)
 		}),
 	}

@@ -8,23 +8,25 @@ package safety
 //	removal leaves it
 
 import (
+	"context"
 	"math/rand/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-func setupQueue(st *commit.Store, fsys commit.FS) error {
+func setupQueue(st *commit.Store, fsys seam.FS) error {
 	if err := setupWork(st, fsys); err != nil {
 		return err
 	}
-	for _, r := range st.Enqueue(items(0, 4, 5, 8, 9, 76, 77)) {
+	for _, r := range st.Enqueue(context.Background(), items(0, 4, 5, 8, 9, 76, 77)) {
 		if r.Outcome != commit.OK {
 			return errSetup(r)
 		}
 	}
 	// The leftover entry of done ID 3, made as another program would.
-	if err := st.EnsureDir(st.QueueShardDir(TestID(3).Shard(st.Table.WorkShards))); err != nil {
+	if err := st.Disk().EnsureDir(st.QueueShardDir(TestID(3).Shard(st.Table().WorkShards))); err != nil {
 		return err
 	}
 	f, err := fsys.CreateExcl(st.QueuePath(TestID(3)))
@@ -34,7 +36,7 @@ func setupQueue(st *commit.Store, fsys commit.FS) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	return fsys.SyncDir(st.QueueShardDir(TestID(3).Shard(st.Table.WorkShards)))
+	return fsys.SyncDir(st.QueueShardDir(TestID(3).Shard(st.Table().WorkShards)))
 }
 
 func errSetup(r commit.Result) error {
@@ -63,17 +65,17 @@ func QueueScenarios() []*Scenario {
 	return []*Scenario{
 		w("add", 1, func(r *Run) {
 			// New IDs (with and without records), one queued already, one done.
-			ackQueued(r, r.Store.Enqueue(items(0, 6, 7, 78, 79, 1, 2, 4, 3)))
+			ackQueued(r, r.Store.Enqueue(context.Background(), items(0, 6, 7, 78, 79, 1, 2, 4, 3)))
 		}),
 		w("add/4-writers", 4, func(r *Run) {
-			ackQueued(r, r.Store.Enqueue(items(0, 6, 7, 78, 79, 80, 81)))
+			ackQueued(r, r.Store.Enqueue(context.Background(), items(0, 6, 7, 78, 79, 80, 81)))
 		}),
 		w("claim --next 3", 1, func(r *Run) {
-			nx := at(r.Store, Now).ClaimNext(3, "carol", TTL, rand.New(rand.NewPCG(1, 2)))
+			nx := r.At(Now).ClaimNext(context.Background(), 3, "carol", TTL, rand.New(rand.NewPCG(1, 2)))
 			r.AckResults("claim", nx.Results)
 		}),
 		w("claim --next, complete", 1, func(r *Run) {
-			nx := at(r.Store, Now).ClaimNext(2, "carol", TTL, rand.New(rand.NewPCG(3, 4)))
+			nx := r.At(Now).ClaimNext(context.Background(), 2, "carol", TTL, rand.New(rand.NewPCG(3, 4)))
 			r.AckResults("claim", nx.Results)
 			var held []commit.Item
 			for _, x := range nx.Results {
@@ -81,7 +83,7 @@ func QueueScenarios() []*Scenario {
 					held = append(held, commit.Item{ID: x.ID, Token: x.Token})
 				}
 			}
-			r.AckResults("complete", at(r.Store, Now+1).Complete(held))
+			r.AckResults("complete", r.At(Now+1).Complete(context.Background(), held))
 		}),
 	}
 }

@@ -2,6 +2,7 @@ package safety
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -224,7 +225,7 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 		link func(st *commit.Store) (rel string, dir bool)
 	}
 	shardOf := func(st *commit.Store, k leasefmt.Kind, id leasefmt.ID) string {
-		return st.ShardDir(k, id.Shard(st.Table.Shards(k)))
+		return st.ShardDir(k, id.Shard(st.Table().Shards(k)))
 	}
 	plants := []plant{
 		{"work shard directory", func(st *commit.Store) (string, bool) { return shardOf(st, leasefmt.Work, id), true }},
@@ -250,16 +251,12 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 	for _, p := range plants {
 		t.Run(p.name, func(t *testing.T) {
 			root, canary := newTable(t)
-			osfs, err := commit.OS(root)
-			if err != nil {
-				t.Fatal(err)
-			}
-			st, err := commit.Open(root, osfs, nil)
+			st, err := commit.Open(root)
 			if err != nil {
 				t.Fatal(err)
 			}
 			rel, dir := p.link(st)
-			osfs.Close()
+			st.Close()
 			abs := filepath.Join(root, rel)
 			// the link's target: a copy of what was there (so a follower would
 			// find a plausible table), in the canary directory
@@ -424,15 +421,11 @@ func TestOversizeInputsBounded(t *testing.T) {
 	}
 	// A huge (sparse) record file.
 	id := TestID(5)
-	osfs, err := commit.OS(root)
+	st, err := commit.Open(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer osfs.Close()
-	st, err := commit.Open(root, osfs, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	defer st.Close()
 	rel := st.RecordPath(leasefmt.Work, id)
 	f, err := os.Create(filepath.Join(root, rel))
 	if err != nil {
@@ -443,11 +436,11 @@ func TestOversizeInputsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	data, err := osfs.ReadFile(rel, leasefmt.MaxRecordSize)
+	data, err := st.FS().ReadFile(rel, leasefmt.MaxRecordSize)
 	if err != nil || len(data) != leasefmt.MaxRecordSize+1 {
 		t.Fatalf("ReadFile of a 1 GiB record: %d bytes, %v; want %d", len(data), err, leasefmt.MaxRecordSize+1)
 	}
-	if _, err := st.Read(leasefmt.Work, id); !errors.Is(err, leasefmt.ErrCorrupt) {
+	if _, err := st.Read(context.Background(), leasefmt.Work, id); !errors.Is(err, leasefmt.ErrCorrupt) {
 		t.Fatalf("Read of a 1 GiB record: %v, want corrupt", err)
 	}
 	for _, run := range []struct {

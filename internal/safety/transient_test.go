@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -19,24 +22,24 @@ import (
 // while another client replaces a file, and the calls it can hit.
 type transientFault struct {
 	name string
-	err  func(op commit.Op, name string) error
-	hits func(op commit.Op, name string) bool
+	err  func(op seam.Op, name string) error
+	hits func(op seam.Op, name string) bool
 }
 
 var transientFaults = []transientFault{
-	{"ESTALE", func(op commit.Op, name string) error {
+	{"ESTALE", func(op seam.Op, name string) error {
 		return &fs.PathError{Op: string(op), Path: name, Err: syscall.ESTALE}
 	},
-		func(commit.Op, string) bool { return true }},
-	{"read vanished after open", func(op commit.Op, name string) error {
-		return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", commit.ErrVanished)}
-	}, func(op commit.Op, name string) bool { return op == commit.OpRead }},
+		func(seam.Op, string) bool { return true }},
+	{"read vanished after open", func(op seam.Op, name string) error {
+		return &fs.PathError{Op: "read", Path: name, Err: fmt.Errorf("%w: ENOENT", seam.ErrVanished)}
+	}, func(op seam.Op, name string) bool { return op == seam.OpRead }},
 	// A record's create without replacing answering EEXIST although no
 	// record is there: what a client's stale negative cache can make of a
 	// create; the retry must read again and create again.
-	{"EEXIST on a record's create", func(op commit.Op, name string) error {
+	{"EEXIST on a record's create", func(op seam.Op, name string) error {
 		return &fs.PathError{Op: "rename", Path: name, Err: syscall.EEXIST}
-	}, func(op commit.Op, name string) bool { return op == commit.OpRenameNoReplace && anyRecord(name) }},
+	}, func(op seam.Op, name string) bool { return op == seam.OpRenameNoReplace && anyRecord(name) }},
 }
 
 // anyRecord reports whether name is a work, target or group record.
@@ -50,7 +53,7 @@ func runWithTransient(sc *Scenario, base *Tree, f transientFault, at int, sticky
 	fr := &faultRun{rec: NewRecorder(base)}
 	var mu sync.Mutex
 	n := 0
-	hook := func(op commit.Op, name string) error {
+	hook := func(op seam.Op, name string) error {
 		if !f.hits(op, name) {
 			return nil
 		}
@@ -71,7 +74,7 @@ func runWithTransient(sc *Scenario, base *Tree, f transientFault, at int, sticky
 		}
 		return nil
 	}
-	fr.run = &Run{FS: commit.WithHook(fr.rec, hook), Rec: fr.rec, calls: fr.rec.NumCalls, state: fr.rec.Snapshot}
+	fr.run = &Run{FS: seam.WithHook(fr.rec, hook), Rec: fr.rec, calls: fr.rec.NumCalls, state: fr.rec.Snapshot}
 	s := *sc
 	s.Writers = 1
 	fr.openErr = fr.run.start(&s)
@@ -79,8 +82,8 @@ func runWithTransient(sc *Scenario, base *Tree, f transientFault, at int, sticky
 }
 
 // TestTransientFaults injects, at every call each can hit, the transient
-// errors the engine retries per record (commit.Retry): ESTALE, a read that
-// fails after its open (commit.ErrVanished), and EEXIST from a record's
+// errors the engine retries per record (durable.Retry): ESTALE, a read that
+// fails after its open (seam.ErrVanished), and EEXIST from a record's
 // create without replacing. Once: the retry must cure it where it hit a
 // retried step, so the command exits as without the fault with the same
 // acknowledgements, and where it hit a step that is not retried (a
@@ -174,7 +177,7 @@ func transientChecks(x *Explorer, sc *Scenario, base *Tree, fr *faultRun) []stri
 // otherCreator is a second client that creates a record just before this
 // client's create of it without replacing lands.
 type otherCreator struct {
-	commit.FS
+	seam.FS
 	target string
 	data   []byte
 	done   bool
@@ -220,13 +223,12 @@ func TestCreateRacesAnotherClient(t *testing.T) {
 	}
 	rec := NewRecorder(base)
 	other := &otherCreator{FS: rec, data: data}
-	st, err := commit.Open(Root, other, nil)
+	st, err := commit.Open(Root, commit.WithFS(other), commit.WithRetry(Retry))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Retry = Retry
 	other.target = st.RecordPath(leasefmt.Work, victim)
-	res := at(st, Now).Claim(items(0, 4, 5, 6), "carol", TTL)
+	res := at(st, Now).Claim(context.Background(), items(0, 4, 5, 6), "carol", TTL)
 	if !other.done {
 		t.Fatal("the other client never created its record: the claim did not create without replacing")
 	}
@@ -258,7 +260,7 @@ func TestCreateRacesAnotherClient(t *testing.T) {
 	if states == 0 {
 		t.Fatal("no crash states explored")
 	}
-	if errors.Is(res[2].Err(), commit.ErrAppeared) {
+	if errors.Is(res[2].Err(), durable.ErrAppeared) {
 		t.Errorf("the refusal still carries the create's error: %v", res[2].Err())
 	}
 }

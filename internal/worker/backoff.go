@@ -74,3 +74,7 @@ func (b *Backoff) Wait(hint float64) bool {
 
 // Stopped reports whether the context ended the wait.
 func (b *Backoff) Stopped() bool { return b.ctx.Err() != nil }
+
+// Context is the context that ends the backoff's waits: the waits of the
+// claims tried between them end with it too.
+func (b *Backoff) Context() context.Context { return b.ctx }

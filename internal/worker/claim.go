@@ -41,7 +41,7 @@ func ClaimNext(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, own
 	start := time.Now()
 	for {
 		out.Started = time.Now()
-		nx := st.ClaimNext(n, owner, ttl, rnd)
+		nx := st.ClaimNext(ctx, n, owner, ttl, rnd)
 		out.Next = nx
 		out.Tries++
 		out.Cleaned += nx.Cleaned

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"errors"
 
 	"github.com/leasetool/lease/commit"
@@ -103,25 +104,25 @@ func (f Finished) Trouble() (commit.Outcome, bool) {
 // counts as finished; a refusal of a lease that is gone is HowLost. An
 // empty staging directory is removed; one with anything in it stays.
 func Finish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
-	defer st.FS.Remove(commit.StagePath(it.ID, it.Token)) // only an empty one goes
+	defer st.FS().Remove(commit.StagePath(it.ID, it.Token)) // only an empty one goes
 	items := []commit.Item{it}
 	switch {
 	case e.Complete && e.Succeeded:
 		empty, err := st.StageEmpty(it.ID, it.Token)
 		if err != nil {
-			rel := st.Release(items)[0]
+			rel := st.Release(finishCtx, items)[0]
 			return Finished{How: commit.IOError.Reason(), Result: rel, StageErr: err}
 		}
 		if !empty {
 			return publish(st, it, e, maxAttempts)
 		}
-		return classify(st.Complete(items)[0], HowDone, e.Lost)
+		return classify(st.Complete(finishCtx, items)[0], HowDone, e.Lost)
 	case e.Complete && e.Failure != nil && !e.Lost:
-		f := classify(st.ReleaseFailed(items, *e.Failure, maxAttempts)[0], HowReleased, false)
+		f := classify(st.ReleaseFailed(finishCtx, items, *e.Failure, maxAttempts)[0], HowReleased, false)
 		f.Attempt = f.Result.Outcome == commit.OK
 		return f
 	}
-	return classify(st.Release(items)[0], HowReleased, e.Lost)
+	return classify(st.Release(finishCtx, items)[0], HowReleased, e.Lost)
 }
 
 // classify names how the finishing call r went; ok is the word of its
@@ -152,7 +153,7 @@ func classify(r commit.Result, ok string, lost bool) Finished {
 // completes it (see Finish).
 func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
 	items := []commit.Item{it}
-	r, err := st.CompleteStage(it)
+	r, err := st.CompleteStage(finishCtx, it)
 	refused := ""
 	switch {
 	case errors.Is(err, commit.ErrStaged):
@@ -161,7 +162,7 @@ func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished 
 		refused = r.Detail
 	}
 	if refused != "" {
-		res := st.ReleaseFailed(items, commit.Failure{Stderr: []byte("the result cannot be published: " + refused)}, maxAttempts)[0]
+		res := st.ReleaseFailed(finishCtx, items, commit.Failure{Stderr: []byte("the result cannot be published: " + refused)}, maxAttempts)[0]
 		f := classify(res, HowPublishRefused, e.Lost)
 		if res.Outcome == commit.OK {
 			f.How, f.Attempt = HowPublishRefused, true
@@ -181,9 +182,16 @@ func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished 
 	// An I/O error, a lock timeout, a corrupt record: the record may be
 	// committing; the release settles it (done if the result moved).
 	bad := r
-	rel := st.Release(items)[0]
+	rel := st.Release(finishCtx, items)[0]
 	if rel.Outcome == commit.Done {
 		return Finished{How: HowDone, Result: rel, Published: true}
 	}
 	return Finished{How: bad.Outcome.Reason(), Result: bad, PublishErr: &bad}
 }
+
+// finishCtx is the context of the writes that finish an item (release,
+// complete, publish, failed): never cut short, not even by the signal that
+// stopped the worker, so that a lease ends released or done rather than
+// left to expire; each write's lock wait is still bounded by the store's
+// lock timeout.
+var finishCtx = context.Background()

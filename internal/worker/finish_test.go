@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -8,24 +9,21 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 func testStore(t *testing.T) *commit.Store {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "table")
-	if err := commit.MkdirRoot(root); err != nil {
+	if err := durable.MkdirRoot(root); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := commit.OS(root)
+	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { fsys.Close() })
-	st, err := commit.Open(root, fsys, &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(func() { st.Close() })
 	return st
 }
 
@@ -37,7 +35,7 @@ func testID(name string) leasefmt.ID {
 // claimed claims name and makes its staging directory, with files in it.
 func claimed(t *testing.T, st *commit.Store, name string, files ...string) commit.Item {
 	t.Helper()
-	r := st.Claim([]commit.Item{{ID: testID(name)}}, "test", 60)[0]
+	r := st.Claim(context.Background(), []commit.Item{{ID: testID(name)}}, "test", 60)[0]
 	if r.Outcome != commit.OK {
 		t.Fatalf("claim %s: %v", name, r.Detail)
 	}
@@ -57,7 +55,7 @@ func claimed(t *testing.T, st *commit.Store, name string, files ...string) commi
 
 func status(t *testing.T, st *commit.Store, id leasefmt.ID) *leasefmt.Record {
 	t.Helper()
-	rec, err := st.Read(leasefmt.Work, id)
+	rec, err := st.Read(context.Background(), leasefmt.Work, id)
 	if err != nil || rec == nil {
 		t.Fatalf("record of %s: %v", id, err)
 	}
@@ -133,18 +131,18 @@ func TestFinishRules(t *testing.T) {
 	// A lease taken over is lost; one its holder released or completed
 	// itself counts as finished, and what it staged is not published.
 	it = claimed(t, st, "taken")
-	st.Revoke([]commit.Item{{ID: it.ID}})
-	st.Claim([]commit.Item{{ID: it.ID}}, "other", 60)
+	st.Revoke(context.Background(), []commit.Item{{ID: it.ID}})
+	st.Claim(context.Background(), []commit.Item{{ID: it.ID}}, "other", 60)
 	if f := Finish(st, it, End{Complete: true, Failure: failure}, 3); f.How != HowLost {
 		t.Errorf("taken over: %+v", f)
 	}
 	it = claimed(t, st, "released")
-	st.Release([]commit.Item{it})
+	st.Release(context.Background(), []commit.Item{it})
 	if f := Finish(st, it, End{Complete: true, Failure: failure}, 3); f.How != HowByHolderReleased || f.Attempt {
 		t.Errorf("released by its holder: %+v", f)
 	}
 	it = claimed(t, st, "by-holder", "late")
-	st.Complete([]commit.Item{it})
+	st.Complete(context.Background(), []commit.Item{it})
 	if f := Finish(st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowByHolderDone || !f.Unpublished {
 		t.Errorf("completed by its holder: %+v", f)
 	}

@@ -1,7 +1,8 @@
-package commit
+package durable
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"syscall"
 
@@ -27,15 +28,15 @@ func (e *OpError) Error() string {
 	if e.Path != "" {
 		msg += " " + e.Path
 	}
-	return msg + ": " + describe(e.Err)
+	return msg + ": " + Describe(e.Err)
 }
 
 // Unwrap returns the system call's error, for errors.Is(err, syscall.ENOSPC).
 func (e *OpError) Unwrap() error { return e.Err }
 
-// describe renders err for a report: a path error keeps its operation and
+// Describe renders err for a report: a path error keeps its operation and
 // path, and an errno the operator can fix gets a hint.
-func describe(err error) string {
+func Describe(err error) string {
 	if err == nil {
 		return ""
 	}
@@ -77,24 +78,12 @@ func hint(err error) string {
 	return ""
 }
 
-// SameFile reports whether a and b describe one regular file (one inode).
-func SameFile(a, b fs.FileInfo) bool {
-	if a == nil || b == nil || !a.Mode().IsRegular() || !b.Mode().IsRegular() {
-		return false
+// Bare is the cause of a path error without its path: for a temp file that
+// is gone by the time the error is read.
+func Bare(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
 	}
-	ka, oka := inodeOf(a)
-	kb, okb := inodeOf(b)
-	return oka && okb && ka == kb
-}
-
-type fileKey struct{ dev, ino uint64 }
-
-func inodeOf(fi fs.FileInfo) (fileKey, bool) {
-	switch st := fi.Sys().(type) {
-	case *unix.Stat_t:
-		return fileKey{uint64(st.Dev), st.Ino}, true
-	case *syscall.Stat_t:
-		return fileKey{uint64(st.Dev), st.Ino}, true
-	}
-	return fileKey{}, false
+	return err
 }

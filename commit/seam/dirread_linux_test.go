@@ -1,6 +1,6 @@
 //go:build linux
 
-package commit_test
+package seam_test
 
 import (
 	"crypto/sha256"
@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // TestOpenDirReadsEveryNameOnce: OSFS's directory reader, whose getdents
@@ -37,7 +37,7 @@ func TestOpenDirReadsEveryNameOnce(t *testing.T) {
 			want[name] = true
 		}
 	}
-	f, err := commit.OS(root)
+	f, err := seam.OS(root)
 	if err != nil {
 		t.Fatal(err)
 	}

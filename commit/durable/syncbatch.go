@@ -1,20 +1,27 @@
-package commit
+package durable
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"sync"
 	"sync/atomic"
+
+	"github.com/leasetool/lease/commit/seam"
 )
+
+// ErrCrossDirectory is returned by SyncBatch.Replace for a rename whose
+// source and destination directories differ (G8).
+var ErrCrossDirectory = errors.New("rename across directories in a same-directory batch")
 
 // SyncBatch is a same-directory group commit: it renames temp files over
 // records and remembers the directories renamed into, then fsyncs each of
 // them once (G4). It refuses, before renaming, a rename whose source and
 // destination directories differ (G8): a set of directories cannot keep the
 // destination-before-source order a cross-directory move needs (use
-// DurableMove for that).
+// Disk.Move for that).
 type SyncBatch struct {
-	fs       FS
+	fs       seam.FS
 	dirSyncs *atomic.Int64
 	mu       sync.Mutex
 	pending  map[string]bool
@@ -23,8 +30,9 @@ type SyncBatch struct {
 }
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
-// the directory fsyncs it makes.
-func NewSyncBatch(f FS, dirSyncs *atomic.Int64) *SyncBatch {
+// the directory fsyncs it makes (Disk.Batch counts them in the Disk's
+// Counts).
+func NewSyncBatch(f seam.FS, dirSyncs *atomic.Int64) *SyncBatch {
 	return &SyncBatch{fs: f, dirSyncs: dirSyncs, pending: map[string]bool{}}
 }
 
@@ -52,14 +60,14 @@ func (b *SyncBatch) move(tmp, final string, rename func(o, n string) error) erro
 	if err := rename(tmp, final); err != nil {
 		return err
 	}
-	b.mark(dir)
+	b.Mark(dir)
 	return nil
 }
 
-// mark adds dir to the directories b fsyncs, for a change that did not go
-// through Replace or Create (a removal, or a rename whose call failed but
-// took effect).
-func (b *SyncBatch) mark(dir string) {
+// Mark adds dir to the directories b fsyncs, for a change that did not go
+// through Replace or Create (a removal, a rename whose call failed but took
+// effect, a directory a new table was made with).
+func (b *SyncBatch) Mark(dir string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.pending[dir] {

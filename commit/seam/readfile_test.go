@@ -1,4 +1,4 @@
-package commit_test
+package seam_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 )
 
 // TestOSReadFile: ReadFile returns a file's exact bytes whatever its length
@@ -17,7 +17,7 @@ import (
 // files without reading them.
 func TestOSReadFile(t *testing.T) {
 	dir := t.TempDir()
-	o, err := commit.OS(dir)
+	o, err := seam.OS(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestOSReadFile(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
 	os.Symlink("newline", filepath.Join(dir, "link"))
 	for _, name := range []string{"fifo", "link"} {
-		if _, err := o.ReadFile(name, max); !errors.Is(err, commit.ErrNotRegular) {
+		if _, err := o.ReadFile(name, max); !errors.Is(err, seam.ErrNotRegular) {
 			t.Errorf("%s: ReadFile error %v, want ErrNotRegular", name, err)
 		}
 	}

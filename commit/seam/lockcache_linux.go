@@ -1,8 +1,9 @@
 //go:build linux
 
-package commit
+package seam
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"path"
@@ -146,17 +147,17 @@ func (lf *lockFile) closeLocked() {
 
 // Lock implements FS with an OFD lock on byte off of the lock file name,
 // through the process's shared descriptor of that file; see lockFile.
-func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), error) {
+func (o *OSFS) Lock(ctx context.Context, name string, off int64, timeout time.Duration) (func(), error) {
 	lf, err := o.lockFile(name)
 	if err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(timeout)
-	timedOut := func() error {
+	timedOut := func(err error) error {
 		lf.mu.Lock()
 		doneLocked(lf)
 		lf.mu.Unlock()
-		return &fs.PathError{Op: "Lock", Path: path.Join(o.root, name), Err: ErrLockTimeout}
+		return &fs.PathError{Op: "Lock", Path: path.Join(o.root, name), Err: err}
 	}
 	// The byte in this process's table.
 	for {
@@ -170,14 +171,17 @@ func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), erro
 		lf.mu.Unlock()
 		wait := time.Until(deadline)
 		if wait <= 0 {
-			return nil, timedOut()
+			return nil, timedOut(ErrLockTimeout)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-busy:
 			t.Stop()
 		case <-t.C:
-			return nil, timedOut()
+			return nil, timedOut(ErrLockTimeout)
+		case <-ctx.Done():
+			t.Stop()
+			return nil, timedOut(WaitEnded(ctx))
 		}
 	}
 	release := func() {
@@ -192,7 +196,7 @@ func (o *OSFS) Lock(name string, off int64, timeout time.Duration) (func(), erro
 	if wait < 0 {
 		wait = 0
 	}
-	if err := lockByte(lf.fd, off, wait, lf.quiet); err != nil {
+	if err := lockByte(ctx, lf.fd, off, wait, lf.quiet); err != nil {
 		release()
 		return nil, &fs.PathError{Op: "Lock", Path: path.Join(o.root, name), Err: err}
 	}

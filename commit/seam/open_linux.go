@@ -1,6 +1,6 @@
 //go:build linux
 
-package commit
+package seam
 
 import (
 	"io"

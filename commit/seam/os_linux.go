@@ -1,6 +1,6 @@
 //go:build linux
 
-package commit
+package seam
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,7 +41,7 @@ type OSFS struct {
 	umask uint32               // the process's umask, read by SetSharing
 }
 
-// SetSharing makes every directory and file created from now on get the
+// SetSharing implements Sharer: it makes every directory and file created from now on get the
 // modes of sharing s (see Sharing), whatever the process's umask.
 func (o *OSFS) SetSharing(s Sharing) {
 	o.mu.Lock()
@@ -86,7 +87,7 @@ func (o *OSFS) sharedFile(fd int, name string, writable bool) error {
 		return nil
 	}
 	actual := 0o666 &^ o.umask
-	if want := o.share.fileMode(actual, writable); want != actual {
+	if want := o.share.FileMode(actual, writable); want != actual {
 		if err := unix.Fchmod(fd, want); err != nil {
 			return o.perr("chmod", name, err)
 		}
@@ -386,8 +387,9 @@ func (o *OSFS) Remove(name string) error {
 	return nil
 }
 
-// Refresh drops the cached handles of the table-relative directory dir and
-// of its shard lock file after an ESTALE (Store's retry calls it): a network
+// Refresh implements Refresher: it drops the cached handles of the
+// table-relative directory dir and of the lock files in it after an ESTALE
+// (the engine's retry calls it): a network
 // filesystem's client answers ESTALE for a handle whose file the server
 // no longer knows by it, and only a fresh lookup of the name cures that.
 // The old directory handle stays open, unused, until Close, since another
@@ -401,8 +403,10 @@ func (o *OSFS) Refresh(dir string) {
 		o.stale = append(o.stale, fd)
 		delete(o.dirs, dir)
 	}
-	name := path.Join(dir, LockFile)
-	if lf, ok := o.locks[name]; ok {
+	for name, lf := range o.locks {
+		if d := path.Dir(name); d != dir && !(d == "." && dir == "") {
+			continue
+		}
 		delete(o.locks, name)
 		lf.mu.Lock()
 		lf.retired = true
@@ -461,7 +465,7 @@ func (o *OSFS) Mkdir(name string) error {
 	}
 	if o.share != nil {
 		// Always: mkdir(2) ignores the setgid bit of its mode.
-		if err := unix.Fchmodat(dfd, base, o.share.dirMode(0o777&^o.umask), 0); err != nil {
+		if err := unix.Fchmodat(dfd, base, o.share.DirMode(0o777&^o.umask), 0); err != nil {
 			return o.perr("chmod", name, err)
 		}
 	}
@@ -598,7 +602,7 @@ func (s statInfo) ModTime() time.Time { return time.Unix(s.st.Mtim.Sec, s.st.Mti
 func (s statInfo) IsDir() bool        { return s.Mode().IsDir() }
 func (s statInfo) Sys() any           { return s.st }
 
-// Syncfs flushes the whole filesystem of the root (the NoSync floor).
+// Syncfs implements Syncer: it flushes the whole filesystem of the root.
 func (o *OSFS) Syncfs() error {
 	fd, err := o.dir("")
 	if err != nil {
@@ -615,4 +619,23 @@ func (o *OSFS) OpenDir(name string) (DirReader, error) {
 		return nil, err
 	}
 	return &osDir{f: f}, nil
+}
+
+// processUmask is the umask of this process. It is read from
+// /proc/self/status; where that is not available, set and restored, which
+// is safe only while no other goroutine creates files (a table is being
+// opened).
+func processUmask() uint32 {
+	if data, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(l, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return uint32(m)
+				}
+			}
+		}
+	}
+	m := unix.Umask(0o022)
+	unix.Umask(m)
+	return uint32(m)
 }

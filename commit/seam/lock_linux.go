@@ -1,8 +1,9 @@
 //go:build linux
 
-package commit
+package seam
 
 import (
+	"context"
 	"errors"
 	"runtime"
 	"time"
@@ -11,14 +12,14 @@ import (
 )
 
 // lockByte takes an exclusive OFD lock on byte off of fd, retrying until
-// timeout. A timeout of 0 tries once.
+// timeout, or until ctx is done (WaitEnded). A timeout of 0 tries once.
 //
 // It never waits inside the kernel: every try is one non-blocking
 // F_OFD_SETLK, and between tries it sleeps with a backoff of at most 20 ms,
 // so the wait ends when timeout runs out whatever the filesystem does with
 // a blocked lock request. Uncontended, the lock is one system call. quiet
 // says whether the calls must be made with signals blocked (see setlk).
-func lockByte(fd int, off int64, timeout time.Duration, quiet bool) error {
+func lockByte(ctx context.Context, fd int, off int64, timeout time.Duration, quiet bool) error {
 	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: 1}
 	deadline := time.Now().Add(timeout)
 	backoff := 200 * time.Microsecond
@@ -33,7 +34,9 @@ func lockByte(fd int, off int64, timeout time.Duration, quiet bool) error {
 		if !time.Now().Before(deadline) {
 			return ErrLockTimeout
 		}
-		time.Sleep(backoff)
+		if err := sleep(ctx, backoff); err != nil {
+			return err
+		}
 		if backoff < 20*time.Millisecond {
 			backoff *= 2
 		}
@@ -92,4 +95,20 @@ func interruptible(fd int) bool {
 		return true // cannot tell: the quiet call is safe everywhere
 	}
 	return st.Type == unix.FUSE_SUPER_MAGIC
+}
+
+// sleep pauses for d, or until ctx is done (WaitEnded).
+func sleep(ctx context.Context, d time.Duration) error {
+	if ctx.Done() == nil {
+		time.Sleep(d)
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return WaitEnded(ctx)
+	}
 }

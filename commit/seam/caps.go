@@ -1,0 +1,101 @@
+package seam
+
+import "io"
+
+// The optional capabilities of an FS. Each is a named interface that the
+// engine looks up with As, never with an ad-hoc type assertion, so that a
+// wrapper (WithHook, a test's fault injector, a benchmark strategy) passes
+// every capability it does not implement itself on to the FS it wraps by
+// having an Unwrap method, as the wrappers of Pebble's vfs do, instead of
+// forwarding each one by hand. An FS without a capability gets the
+// fallback each one names.
+
+// Unwrapper is implemented by an FS that wraps another: Unwrap returns the
+// wrapped FS, where As looks for the capabilities the wrapper lacks.
+type Unwrapper interface{ Unwrap() FS }
+
+// As returns the capability T of f: f itself when it implements T, else
+// the first FS down its chain of Unwrap calls that does; false when none
+// does.
+func As[T any](f FS) (T, bool) {
+	for f != nil {
+		if c, ok := f.(T); ok {
+			return c, true
+		}
+		u, ok := f.(Unwrapper)
+		if !ok {
+			break
+		}
+		f = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
+// DirOpener reads a directory a bounded number of names at a time, so that
+// a claim of the queue's next item reads a few directory blocks of a shard
+// of a million entries, not all of it (docs/lease-format.md, the queue).
+// Without it, OpenDir reads the directory whole with ReadDir.
+type DirOpener interface {
+	OpenDir(name string) (DirReader, error)
+}
+
+// LockPreparer opens a lock file ahead of a batch (creating it if needed)
+// and keeps it for the batch, so that a batch finds out that it may not
+// lock a shard before it writes anything. Without it, a batch finds out
+// at its first Lock of that shard.
+type LockPreparer interface {
+	PrepareLock(name string) error
+}
+
+// Refresher drops what the FS caches for directory dir (its handle, and
+// the lock files in it) after an ESTALE: a network filesystem's client
+// answers ESTALE for a handle whose file the server no longer knows by it,
+// and only a fresh lookup of the name cures that. Without it, a retry uses
+// what the FS holds.
+type Refresher interface {
+	Refresh(dir string)
+}
+
+// IdleLockDropper closes the lock files no caller holds or waits for: every
+// batch starts with it, so that a long-running process never keeps locking
+// through a lock file that was replaced meanwhile. Without it, nothing is
+// cached to drop.
+type IdleLockDropper interface {
+	DropIdleLocks()
+}
+
+// Syncer flushes the whole filesystem the FS is on (syncfs(2)): what a
+// benchmark's no-fsync floor does once instead of per-record fsyncs. The
+// engine itself never needs it.
+type Syncer interface {
+	Syncfs() error
+}
+
+// Sharer gives every directory and file created from now on the modes of a
+// shared table (see Sharing), whatever the process's umask. Without it,
+// what the FS creates gets the modes the umask gives.
+type Sharer interface {
+	SetSharing(Sharing)
+}
+
+// PermFixer sets the mode and group (gid -1 leaves it) of a directory or
+// file of the table, name "" being the root, never following a link: lease
+// fsck --repair of a shared table. Without it, such repairs are left.
+type PermFixer interface {
+	FixPerm(name string, mode uint32, gid int) error
+}
+
+// Share passes sharing s to f when f (or an FS it wraps) is a Sharer.
+func Share(f FS, s Sharing) {
+	if sh, ok := As[Sharer](f); ok {
+		sh.SetSharing(s)
+	}
+}
+
+// FileOpener opens a regular file for reading as a stream, never through a
+// symbolic link, so that a large stored input is hashed without being read
+// into memory whole. Without it, the file is read whole with ReadFile.
+type FileOpener interface {
+	OpenRead(name string) (io.ReadCloser, error)
+}

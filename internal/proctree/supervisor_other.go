@@ -1,0 +1,39 @@
+//go:build !linux
+
+package proctree
+
+import (
+	"errors"
+	"os/exec"
+	"time"
+)
+
+// Supervisor runs one command after another, each supervised, on Linux;
+// elsewhere StartSupervisor fails and a Cmd runs under a supervisor of
+// its own.
+type Supervisor struct{ sup *exec.Cmd }
+
+type served struct{}
+
+var errNoSupervisor = errors.New("proctree: a supervisor of several commands needs Linux (a child subreaper)")
+
+// StartSupervisor fails on this system (see Supervisor).
+func StartSupervisor(grace time.Duration) (*Supervisor, error) { return nil, errNoSupervisor }
+
+// Gone reports true: no Supervisor runs here.
+func (s *Supervisor) Gone() bool { return true }
+
+// Pid is 0: no Supervisor runs here.
+func (s *Supervisor) Pid() int { return 0 }
+
+// Close does nothing here.
+func (s *Supervisor) Close() error { return nil }
+
+// Command returns a Cmd whose Start fails here.
+func (s *Supervisor) Command(path string, argv ...string) *Cmd {
+	return &Cmd{Path: path, Args: argv, via: s}
+}
+
+func (c *Cmd) startServed() error        { return errNoSupervisor }
+func (c *Cmd) sendServed(b []byte) error { return errNoSupervisor }
+func (c *Cmd) waitServed() error         { return errNoSupervisor }

@@ -1,0 +1,184 @@
+package safety
+
+// The optional capabilities of Mem (seam's DirOpener, LockPreparer,
+// Refresher, IdleLockDropper, Syncer, Sharer, PermFixer, and Close), so
+// that an operation over it takes the kernel FS's paths.
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/leasetool/lease/commit/seam"
+)
+
+// OpenDir implements seam.DirOpener: the names of directory name as of the
+// open, sorted, handed out a bounded number at a time.
+func (m *Mem) OpenDir(name string) (seam.DirReader, error) {
+	ents, err := m.ReadDir(name)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	return &seam.ListedDir{Names: names}, nil
+}
+
+// PrepareLock implements seam.LockPreparer: the lock file is created when
+// missing (never truncated), as the kernel FS's open ahead of a batch does.
+func (m *Mem) PrepareLock(name string) error {
+	p, err := memPath("open", name)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lockFile(name, p)
+}
+
+// lockFile creates the lock file at memfs path p when it is missing. The
+// caller holds m.mu.
+func (m *Mem) lockFile(name, p string) error {
+	if err := m.parentDir("open", name, p); err != nil {
+		return err
+	}
+	fi, ok, err := m.stat(p)
+	switch {
+	case err != nil:
+		return memErr("open", name, err)
+	case ok && fi.IsDir():
+		return &fs.PathError{Op: "open", Path: name, Err: seam.ErrNotRegular}
+	case ok:
+		return nil
+	}
+	f, err := m.fs.OpenReadWrite(p, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return memErr("open", name, err)
+	}
+	m.created(p, false, true)
+	return f.Close()
+}
+
+// created gives what was just made at p the modes of the table's sharing.
+func (m *Mem) created(p string, dir, writable bool) {
+	m.modeMu.Lock()
+	defer m.modeMu.Unlock()
+	if m.share == nil {
+		return
+	}
+	if dir {
+		m.modes[p] = m.share.DirMode(0o777)
+	} else {
+		m.modes[p] = m.share.FileMode(0o666, writable)
+	}
+}
+
+// Refresh implements seam.Refresher. Mem caches no handles: there is
+// nothing to drop.
+func (m *Mem) Refresh(dir string) {}
+
+// DropIdleLocks implements seam.IdleLockDropper. Mem keeps no lock files
+// open: there is nothing to close.
+func (m *Mem) DropIdleLocks() {}
+
+// Syncfs implements seam.Syncer: every file and directory is synced, as
+// syncfs(2) makes them durable.
+func (m *Mem) Syncfs() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var walk func(p string) error
+	walk = func(p string) error {
+		names, err := m.fs.List(p)
+		if err != nil {
+			return memErr("syncfs", p, err)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			c := path.Join(p, n)
+			fi, err := m.fs.Stat(c)
+			if err != nil {
+				return memErr("syncfs", c, err)
+			}
+			if fi.IsDir() {
+				if err := walk(c); err != nil {
+					return err
+				}
+				continue
+			}
+			f, err := m.fs.OpenReadWrite(c, vfs.WriteCategoryUnspecified)
+			if err != nil {
+				return memErr("syncfs", c, err)
+			}
+			err = f.Sync()
+			f.Close()
+			if err != nil {
+				return memErr("syncfs", c, err)
+			}
+		}
+		d, err := m.fs.OpenDir(p)
+		if err != nil {
+			return memErr("syncfs", p, err)
+		}
+		defer d.Close()
+		return d.Sync()
+	}
+	return walk("/")
+}
+
+// SetSharing implements seam.Sharer: what is created from now on gets the
+// shared modes (reported by Lstat; a crash clone keeps no modes).
+func (m *Mem) SetSharing(s seam.Sharing) {
+	m.modeMu.Lock()
+	defer m.modeMu.Unlock()
+	m.share = &s
+}
+
+// FixPerm implements seam.PermFixer: the mode of name, "" being the root
+// (Mem keeps no groups, so gid is not kept).
+func (m *Mem) FixPerm(name string, mode uint32, gid int) error {
+	p, err := memPath("chmod", name)
+	if err != nil {
+		return err
+	}
+	if _, ok, err := m.stat(p); err != nil || !ok {
+		if err == nil {
+			err = fs.ErrNotExist
+		}
+		return memErr("chmod", name, err)
+	}
+	m.modeMu.Lock()
+	defer m.modeMu.Unlock()
+	m.modes[p] = mode & 0o7777
+	return nil
+}
+
+// Close implements io.Closer, as the kernel FS does; Mem holds nothing to
+// release.
+func (m *Mem) Close() error { return nil }
+
+// OpenRead implements seam.FileOpener: the file's bytes as a stream, read
+// as ReadFile reads them.
+func (m *Mem) OpenRead(name string) (io.ReadCloser, error) {
+	p, err := memPath("open", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, ok, err := m.stat(p)
+	switch {
+	case err != nil:
+		return nil, memErr("open", name, err)
+	case !ok:
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	d, err := m.ReadFile(name, int(fi.Size()))
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(d)), nil
+}
