@@ -78,7 +78,7 @@ mkdir -p "$ETC" "$RUN" "$LOG" "$DATA"
 
 # --- 0. the configuration -----------------------------------------------------
 # The fsid is made once and kept: the monitor's store names it.
-[ -s "$ETC/fsid" ] || uuidgen >"$ETC/fsid"
+[ -s "$ETC/fsid" ] || cat /proc/sys/kernel/random/uuid >"$ETC/fsid"
 FSID=$(cat "$ETC/fsid")
 : >"$ETC/client.conf.tmp"
 for kv in $CLIENT_OPTS; do echo "    ${kv%%=*} = ${kv#*=}" >>"$ETC/client.conf.tmp"; done
@@ -127,6 +127,8 @@ cat >"$CONF.tmp" <<EOF
     osd op num threads per shard = 2
 [mds]
     mds cache memory limit = $MDS_CACHE
+    # 16 journal segments of 4 MiB, not 128: the journal lives in the OSD's memory
+    mds log max segments = 16
 $mds_extra[mgr]
     mgr initial modules = status
 [client]
@@ -187,7 +189,7 @@ fi
 if [ ! -s "$DATA/osd.0/fsid" ] || ! cli osd find 0 >/dev/null 2>&1; then
     rm -rf "$DATA/osd.0"
     mkdir -p "$DATA/osd.0"
-    uuid=$(uuidgen)
+    uuid=$(cat /proc/sys/kernel/random/uuid)
     id=$(cli osd new "$uuid")
     [ "$id" = 0 ] || die "ceph osd new gave id $id, want 0 (an old cluster's state? cephfs-down.sh --purge)"
     ceph-osd -c "$CONF" -i 0 --mkfs --osd-uuid "$uuid" >>"$LOG/mkfs.log" 2>&1 ||
@@ -230,7 +232,8 @@ say "cluster up: $(cli -s 2>/dev/null | awk '/health:/ {print $2}'), fs $FS acti
 # --- 6. the clients ------------------------------------------------------------
 netns_of() {
     local kv
-    for kv in $NETNS; do [ "${kv%%:*}" = "$1" ] && { echo "${kv#*:}"; return; }; done
+    for kv in $NETNS; do [ "${kv%%:*}" = "$1" ] && { echo "${kv#*:}"; return 0; }; done
+    return 0
 }
 for m in $MOUNTS; do
     name=${m%%:*} id=${m#*:} mp=$CEPH/${m%%:*}
