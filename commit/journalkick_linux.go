@@ -26,11 +26,11 @@ import (
 // "failed to rdlock, waiting" on the inode's filelock, excl->sync).
 //
 // A kicker ends that wait from the reader's side: a read still in flight
-// after a short delay makes one metadata change that changes nothing (the
+// after a short delay makes one metadata change of no consequence (the
 // times of the table's root directory set to now) and fsyncs it, and the
 // client's fsync asks the MDS to write its journal now, the waiting entry
 // with it. One kick serves every read that waits at that moment, so a
-// filesystem is kicked at most once per delay. The delay adapts: it drops
+// table (one OSFS) kicks at most once per delay. The delay adapts: it drops
 // to kickMin when a kick ended a read (the reads that wait on the journal
 // end as soon as it is written) and doubles, up to kickMax, when a read
 // was still in flight a delay after its kick (it waited on something
