@@ -160,7 +160,7 @@ wait_for() {
 if alive "$RUN/mon.a.pid"; then
     say "mon.a already running (pid $(cat "$RUN/mon.a.pid"))"
 else
-    if command -v ss >/dev/null && ss -ltn "sport = :$PORT" | grep -q LISTEN; then
+    if command -v ss >/dev/null && ss -ltnH "( src $HOST:$PORT or src 0.0.0.0:$PORT )" | grep -q .; then
         die "port $PORT is taken by another process (another Ceph cluster?); set CEPH_PORT"
     fi
     if [ ! -e "$DATA/mon.a/done" ]; then
@@ -238,12 +238,12 @@ netns_of() {
 for m in $MOUNTS; do
     name=${m%%:*} id=${m#*:} mp=$CEPH/${m%%:*}
     [ "$name" != "$m" ] || die "CEPH_MOUNTS entry $m: want NAME:ID"
-    mkdir -p "$mp"
-    if mountpoint -q "$mp" && timeout 10 stat -f "$mp" >/dev/null 2>&1; then
+    if mountpoint -q "$mp" 2>/dev/null && timeout 10 stat -f "$mp" >/dev/null 2>&1; then
         say "$mp already mounted"; continue
     fi
     # A mount whose client is gone (killed): detach it first.
-    grep -q " $mp fuse" /proc/mounts && { umount "$mp" 2>/dev/null || umount -l "$mp"; }
+    grep -q " $mp fuse" /proc/mounts && { umount "$mp" 2>/dev/null || umount -l "$mp"; say "$mp: detached the mount of a client that is gone"; }
+    mkdir -p "$mp"
     ns=$(netns_of "$name")
     run=()
     [ -n "$ns" ] && run=(nsenter --net="/run/netns/$ns" --)
