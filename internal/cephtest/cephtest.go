@@ -16,12 +16,9 @@ package cephtest
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +29,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/internal/testenv"
+	"github.com/leasetool/lease/qualify"
 )
 
 // Base holds the cluster's configuration, data, sockets, logs and mount
@@ -188,35 +186,8 @@ func Need(t testing.TB, c *Cluster, why error) {
 func Socket(base, name string) string { return filepath.Join(base, "run", name+".asok") }
 
 // Admin sends one command to the admin socket sock and returns the answer
-// (JSON): the protocol of `ceph daemon`, a JSON command ended by a NUL,
-// answered by a 4-byte big-endian length and that many bytes.
-func Admin(sock string, cmd map[string]any) ([]byte, error) {
-	conn, err := net.DialTimeout("unix", sock, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
-	req, err := json.Marshal(cmd)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := conn.Write(append(req, 0)); err != nil {
-		return nil, err
-	}
-	var n uint32
-	if err := binary.Read(conn, binary.BigEndian, &n); err != nil {
-		return nil, fmt.Errorf("%s: %w", sock, err)
-	}
-	if n > 64<<20 {
-		return nil, fmt.Errorf("%s: an answer of %d bytes", sock, n)
-	}
-	buf := make([]byte, n)
-	if _, err := io.ReadFull(conn, buf); err != nil {
-		return nil, fmt.Errorf("%s: %w", sock, err)
-	}
-	return buf, nil
-}
+// (JSON), as `ceph daemon` does (qualify.AdminCommand).
+func Admin(sock string, cmd map[string]any) ([]byte, error) { return qualify.AdminCommand(sock, cmd) }
 
 // Requests returns how many requests of each kind the MDS of the cluster
 // under base has served since it started ("lookup", "create", "rename",
