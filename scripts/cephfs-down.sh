@@ -2,11 +2,13 @@
 # cephfs-down.sh — undo cephfs-up.sh: unmount the ceph-fuse clients, stop the
 # MDS, the OSD, the manager and the monitor. Idempotent.
 #
-#   cephfs-down.sh            stop everything, keep the cluster's state (cephfs-up.sh
-#                             brings the same file system back with its data: memstore
-#                             saves the OSD's objects to its data directory on stop)
-#   cephfs-down.sh --mounts   only unmount the clients (e.g. to remount with other options)
-#   cephfs-down.sh --purge    also delete the cluster's state, logs and mount points
+#   cephfs-down.sh            stop everything and drop the cluster's data: the memstore OSD
+#                             does not bring its objects back after a stop (tried), so the
+#                             next cephfs-up.sh makes a new cluster and file system (seconds);
+#                             the configuration and the logs stay
+#   cephfs-down.sh --mounts   only unmount the clients (e.g. to remount with other options;
+#                             the cluster and the file system's data stay)
+#   cephfs-down.sh --purge    also delete the configuration, the logs and the mount points
 #
 # Only processes named by the pid files under $CEPH are signalled, and only
 # when the pid runs a Ceph program with this cluster's configuration on its
@@ -71,10 +73,14 @@ done
 # --- 2. the daemons, the file system's first ---------------------------------------
 for d in mds.a osd.0 mgr.x mon.a; do stop_pid "$RUN/$d.pid" "$d"; done
 
+rm -rf "$CEPH/data" "$CEPH/run"
+rm -f "$CEPH/etc/fsid"
 if [ "$MODE" = --purge ]; then
     for mp in "${mps[@]}"; do rmdir "$mp" 2>/dev/null; done
-    rm -rf "$CEPH/data" "$CEPH/etc" "$CEPH/run" "$CEPH/log" "$CEPH/crash"
+    rm -rf "$CEPH/etc" "$CEPH/log" "$CEPH/crash"
     rmdir "$CEPH" 2>/dev/null
     echo "cephfs-down: purged the cluster's state and logs under $CEPH"
+else
+    echo "cephfs-down: dropped the cluster's data under $CEPH (the configuration and logs stay)"
 fi
 echo "cephfs-down: done"

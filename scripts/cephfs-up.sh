@@ -6,7 +6,7 @@
 #
 # The cluster: one monitor on $CEPH_HOST with auth none, one manager, one
 # OSD with `osd objectstore = memstore` (the objects live in the OSD's
-# memory; saved to its data directory when it stops), every pool of size 1,
+# memory, and do not survive a stop), every pool of size 1,
 # one MDS and one file system (`ceph fs new`). Every daemon listens on
 # $CEPH_HOST, the monitor at port $CEPH_PORT, the others in the ports above
 # it up to 6999 (msgr2 only): all above 6900, away from Slurm's 6817/6818.
@@ -26,7 +26,9 @@
 # /var/run/ceph: the configuration, the daemons' data, admin sockets, pid
 # files and logs all live under $CEPH. Idempotent: re-running it keeps
 # whatever is already up (each daemon, the pools, the file system, each
-# mount). cephfs-down.sh undoes it (--purge also wipes the state).
+# mount). cephfs-down.sh undoes it: it stops the daemons and drops the data
+# (a stopped memstore OSD comes back empty), so the next run makes a new
+# cluster; --purge also removes the configuration and the logs.
 #
 # Prerequisites (Debian 12, as root):
 #   apt-get install -y --no-install-recommends ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common
@@ -46,7 +48,7 @@
 #                    (written to $CEPH/etc/client.conf; remount to apply:
 #                    cephfs-down.sh --mounts; cephfs-up.sh)
 #   CEPH_MDS_OPTS    extra "key=value ..." options for the MDS's [mds] section
-#                    (restart the MDS to apply: cephfs-down.sh; cephfs-up.sh)
+#                    (a new cluster applies them: cephfs-down.sh; cephfs-up.sh)
 #   CEPH_MDS_CACHE   mds_cache_memory_limit in bytes              (default 268435456)
 #   CEPH_OSD_BYTES   memstore_device_bytes, the OSD's capacity    (default 1073741824)
 set -euo pipefail
@@ -165,7 +167,7 @@ else
     fi
     if [ ! -e "$DATA/mon.a/done" ]; then
         rm -rf "$DATA/mon.a"
-        monmaptool --create --fsid "$FSID" --addv a "[v2:$HOST:$PORT]" "$ETC/monmap" >/dev/null
+        monmaptool --create --clobber --fsid "$FSID" --addv a "[v2:$HOST:$PORT]" "$ETC/monmap" >/dev/null
         ceph-mon -c "$CONF" --mkfs -i a --monmap "$ETC/monmap" >>"$LOG/mkfs.log" 2>&1 ||
             die "ceph-mon --mkfs failed; see $LOG/mkfs.log"
         touch "$DATA/mon.a/done"
