@@ -171,9 +171,11 @@ func clientCheck(m Mount) (Check, bool) {
 // fix. It runs nothing on the filesystem: it reads /proc/self/mountinfo
 // and what the client shows (GlusterFS's .meta graph, CephFS's client
 // settings), a few milliseconds. unsafe is false, and why "", on every
-// other filesystem and when nothing known is wrong. It is the test lease
-// qualify's client-caches check makes, for a guard to make before
-// touching a table.
+// other filesystem and when nothing known is wrong. As in lease qualify,
+// a GlusterFS graph it cannot read counts as unsafe (GlusterFS's defaults
+// are), CephFS settings it cannot read as safe (CephFS's defaults are). It
+// is the test lease qualify's client-caches check makes, for a guard to
+// make before touching a table; root need not exist yet.
 func KnownUnsafe(root string) (unsafe bool, why string) {
 	for _, c := range mountChecks(root) {
 		if c.Name == "client-caches" && !c.Pass {
