@@ -36,6 +36,9 @@ import (
 // was still in flight a delay after its kick (it waited on something
 // else, a loaded server, and kicking it again only adds to the load). On
 // any filesystem but CephFS there is no kicker and reads are not watched.
+// A read of a name in the root directory itself is not helped: the touch
+// waits for the kernel's lock of that directory, which the waiting lookup
+// holds. A table's records, queue entries and lock files are all below it.
 const (
 	kickStart = 10 * time.Millisecond   // before anything is known: far below the tick, above most reads
 	kickMin   = 2 * time.Millisecond    // a cached lookup, open and read take well under this
