@@ -83,6 +83,26 @@ type guardRule struct {
 // (FUSE_SUPER_MAGIC of linux/magic.h).
 const fuseSuperMagic = 0x65735546
 
+// cephSuperMagic is the statfs f_type of the kernel's CephFS client.
+const cephSuperMagic = 0x00c36400
+
+// cephHazards is the guard's CephFS rule: the client-caches check of
+// qualify (cephCheck: the client's settings from its admin socket, or
+// the kernel client's mount options), unsafe when it fails. CephFS's
+// caches are kept coherent by the MDS's caps, and its client has no
+// deadlock lease knows of: no writer bound.
+func cephHazards(m Mount) []Hazard {
+	c := cephCheck(m)
+	if c.Pass {
+		return nil
+	}
+	opts := strings.Split(unsafeSettings(), ", ")
+	if m.FSType == "ceph" {
+		opts = []string{cephKernelUnsafe}
+	}
+	return []Hazard{{Unsafe: true, What: c.Detail, Options: opts}}
+}
+
 // guardRules are the filesystems the guard knows, by statfs magic and
 // mount type. A rule reads only what is local and cheap: the mount's
 // options (Mount.Options) and what the client shows of itself; whatever
@@ -90,6 +110,8 @@ const fuseSuperMagic = 0x65735546
 // per filesystem type (a kernel client and a FUSE client are two).
 var guardRules = []guardRule{
 	{Magic: fuseSuperMagic, FSType: "fuse.glusterfs", Hazards: glusterHazards},
+	{Magic: fuseSuperMagic, FSType: "fuse.ceph-fuse", Hazards: cephHazards},
+	{Magic: cephSuperMagic, FSType: "ceph", Hazards: cephHazards},
 }
 
 // Inspect runs the guard on the filesystem holding root. root need not

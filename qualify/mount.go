@@ -125,9 +125,9 @@ func GlusterTranslators(point string) ([]string, error) {
 }
 
 // mountChecks are the checks of what the mount of root tells: which
-// filesystem it is (always passes; for the record) and, on a GlusterFS
-// FUSE mount, whether its client graph holds a translator whose caches
-// make reads stale across clients (fails, naming the options to set).
+// filesystem it is (always passes; for the record) and, on GlusterFS and
+// CephFS, whether the client is set up in a way that makes lease unsafe
+// across clients (client-caches: fails, naming the options to set).
 func mountChecks(root string) []Check {
 	abs, err := filepath.Abs(root)
 	if err == nil {
@@ -145,10 +145,23 @@ func mountChecks(root string) []Check {
 		return []Check{{Name: "filesystem", Pass: true, Detail: "no mount found for " + abs}}
 	}
 	out := []Check{{Name: "filesystem", Pass: true, Detail: fmt.Sprintf("%s %s mounted at %s", m.FSType, m.Source, m.Point)}}
-	if m.FSType == "fuse.glusterfs" {
-		out = append(out, glusterCheck(m))
+	if c, ok := clientCheck(m); ok {
+		out = append(out, c)
 	}
 	return out
+}
+
+// clientCheck is the client-caches check of the filesystems qualify has
+// rules for (GlusterFS and CephFS): whether its client is set up in a way
+// that makes lease unsafe across clients.
+func clientCheck(m Mount) (Check, bool) {
+	switch m.FSType {
+	case "fuse.glusterfs":
+		return glusterCheck(m), true
+	case "fuse.ceph-fuse", "ceph":
+		return cephCheck(m), true
+	}
+	return Check{}, false
 }
 
 // glusterCheck fails when the GlusterFS client graph of m caches records

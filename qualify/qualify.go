@@ -420,8 +420,19 @@ func clusterRounds(ctx context.Context, p *Proof, w *mpi.World, dir string, roun
 	if ferr == nil {
 		defer fsys.Close()
 	}
+	// The identity record is read through the table root, as lease reads
+	// a record below it: on CephFS a read that waits is ended by a touch of
+	// the root (see the kicker of package seam), which cannot happen while the
+	// waiting lookup holds the kernel's lock of the directory touched.
+	rfs, rerr := seam.OS(filepath.Dir(dir))
+	if rerr == nil {
+		defer rfs.Close()
+	}
+	identity := filepath.Join(filepath.Base(dir), "identity")
 	fail := func(name, detail string) { out = append(out, Check{Name: name, Detail: detail}) }
 	var held func()
+	var slowest time.Duration // this rank's slowest identity read
+	slowestRound := -1
 	for r := 0; r < rounds; r++ {
 		holder := r % w.Size()
 		me := w.Rank() == holder
@@ -467,7 +478,17 @@ func clusterRounds(ctx context.Context, p *Proof, w *mpi.World, dir string, roun
 			} else {
 				fail("contention", err.Error())
 			}
-			data, err := os.ReadFile(filepath.Join(dir, "identity"))
+			// Through the table's own reader: on CephFS it asks the MDS
+			// to write its journal when the read waits on it, as every
+			// lease command does.
+			t0 := time.Now()
+			data, err := []byte(nil), rerr
+			if rerr == nil {
+				data, err = rfs.ReadFile(identity, 1<<12)
+			}
+			if d := time.Since(t0); d > slowest {
+				slowest, slowestRound = d, r
+			}
 			want := fmt.Sprintf(`"rank":%d,`, holder)
 			wantRound := fmt.Sprintf(`"round":%d}`, r)
 			if err != nil {
@@ -492,10 +513,45 @@ func clusterRounds(ctx context.Context, p *Proof, w *mpi.World, dir string, roun
 		}
 		w.Barrier()
 	}
+	if read := readTimes(w, slowest, slowestRound); w.Rank() == 0 {
+		out = append(out, read)
+	}
 	sum := Check{Name: "cluster-rounds", Pass: p.Contention == rounds*(w.Size()-1) && p.Identity == rounds*(w.Size()-1) && p.Release == rounds,
 		Detail: fmt.Sprintf("%d rounds over %d ranks: contention %d, identity %d, release %d", rounds, w.Size(), p.Contention, p.Identity, p.Release)}
 	if w.Rank() == 0 {
 		out = append(out, sum)
 	}
 	return out
+}
+
+// readTimes gathers every rank's slowest read of the identity record that
+// another rank had just written and renamed into place, and returns the
+// cross-client-read check (rank 0's is the one kept): a record changed
+// through one client and read through another is the common case of a
+// campaign, and on a filesystem whose metadata server holds such a read
+// (CephFS holds it until its journal is written: up to 5 s when nothing
+// asks for it) every command that reads what another node wrote pays it.
+// It reports; it does not fail (a slow filesystem is not an unsafe one).
+func readTimes(w *mpi.World, mine time.Duration, round int) Check {
+	b, _ := json.Marshal([2]float64{mine.Seconds(), float64(round)})
+	all, err := w.AllGather(b)
+	ch := Check{Name: "cross-client-read", Pass: true}
+	if err != nil {
+		ch.Detail = "cannot gather the read times: " + err.Error()
+		return ch
+	}
+	worst, rank, rd := -1.0, -1, -1
+	for r, part := range all {
+		var v [2]float64
+		if json.Unmarshal(part, &v) == nil && v[1] >= 0 && v[0] > worst {
+			worst, rank, rd = v[0], r, int(v[1])
+		}
+	}
+	if rank < 0 {
+		ch.Detail = "no rank read the record of another"
+		return ch
+	}
+	ch.Detail = fmt.Sprintf("slowest read of the record another rank had just replaced: %s (rank %d, round %d)",
+		time.Duration(worst*float64(time.Second)).Round(10*time.Microsecond), rank, rd)
+	return ch
 }

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # clusterbox-up.sh — a cluster in a box (issue #19): N "nodes" on this one
 # machine, each a set of Linux namespaces with its own network address, its
-# own host name and its own GlusterFS FUSE client of one shared volume, so
-# that `mpirun --host nodeA:2,nodeB:2 lease ...` runs one program across
-# "hosts" over a real distributed filesystem. scripts/clusterbox-agent is
+# own host name and its own FUSE client of one shared filesystem (GlusterFS
+# or CephFS: LEASE_BOX_FS), so that `mpirun --host nodeA:2,nodeB:2 lease ...`
+# runs one program across "hosts" over a real distributed filesystem. scripts/clusterbox-agent is
 # the launch agent mpirun uses instead of ssh; clusterbox-down.sh undoes
 # all of this. Idempotent: what is already up is kept.
 #
@@ -12,9 +12,10 @@
 #             pair on the bridge leasebox0 of the host (10.77.0.1/24); node
 #             A is 10.77.0.2, B 10.77.0.3, ...
 #   host name a persistent UTS namespace ($BOX/ns/uts$X) named node$X
-#   storage   its own glusterfs client process, started inside the node's
-#             netns (it talks to the bricks over the bridge); its FUSE mount
-#             lands in the host's mount namespace at $GL/node$X
+#   storage   its own client process (glusterfs, or ceph-fuse as client.node$X),
+#             started inside the node's netns (it talks to the bricks, or to
+#             the Ceph daemons, over the bridge); its FUSE mount lands in the
+#             host's mount namespace at $GL/node$X (CephFS: $CEPHDIR/node$X)
 #   files     a persistent mount namespace ($BOX/ns/mnt$X), a copy of the
 #             host's in which $BOX/shared is the node's own client mount (and
 #             the other nodes' mounts are detached): every node names the
@@ -31,15 +32,25 @@
 # and holds it until clusterbox-down.sh: a holder process (sleep) keeps it,
 # its pid in $BOX/lock.pid. While the box is up, internal/multiclient waits.
 #
+# LEASE_BOX_FS=cephfs puts the box on CephFS instead: a one-machine Ceph
+# cluster brought up by cephfs-up.sh with its state under $CEPHDIR, every
+# daemon listening on 10.77.0.1 (reachable from the host and every node), a
+# client on the host at $CEPHDIR/host and one per node; it takes
+# /tmp/lease-ceph.lock, the lock of the machine's one Ceph cluster (the tests'
+# internal/cephtest takes it too), instead of the GlusterFS lock. The box is
+# on one of the two at a time: bring it down before switching.
+#
 # Environment (all optional):
 #   LEASE_BOX            state directory (namespace files, node map)  (default /run/lease-box)
 #   LEASE_BOX_GL         GlusterFS state, bricks, logs, mounts        (default /tmp/lease-box-gluster)
 #   LEASE_BOX_NODES      node letters                                 (default "A B")
-#   LEASE_BOX_LOCK_WAIT  seconds to wait for /tmp/lease-gluster.lock  (default 600)
+#   LEASE_BOX_LOCK_WAIT  seconds to wait for the filesystem's lock     (default 600)
+#   LEASE_BOX_FS         gluster or cephfs                            (default gluster)
+#   LEASE_BOX_CEPH       the Ceph cluster's state, logs, mounts       (default /tmp/lease-box-ceph)
 #
 # Use (as root; Open MPI 4.1):
 #   scripts/clusterbox-up.sh
-#   lease init --root /tmp/lease-box-gluster/host/t      # from the host, or in a node: /run/lease-box/shared/t
+#   lease init --root /tmp/lease-box-gluster/host/t      # from the host (CephFS: /tmp/lease-box-ceph/host/t), or in a node: /run/lease-box/shared/t
 #   mpirun --mca plm_rsh_agent "$PWD/scripts/clusterbox-agent" --mca plm_rsh_no_tree_spawn 1 \
 #       --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24 \
 #       --host nodeA:2,nodeB:2 --stdin none lease qualify --json --root /run/lease-box/shared/t
@@ -49,7 +60,13 @@ BOX=${LEASE_BOX:-/run/lease-box}
 GL=${LEASE_BOX_GL:-/tmp/lease-box-gluster}
 NODES=${LEASE_BOX_NODES:-"A B"}
 WAIT=${LEASE_BOX_LOCK_WAIT:-600}
-LOCK=/tmp/lease-gluster.lock
+FS=${LEASE_BOX_FS:-gluster}
+CEPHDIR=${LEASE_BOX_CEPH:-/tmp/lease-box-ceph}
+case $FS in
+    gluster) LOCK=/tmp/lease-gluster.lock MNT=$GL ;;
+    cephfs) LOCK=/tmp/lease-ceph.lock MNT=$CEPHDIR ;;
+    *) echo "clusterbox-up: LEASE_BOX_FS=$FS: want gluster or cephfs" >&2; exit 2 ;;
+esac
 VOL=leasebox
 NET=10.77.0 BRIDGE=leasebox0 HOSTIP=10.77.0.1
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -58,12 +75,20 @@ t0=$(date +%s.%N)
 say() { printf '[clusterbox-up %6.2fs] %s\n' "$(echo "$(date +%s.%N) - $t0" | bc)" "$*"; }
 die() { echo "clusterbox-up: $*" >&2; exit 1; }
 
-[ "$(id -u)" = 0 ] || die "must run as root (namespaces, a bridge, GlusterFS)"
-for b in ip nsenter unshare flock setsid mountpoint glusterd glusterfs bc; do
-    command -v "$b" >/dev/null || die "$b not found (apt-get install -y iproute2 util-linux glusterfs-server glusterfs-client bc)"
+[ "$(id -u)" = 0 ] || die "must run as root (namespaces, a bridge, GlusterFS or Ceph)"
+for b in ip nsenter unshare flock setsid mountpoint bc; do
+    command -v "$b" >/dev/null || die "$b not found (apt-get install -y iproute2 util-linux bc)"
 done
+if [ "$FS" = gluster ]; then
+    for b in glusterd glusterfs; do
+        command -v "$b" >/dev/null || die "$b not found (apt-get install -y glusterfs-server glusterfs-client)"
+    done
+fi
+if [ -s "$BOX/fs" ] && [ "$(cat "$BOX/fs")" != "$FS" ]; then
+    die "the box is up on $(cat "$BOX/fs"); bring it down first (scripts/clusterbox-down.sh) to put it on $FS"
+fi
 
-# --- 1. the GlusterFS lock ------------------------------------------------
+# --- 1. the filesystem's lock -----------------------------------------------
 holder_alive() {
     local pid
     pid=$(cat "$BOX/lock.pid" 2>/dev/null) || return 1
@@ -82,11 +107,12 @@ else
         lockholder "$LOCK" "$WAIT" "$BOX/lock.pid" </dev/null >/dev/null 2>&1 &
     hpid=$!
     until [ -s "$BOX/lock.pid" ]; do
-        kill -0 "$hpid" 2>/dev/null || die "$LOCK still held after ${WAIT}s (internal/multiclient's GlusterFS, or another box)"
+        kill -0 "$hpid" 2>/dev/null || die "$LOCK still held after ${WAIT}s (internal/multiclient's $FS, bench, or another box)"
         sleep 0.2
     done
     say "holding $LOCK (holder pid $(cat "$BOX/lock.pid"))"
 fi
+echo "$FS" >"$BOX/fs"
 
 # --- 2. the network: a bridge, a netns and a veth pair per node ------------
 if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
@@ -115,12 +141,22 @@ for x in $NODES; do
 done
 say "network: $BRIDGE $HOSTIP/24; $(awk '{printf "%s %s  ", $2, $3}' "$BOX/nodes.tmp")"
 
-# --- 3. glusterd, the volume and the host's client -------------------------
-GL=$GL GL_VOL=$VOL GL_SAFE=1 GL_HOST=$HOSTIP GL_BASE_PORT=49400 GL_MOUNTS=host \
-    bash "$HERE/gluster-up.sh" | sed 's/^/  /'
+# --- 3. the filesystem and the host's client --------------------------------
+if [ "$FS" = cephfs ]; then
+    # One call: the cluster on the bridge address, the host's client and a
+    # client per node, each of those started inside its node's netns.
+    mounts="host:host" netns=""
+    for x in $NODES; do mounts="$mounts node$x:node$x" netns="$netns node$x:leasebox$x"; done
+    CEPH=$CEPHDIR CEPH_HOST=$HOSTIP CEPH_MOUNTS=$mounts CEPH_NETNS=$netns \
+        bash "$HERE/cephfs-up.sh" | sed 's/^/  /'
+else
+    GL=$GL GL_VOL=$VOL GL_SAFE=1 GL_HOST=$HOSTIP GL_BASE_PORT=49400 GL_MOUNTS=host \
+        bash "$HERE/gluster-up.sh" | sed 's/^/  /'
+fi
 
-# --- 4. a client per node, started in the node's netns ---------------------
+# --- 4. a client per node, started in the node's netns (GlusterFS) ---------
 for x in $NODES; do
+    [ "$FS" = gluster ] || break
     mp=$GL/node$x
     mkdir -p "$mp"
     if mountpoint -q "$mp" && timeout 10 stat -f "$mp" >/dev/null 2>&1; then
@@ -144,7 +180,7 @@ if ! mountpoint -q "$BOX/ns"; then
     mount --make-private "$BOX/ns"
 fi
 for x in $NODES; do
-    uts=$BOX/ns/uts$x mnt=$BOX/ns/mnt$x mp=$GL/node$x
+    uts=$BOX/ns/uts$x mnt=$BOX/ns/mnt$x mp=$MNT/node$x
     # Up already when $BOX/shared in the node is its client's mount (the
     # same device as $mp): a client remounted since needs a new namespace.
     if mountpoint -q "$uts" && mountpoint -q "$mnt" &&
@@ -153,14 +189,14 @@ for x in $NODES; do
     fi
     for f in "$uts" "$mnt"; do mountpoint -q "$f" && umount "$f"; rm -f "$f"; touch "$f"; done
     # Inside: name the host, put the node's own client at $BOX/shared and
-    # detach the other GlusterFS mounts of this box (each node sees its own).
+    # detach the box's other client mounts (each node sees its own).
     unshare --uts="$uts" --mount="$mnt" --propagation private -- /bin/sh -c '
         set -e
         hostname "$1"
         mount --bind "$2" "$3"
         for m in $(awk -v gl="$4/" "index(\$2, gl) == 1 && \$3 ~ /^fuse/ {print \$2}" /proc/self/mounts); do
             umount -l "$m"
-        done' sh "node$x" "$mp" "$BOX/shared" "$GL"
+        done' sh "node$x" "$mp" "$BOX/shared" "$MNT"
     say "node$x: UTS and mount namespaces at $uts, $mnt"
 done
 mv "$BOX/nodes.tmp" "$BOX/nodes"
@@ -174,7 +210,7 @@ for x in $NODES; do
     got=$("$HERE/clusterbox-agent" "node$x" "echo \$(hostname) \$(cat $BOX/shared/.box-smoke)")
     [ "$got" = "node$x $tok" ] || die "smoke check: node$x says '$got', want 'node$x $tok'"
 done
-[ "$(cat "$GL/host/.box-smoke")" = "$tok" ] || die "smoke check: the host's client does not see node$1's write"
-rm -f "$GL/host/.box-smoke"
-say "smoke check passed: $(for x in $NODES; do printf 'node%s ' "$x"; done)see one volume at $BOX/shared (the host at $GL/host)"
+[ "$(cat "$MNT/host/.box-smoke")" = "$tok" ] || die "smoke check: the host's client does not see node$1's write"
+rm -f "$MNT/host/.box-smoke"
+say "smoke check passed: $(for x in $NODES; do printf 'node%s ' "$x"; done)see one $FS at $BOX/shared (the host at $MNT/host)"
 say "up: mpirun --mca plm_rsh_agent $HERE/clusterbox-agent --host $(for x in $NODES; do printf 'node%s:2,' "$x"; done | sed 's/,$//') ..."

@@ -51,7 +51,9 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	stop := o.kick.watch() // a lock file the other client used last waits like a record
 	fd, err := o.openLock(dfd, base, name)
+	stop()
 	if err != nil {
 		return nil, err
 	}

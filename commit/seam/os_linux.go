@@ -26,7 +26,8 @@ func OS(root string) (*OSFS, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	return &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: interruptible(fd)}, nil
+	quiet := interruptible(fd)
+	return &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: quiet, kick: newKicker(fd, quiet)}, nil
 }
 
 // OSFS is the kernel implementation of FS.
@@ -36,6 +37,7 @@ type OSFS struct {
 	dirs  map[string]int       // open directory handles by table-relative name
 	locks map[string]*lockFile // open shard lock files by table-relative name
 	quiet bool                 // the root is on FUSE: lock calls block signals (setlk)
+	kick  *kicker              // CephFS: slow reads ask the MDS to write its journal; nil elsewhere
 	stale []int                // directory handles dropped by Refresh, closed by Close
 	share *Sharing             // the table's sharing (SetSharing), nil when not shared
 	umask uint32               // the process's umask, read by SetSharing
@@ -135,6 +137,7 @@ func (o *OSFS) Close() error {
 	}
 	o.stale = nil
 	o.closeLocksLocked()
+	o.kick.close()
 	return nil
 }
 
@@ -194,6 +197,7 @@ func (o *OSFS) at(name string) (int, string, error) {
 
 // ReadFile implements FS.
 func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
+	defer o.kick.watch()()
 	dfd, base, err := o.at(name)
 	if err != nil {
 		return nil, err

@@ -22,17 +22,25 @@ import (
 // The box's paths, as scripts/clusterbox-up.sh makes them (its defaults).
 const (
 	box    = "/run/lease-box"
-	shared = box + "/shared"               // the volume, as every node names it
-	hostGL = "/tmp/lease-box-gluster/host" // the volume, through the host's own client
+	shared = box + "/shared" // the filesystem, as every node names it
 	subnet = "10.77.0.0/24"
 )
+
+// filesystems are those the box runs on (LEASE_BOX_FS), each with the
+// path of the host's own client of it (the table, looked at from outside).
+var filesystems = []struct{ name, host string }{
+	{"gluster", "/tmp/lease-box-gluster/host"},
+	{"cephfs", "/tmp/lease-box-ceph/host"},
+}
 
 var nodes = []string{"nodeA", "nodeB"}
 
 var (
 	leaseMPI string // lease built with -tags mpi
-	boxErr   string // why the box is not up, "" when it is
+	boxErr   string // why the box cannot come up, "" when it can
 	boxKind  string // the prerequisite kind boxErr is about
+	boxFS    string // the filesystem the box is up on, "" when it is down
+	boxMine  bool   // this test binary brought it up (so takes it down)
 	tableSeq atomic.Int64
 )
 
@@ -68,38 +76,32 @@ func run(m *testing.M) int {
 			return 1
 		}
 	}
-	wasUp := false
 	if boxErr == "" {
-		_, err := os.Stat(filepath.Join(box, "nodes"))
-		wasUp = err == nil
-		if wasUp && staleOwner() {
-			// Brought up by a test binary that is gone (killed by go test
-			// -timeout, say): it holds /tmp/lease-gluster.lock for nobody.
-			out, err := script(3*time.Minute, "clusterbox-down.sh", "--purge")
-			fmt.Fprintf(os.Stderr, "clusterbox: took down the box a dead test run left up (%v)\n", err)
-			if err != nil {
-				fmt.Fprint(os.Stderr, tail(out))
+		if _, err := os.Stat(filepath.Join(box, "nodes")); err == nil {
+			b, _ := os.ReadFile(filepath.Join(box, "fs"))
+			boxFS = strings.TrimSpace(string(b))
+			if boxFS == "" {
+				boxFS = "gluster" // a box from before LEASE_BOX_FS
 			}
-			wasUp = false
-		}
-		t0 := time.Now()
-		// The box waits for /tmp/lease-gluster.lock: under go test ./...,
-		// internal/multiclient may hold it for its whole run.
-		os.Setenv("LEASE_BOX_LOCK_WAIT", fmt.Sprint(int(lockWait.Seconds())))
-		if out, err := script(lockWait+5*time.Minute, "clusterbox-up.sh"); err != nil {
-			boxKind, boxErr = "clusterbox", fmt.Sprintf("scripts/clusterbox-up.sh failed (%v):\n%s", err, tail(out))
-		} else {
-			fmt.Fprintf(os.Stderr, "clusterbox: up in %.1fs (%s)\n", time.Since(t0).Seconds(), map[bool]string{true: "was up already", false: "brought up"}[wasUp])
-			if !wasUp {
-				os.WriteFile(ownerFile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+			if staleOwner() {
+				// Brought up by a test binary that is gone (killed by go
+				// test -timeout, say): it holds its filesystem's lock for
+				// nobody.
+				out, err := script(3*time.Minute, "clusterbox-down.sh", "--purge")
+				fmt.Fprintf(os.Stderr, "clusterbox: took down the box a dead test run left up (%v)\n", err)
+				if err != nil {
+					fmt.Fprint(os.Stderr, tail(out))
+				}
+				boxFS = ""
 			}
 		}
 	}
 	code := m.Run()
-	if boxErr == "" || boxKind == "clusterbox" {
-		if wasUp {
-			fmt.Fprintln(os.Stderr, "clusterbox: left up, as it was before the tests (scripts/clusterbox-down.sh takes it down)")
-		} else if out, err := script(3*time.Minute, "clusterbox-down.sh", "--purge"); err != nil {
+	switch {
+	case boxFS != "" && !boxMine:
+		fmt.Fprintf(os.Stderr, "clusterbox: left up on %s, as it was before the tests (scripts/clusterbox-down.sh takes it down)\n", boxFS)
+	case boxMine:
+		if out, err := script(3*time.Minute, "clusterbox-down.sh", "--purge"); err != nil {
 			fmt.Fprintf(os.Stderr, "clusterbox-down.sh: %v\n%s", err, tail(out))
 			code = 1
 		}
@@ -107,7 +109,46 @@ func run(m *testing.M) int {
 	return code
 }
 
-// lockWait is how long the bring-up waits for the GlusterFS lock.
+// up puts the box on filesystem fs for t: brings it up (taking down the
+// box on the other filesystem this binary brought up), or skips t (fails
+// it under LEASE_TEST_REQUIRE) when it cannot, or when a box that was up
+// before the tests is on the other one (it is left as it is).
+func up(t *testing.T, fs string) {
+	t.Helper()
+	need(t)
+	if boxFS == fs {
+		return
+	}
+	if boxFS != "" && !boxMine {
+		testenv.Missing(t, "clusterbox", fmt.Sprintf("the box was up on %s before the tests; left as it is, so nothing runs on %s (scripts/clusterbox-down.sh)", boxFS, fs))
+	}
+	if kind, why := fsPrerequisites(fs); why != "" {
+		testenv.Missing(t, kind, why)
+	}
+	if boxFS != "" {
+		if out, err := script(3*time.Minute, "clusterbox-down.sh", "--purge"); err != nil {
+			t.Fatalf("clusterbox-down.sh (the box on %s): %v\n%s", boxFS, err, tail(out))
+		}
+		boxFS, boxMine = "", false
+	}
+	t0 := time.Now()
+	// The box waits for its filesystem's lock: under go test ./...,
+	// internal/multiclient may hold it for its whole run.
+	os.Setenv("LEASE_BOX_LOCK_WAIT", fmt.Sprint(int(lockWait.Seconds())))
+	os.Setenv("LEASE_BOX_FS", fs)
+	out, err := script(lockWait+5*time.Minute, "clusterbox-up.sh")
+	os.Unsetenv("LEASE_BOX_FS")
+	if err != nil {
+		// The half-made box is ours to take down.
+		boxFS, boxMine = fs, true
+		testenv.Missing(t, "clusterbox", fmt.Sprintf("scripts/clusterbox-up.sh on %s failed (%v):\n%s", fs, err, tail(out)))
+	}
+	boxFS, boxMine = fs, true
+	os.WriteFile(ownerFile, []byte(fmt.Sprint(os.Getpid())), 0o644)
+	t.Logf("the box up on %s in %.1fs", fs, time.Since(t0).Seconds())
+}
+
+// lockWait is how long the bring-up waits for its filesystem's lock.
 const lockWait = 30 * time.Minute
 
 // ownerFile names the test binary that brought the box up, while it runs.
@@ -129,26 +170,40 @@ func staleOwner() bool {
 // prerequisite of the box, or "", "".
 func prerequisites() (kind, why string) {
 	if os.Geteuid() != 0 {
-		return "root", "the cluster in a box needs root (network namespaces, a bridge, GlusterFS)"
+		return "root", "the cluster in a box needs root (network namespaces, a bridge, GlusterFS or Ceph)"
 	}
 	for _, tool := range []string{"ip", "nsenter", "unshare", "flock", "setsid", "mountpoint", "bc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return tool, tool + " is not installed (apt-get install -y iproute2 util-linux bc)"
 		}
 	}
-	for _, tool := range []string{"glusterd", "gluster", "glusterfs"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return "gluster", tool + " is not installed (apt-get install -y glusterfs-server glusterfs-client)"
-		}
-	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		return "fuse", "/dev/fuse missing: the GlusterFS clients cannot mount"
+		return "fuse", "/dev/fuse missing: the nodes' clients cannot mount"
 	}
 	if _, err := exec.LookPath("mpirun"); err != nil {
 		return "mpi", "mpirun is not installed (apt-get install -y openmpi-bin libopenmpi-dev pkg-config)"
 	}
 	if err := exec.Command("pkg-config", "--exists", "ompi").Run(); err != nil {
 		return "mpi", "Open MPI's development files are missing (pkg-config --exists ompi failed: apt-get install -y libopenmpi-dev pkg-config)"
+	}
+	return "", ""
+}
+
+// fsPrerequisites returns the kind and reason of the first missing
+// prerequisite of the box on fs, or "", "".
+func fsPrerequisites(fs string) (kind, why string) {
+	tools := []string{"glusterd", "gluster", "glusterfs"}
+	install := "apt-get install -y glusterfs-server glusterfs-client"
+	kind = "gluster"
+	if fs == "cephfs" {
+		tools = []string{"ceph-mon", "ceph-mgr", "ceph-osd", "ceph-mds", "ceph-fuse", "ceph", "monmaptool"}
+		install = "apt-get install -y --no-install-recommends ceph-mon ceph-mgr ceph-osd ceph-mds ceph-fuse ceph-common"
+		kind = "ceph"
+	}
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return kind, tool + " is not installed (" + install + ")"
+		}
 	}
 	return "", ""
 }
@@ -174,12 +229,13 @@ func need(t *testing.T) {
 	}
 }
 
-// table makes a fresh table through the host's client and returns its
-// name (the same below shared, in every node, and below hostGL).
-func table(t *testing.T) string {
+// table makes a fresh table through the host's client of the box's
+// filesystem (host) and returns its name (the same below shared, in every
+// node, and below host).
+func table(t *testing.T, host string) string {
 	t.Helper()
-	name := fmt.Sprintf("%s-%d-%d", t.Name(), os.Getpid(), tableSeq.Add(1))
-	if r := lease(t, "", "init", "--root", filepath.Join(hostGL, name), "--shards", "16"); r.code != 0 {
+	name := fmt.Sprintf("%s-%d-%d", strings.ReplaceAll(t.Name(), "/", "-"), os.Getpid(), tableSeq.Add(1))
+	if r := lease(t, "", "init", "--root", filepath.Join(host, name), "--shards", "16"); r.code != 0 {
 		t.Fatalf("init: %s", r)
 	}
 	return name
@@ -283,15 +339,26 @@ type proof struct {
 	Error string `json:"error"`
 }
 
-// TestQualifyAcrossNodes: mpirun --host nodeA:2,nodeB:2 lease qualify on
-// the shared volume. Rank 0 alone prints the proof (so stdout is one JSON
+// TestBox runs the box's tests on each filesystem in turn: the box on
+// GlusterFS (the safe volume), then on CephFS.
+func TestBox(t *testing.T) {
+	for _, fs := range filesystems {
+		t.Run(fs.name, func(t *testing.T) {
+			up(t, fs.name)
+			t.Run("QualifyAcrossNodes", func(t *testing.T) { qualifyAcrossNodes(t, fs.host) })
+			t.Run("RenewBatchAcrossNodes", func(t *testing.T) { renewBatchAcrossNodes(t, fs.host) })
+		})
+	}
+}
+
+// qualifyAcrossNodes: mpirun --host nodeA:2,nodeB:2 lease qualify on
+// the shared filesystem. Rank 0 alone prints the proof (so stdout is one JSON
 // document); it is verified, with 4 members on the 2 hosts, contention and
 // identity in every round from every other rank, release in every round,
 // every check passed on every rank.
-func TestQualifyAcrossNodes(t *testing.T) {
-	need(t)
+func qualifyAcrossNodes(t *testing.T, host string) {
 	const rounds, np = 8, 4
-	name := table(t)
+	name := table(t, host)
 	r := mpirun(t, np/len(nodes), "qualify", "--json", "--root", filepath.Join(shared, name), "--rounds", fmt.Sprint(rounds))
 	var p proof
 	if err := json.Unmarshal([]byte(strings.TrimSpace(r.out)), &p); err != nil {
@@ -330,15 +397,14 @@ func TestQualifyAcrossNodes(t *testing.T) {
 		r.took.Seconds(), hosts, p.Contention, want, p.Identity, want, p.Release, rounds, p.MaxSkew)
 }
 
-// TestRenewBatchAcrossNodes: renew-batch of a few hundred leases, a few of
+// renewBatchAcrossNodes: renew-batch of a few hundred leases, a few of
 // them with a stale token, as one program of 4 ranks across the two nodes
 // prints byte for byte what one process prints for the same input (the
 // lines still held, in input order) and exits alike (1: some lost).
-func TestRenewBatchAcrossNodes(t *testing.T) {
-	need(t)
+func renewBatchAcrossNodes(t *testing.T, host string) {
 	const n, stale = 300, 7
-	name := table(t)
-	hostRoot, nodeRoot := filepath.Join(hostGL, name), filepath.Join(shared, name)
+	name := table(t, host)
+	hostRoot, nodeRoot := filepath.Join(host, name), filepath.Join(shared, name)
 	var names strings.Builder
 	for i := 0; i < n; i++ {
 		fmt.Fprintf(&names, "item-%d\n", i)

@@ -22,9 +22,11 @@ func warnings(errs string) int {
 // caches off, init and the commands say nothing, and only the writers are
 // capped.
 func TestInitRefusesDefaultOptions(t *testing.T) {
-	c := need(t)
+	gd, gs := glusterDefault(), glusterSafe()
+	need(t, gd)
+	need(t, gs)
 	name := "guard-" + strings.ReplaceAll(t.Name(), "/", "-")
-	a, b := filepath.Join(c.Default.A, name), filepath.Join(c.Default.B, name)
+	a, b := filepath.Join(gd.A, name), filepath.Join(gd.B, name)
 	r := lease(t, "", "init", "--root", a)
 	if r.code != 2 || !strings.Contains(r.errs, "refusing to create a table at "+a) {
 		t.Fatalf("init on the default options: %s\nwant exit 2 and a refusal", r)
@@ -80,7 +82,7 @@ func TestInitRefusesDefaultOptions(t *testing.T) {
 		t.Errorf("renew-batch --writers 8: %s\nwant the explicit writers kept", r)
 	}
 
-	safe := filepath.Join(c.Safe.A, name)
+	safe := filepath.Join(gs.A, name)
 	r = lease(t, "", "init", "--root", safe, "--shards", "4")
 	if r.code != 0 || r.errs != "" {
 		t.Errorf("init on the safe options: %s\nwant exit 0, nothing on stderr", r)
@@ -88,7 +90,7 @@ func TestInitRefusesDefaultOptions(t *testing.T) {
 	if hdr, _ := os.ReadFile(filepath.Join(safe, "TABLE")); strings.Contains(string(hdr), "unsafe_filesystem") {
 		t.Errorf("TABLE of the safe volume records an unsafe filesystem: %s", hdr)
 	}
-	r = lease(t, id+"\n", "claim", "-v", "--root", filepath.Join(c.Safe.B, name), "--now", "1000", "-")
+	r = lease(t, id+"\n", "claim", "-v", "--root", filepath.Join(gs.B, name), "--now", "1000", "-")
 	if r.code != 0 || warnings(r.errs) != 0 || !strings.Contains(r.errs, "writers capped at 1") {
 		t.Errorf("claim -v on the safe volume: %s\nwant no warning, the writers capped", r)
 	}

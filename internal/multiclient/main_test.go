@@ -8,10 +8,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/leasetool/lease/internal/cephtest"
 	"github.com/leasetool/lease/internal/glustertest"
 	"github.com/leasetool/lease/internal/testenv"
 )
@@ -20,8 +22,10 @@ var (
 	leaseBin   string // plain lease
 	leaseMPI   string // lease built with -tags mpi, "" when Open MPI is missing
 	mpiMissing string // why leaseMPI is ""
-	cluster    *glustertest.Cluster
-	clusterErr error
+	gluster    *glustertest.Cluster
+	glusterErr error
+	ceph       *cephtest.Cluster
+	cephErr    error
 	tableSeq   atomic.Int64
 )
 
@@ -37,7 +41,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LEASE_") && k != testenv.RequireEnv && !strings.HasPrefix(k, "LEASE_GLUSTER_") {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LEASE_") && k != testenv.RequireEnv && !strings.HasPrefix(k, "LEASE_GLUSTER_") && !strings.HasPrefix(k, "LEASE_CEPH_") && k != "LEASE_MULTICLIENT_FS" {
 			os.Unsetenv(k)
 		}
 	}
@@ -59,15 +63,48 @@ func run(m *testing.M) int {
 		}
 		leaseMPI = bin
 	}
-	t0 := time.Now()
-	cluster, clusterErr = glustertest.Up()
-	if cluster != nil {
-		fmt.Fprintf(os.Stderr, "multiclient: GlusterFS up in %.1fs: %s (%s, %s) and %s (%s, %s)\n", time.Since(t0).Seconds(),
-			cluster.Default.Name, cluster.Default.A, cluster.Default.B, cluster.Safe.Name, cluster.Safe.A, cluster.Safe.B)
-	}
+	// GlusterFS and CephFS come up side by side: each has a lock of its
+	// own (another test binary may hold one of them for its whole run).
+	// LEASE_MULTICLIENT_FS=cephfs (or gluster) brings up only that one,
+	// for a quicker run by hand; the other one's subtests then skip.
+	only := os.Getenv("LEASE_MULTICLIENT_FS")
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if only != "" && only != "gluster" {
+			glusterErr = fmt.Errorf("left out by LEASE_MULTICLIENT_FS=%s", only)
+			return
+		}
+		t0 := time.Now()
+		gluster, glusterErr = glustertest.Up()
+		if gluster != nil {
+			fmt.Fprintf(os.Stderr, "multiclient: GlusterFS up in %.1fs: %s (%s, %s) and %s (%s, %s)\n", time.Since(t0).Seconds(),
+				gluster.Default.Name, gluster.Default.A, gluster.Default.B, gluster.Safe.Name, gluster.Safe.A, gluster.Safe.B)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		if only != "" && only != "cephfs" {
+			cephErr = fmt.Errorf("left out by LEASE_MULTICLIENT_FS=%s", only)
+			return
+		}
+		t0 := time.Now()
+		ceph, cephErr = cephtest.Up("")
+		if ceph != nil {
+			fmt.Fprintf(os.Stderr, "multiclient: CephFS up in %.1fs: client.a %s, client.b %s\n", time.Since(t0).Seconds(), ceph.A, ceph.B)
+		}
+	}()
+	wg.Wait()
 	code := m.Run()
-	if cluster != nil {
-		if err := cluster.Down(); err != nil {
+	if gluster != nil {
+		if err := gluster.Down(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	if ceph != nil {
+		if err := ceph.Down(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
@@ -75,17 +112,83 @@ func run(m *testing.M) int {
 	return code
 }
 
-// need returns the cluster, or skips t (fails it under LEASE_TEST_REQUIRE).
-func need(t *testing.T) *glustertest.Cluster {
+// mounts is one multi-client filesystem the tests run on, as its two
+// client mounts (two nodes) name it.
+type mounts struct {
+	Name string // the subtest's name
+	A, B string
+	// Safe: lease qualify accepts it (no client cache serves a record
+	// another client replaced).
+	Safe bool
+	// Volume is the GlusterFS volume; "" on CephFS.
+	Volume string
+	kind   string // the prerequisite kind (testenv) when it is not up
+	why    error  // why it is not up
+}
+
+func (m mounts) up() bool { return m.A != "" }
+
+func glusterMounts(v glustertest.Volume) mounts {
+	return mounts{Name: "gluster-" + map[bool]string{true: "safe", false: "default"}[v.Safe], A: v.A, B: v.B, Safe: v.Safe, Volume: v.Name}
+}
+
+// glusterSafe, glusterDefault and cephfs are the filesystems of the tests;
+// one that is not up has no mount points and says why.
+func glusterSafe() mounts {
+	if gluster == nil {
+		return mounts{Name: "gluster-safe", kind: "gluster", why: glusterErr}
+	}
+	return glusterMounts(gluster.Safe)
+}
+
+func glusterDefault() mounts {
+	if gluster == nil {
+		return mounts{Name: "gluster-default", kind: "gluster", why: glusterErr}
+	}
+	return glusterMounts(gluster.Default)
+}
+
+func cephfs() mounts {
+	if ceph == nil {
+		return mounts{Name: "cephfs", kind: "ceph", why: cephErr}
+	}
+	return mounts{Name: "cephfs", A: ceph.A, B: ceph.B, Safe: true}
+}
+
+// safeFilesystems are the filesystems that must behave as one shared
+// table: GlusterFS with the safe options and CephFS with its defaults.
+func safeFilesystems() []mounts { return []mounts{glusterSafe(), cephfs()} }
+
+// each runs f as a subtest on every filesystem of fss; the subtest of one
+// that is not up skips (fails under LEASE_TEST_REQUIRE).
+func each(t *testing.T, fss []mounts, f func(t *testing.T, m mounts)) {
 	t.Helper()
-	glustertest.Need(t, cluster, clusterErr)
-	return cluster
+	for _, m := range fss {
+		t.Run(m.Name, func(t *testing.T) {
+			need(t, m)
+			f(t, m)
+		})
+	}
+}
+
+// need skips t (fails it under LEASE_TEST_REQUIRE) unless m is up.
+func need(t *testing.T, m mounts) {
+	t.Helper()
+	if m.up() {
+		return
+	}
+	switch m.kind {
+	case "ceph":
+		cephtest.Need(t, nil, m.why)
+	default:
+		glustertest.Need(t, nil, m.why)
+	}
 }
 
 // table is a fresh table directory on vol, as its two mounts name it; the
-// table is created through mount A with 16 work shards (on the volume with
-// the default options with --force: lease init refuses it otherwise).
-func table(t *testing.T, vol glustertest.Volume) (a, b string) {
+// table is created through mount A with 16 work shards (on a mount that
+// qualify fails, with --force: lease init refuses it otherwise).
+func table(t *testing.T, vol mounts) (a, b string) {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", strings.NewReplacer("/", "-", " ", "-").Replace(t.Name()), tableSeq.Add(1))
 	a, b = filepath.Join(vol.A, name), filepath.Join(vol.B, name)

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasetool/lease/internal/glustertest"
 	"github.com/leasetool/lease/internal/testenv"
 )
 
@@ -58,12 +57,12 @@ func (p proof) check(name string, rank int) (pass bool, detail string, ok bool) 
 var safeOptions = []string{"performance.open-behind", "performance.quick-read", "performance.stat-prefetch"}
 
 // TestQualifyOnEachMount: lease qualify on one node, through each mount of
-// each volume. With the default options it fails (exit 1) and its
-// client-caches check names the options to turn off; with the safe ones
-// it is verified.
+// each filesystem. On GlusterFS with the default options it fails (exit 1)
+// and its client-caches check names the options to turn off; with the
+// safe ones it is verified. On CephFS (ceph-fuse with its defaults) it is
+// verified and its client-caches check says which client it asked.
 func TestQualifyOnEachMount(t *testing.T) {
-	c := need(t)
-	for _, vol := range c.Volumes() {
+	each(t, []mounts{glusterDefault(), glusterSafe(), cephfs()}, func(t *testing.T, vol mounts) {
 		for _, mnt := range []string{vol.A, vol.B} {
 			r := lease(t, "", "qualify", "--json", "--root", filepath.Join(mnt, "qualify-one"))
 			p := decodeProof(t, r.out)
@@ -73,11 +72,13 @@ func TestQualifyOnEachMount(t *testing.T) {
 				t.Errorf("%s: no client-caches check: %s", mnt, r)
 			case vol.Safe && (r.code != 0 || !p.Verified || !pass):
 				t.Errorf("%s (safe options): %s", mnt, r)
+			case vol.Volume == "" && !strings.Contains(detail, "CephFS"):
+				t.Errorf("%s: client-caches detail %q does not name CephFS", mnt, detail)
 			case !vol.Safe && (r.code != 1 || p.Verified || pass):
 				t.Errorf("%s (default options): exit %d, verified %v, client-caches pass %v; want a failure: %s", mnt, r.code, p.Verified, pass, r)
 			case !vol.Safe:
 				for _, o := range safeOptions {
-					if !strings.Contains(detail, "gluster volume set "+vol.Name+" "+o+" off") {
+					if !strings.Contains(detail, "gluster volume set "+vol.Volume+" "+o+" off") {
 						t.Errorf("%s: client-caches detail %q does not name %s", mnt, detail, o)
 					}
 				}
@@ -86,7 +87,7 @@ func TestQualifyOnEachMount(t *testing.T) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // TestMPIQualifyAcrossMounts: mpirun lease qualify with 4 ranks, two
@@ -97,42 +98,39 @@ func TestQualifyOnEachMount(t *testing.T) {
 // fail on every rank. The identity count there is logged: it is what only
 // ranks on different mounts can see.
 func TestMPIQualifyAcrossMounts(t *testing.T) {
-	c := need(t)
 	if leaseMPI == "" {
 		testenv.Missing(t, "mpi", mpiMissing)
 	}
 	const rounds, np = 8, 4
-	for _, vol := range c.Volumes() {
-		t.Run(vol.Name, func(t *testing.T) {
-			job := mpiQualify(t, vol, rounds)
-			p := decodeProof(t, job.out[0])
-			for r := 1; r < np; r++ {
-				if job.out[r] != "" {
-					t.Errorf("rank %d printed, want rank 0 alone to print the proof:\n%s", r, clip(job.out[r]))
-				}
+	each(t, []mounts{glusterDefault(), glusterSafe(), cephfs()}, func(t *testing.T, vol mounts) {
+		job := mpiQualify(t, vol, rounds)
+		p := decodeProof(t, job.out[0])
+		for r := 1; r < np; r++ {
+			if job.out[r] != "" {
+				t.Errorf("rank %d printed, want rank 0 alone to print the proof:\n%s", r, clip(job.out[r]))
 			}
-			if len(p.Members) != np {
-				t.Fatalf("%d members, want %d: %s", len(p.Members), np, clip(job.out[0]))
+		}
+		if len(p.Members) != np {
+			t.Fatalf("%d members, want %d: %s", len(p.Members), np, clip(job.out[0]))
+		}
+		want := rounds * (np - 1)
+		if vol.Safe {
+			if job.code != 0 || !p.Verified || p.Contention != want || p.Identity != want || p.Release != rounds {
+				t.Errorf("safe options: exit %d, verified %v, contention %d identity %d release %d (want %d %d %d): %s",
+					job.code, p.Verified, p.Contention, p.Identity, p.Release, want, want, rounds, clip(job.out[0]))
 			}
-			want := rounds * (np - 1)
-			if vol.Safe {
-				if job.code != 0 || !p.Verified || p.Contention != want || p.Identity != want || p.Release != rounds {
-					t.Errorf("safe options: exit %d, verified %v, contention %d identity %d release %d (want %d %d %d): %s",
-						job.code, p.Verified, p.Contention, p.Identity, p.Release, want, want, rounds, clip(job.out[0]))
-				}
-				return
+			return
+		}
+		if job.code != 1 || p.Verified {
+			t.Errorf("default options: exit %d, verified %v; want exit 1, not verified: %s", job.code, p.Verified, clip(job.out[0]))
+		}
+		for r := 0; r < np; r++ {
+			if pass, _, ok := p.check("client-caches", r); !ok || pass {
+				t.Errorf("rank %d: client-caches pass=%v present=%v, want a failed check", r, pass, ok)
 			}
-			if job.code != 1 || p.Verified {
-				t.Errorf("default options: exit %d, verified %v; want exit 1, not verified: %s", job.code, p.Verified, clip(job.out[0]))
-			}
-			for r := 0; r < np; r++ {
-				if pass, _, ok := p.check("client-caches", r); !ok || pass {
-					t.Errorf("rank %d: client-caches pass=%v present=%v, want a failed check", r, pass, ok)
-				}
-			}
-			t.Logf("default options, ranks on both mounts: contention %d/%d, identity %d/%d, release %d/%d", p.Contention, want, p.Identity, want, p.Release, rounds)
-		})
-	}
+		}
+		t.Logf("default options, ranks on both mounts: contention %d/%d, identity %d/%d, release %d/%d", p.Contention, want, p.Identity, want, p.Release, rounds)
+	})
 }
 
 type mpiJob struct {
@@ -142,7 +140,7 @@ type mpiJob struct {
 
 // mpiQualify runs mpirun with two ranks on each mount of vol, each rank's
 // stdout in its own file, and checks that every rank exits alike.
-func mpiQualify(t *testing.T, vol glustertest.Volume, rounds int) mpiJob {
+func mpiQualify(t *testing.T, vol mounts, rounds int) mpiJob {
 	t.Helper()
 	dir := t.TempDir()
 	wrapper := filepath.Join(dir, "rank.sh")

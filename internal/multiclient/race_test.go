@@ -38,11 +38,12 @@ func ids(prefix string, n int) []string {
 // new holders' lines pass through both. Every process must finish (a hang
 // fails) with exit 0 or 1.
 func TestRaceThroughTwoMounts(t *testing.T) {
-	c := need(t)
 	rounds, n := envInt("LEASE_GLUSTER_ROUNDS", 30), envInt("LEASE_GLUSTER_IDS", 32)
-	a, b := table(t, c.Safe)
-	doubles, regressions := race(t, a, b, rounds, n, true)
-	t.Logf("%d rounds of 8 processes (4 per mount) over %d IDs: %d double grants, %d token regressions", rounds, n, doubles, regressions)
+	each(t, safeFilesystems(), func(t *testing.T, m mounts) {
+		a, b := table(t, m)
+		doubles, regressions := race(t, a, b, rounds, n, true)
+		t.Logf("%d rounds of 8 processes (4 per mount) over %d IDs: %d double grants, %d token regressions", rounds, n, doubles, regressions)
+	})
 }
 
 // TestRaceOnDefaultsDoesNotHang, on the volume with GlusterFS's default
@@ -53,10 +54,11 @@ func TestRaceThroughTwoMounts(t *testing.T) {
 // first round deadlocked the GlusterFS client (issue 4371): the processes
 // on that mount stayed in the kernel for good, even after SIGKILL.
 func TestRaceOnDefaultsDoesNotHang(t *testing.T) {
-	c := need(t)
-	a, b := table(t, c.Default)
-	doubles, regressions := race(t, a, b, 5, envInt("LEASE_GLUSTER_HANG_IDS", 200), false)
-	t.Logf("default options, 5 rounds: %d double grants, %d token regressions (the client caches; lease qualify fails on this volume)", doubles, regressions)
+	each(t, []mounts{glusterDefault()}, func(t *testing.T, m mounts) {
+		a, b := table(t, m)
+		doubles, regressions := race(t, a, b, 5, envInt("LEASE_GLUSTER_HANG_IDS", 200), false)
+		t.Logf("default options, 5 rounds: %d double grants, %d token regressions (the client caches; lease qualify fails on this volume)", doubles, regressions)
+	})
 }
 
 // race runs the rounds of TestRaceThroughTwoMounts on the table a (mount

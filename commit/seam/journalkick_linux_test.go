@@ -1,0 +1,142 @@
+//go:build linux
+
+package seam
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// testKicker is a kicker whose kicks touch and fsync dir (a local one:
+// the kick is the same system calls, it just asks nothing of a server).
+func testKicker(t *testing.T, dir string) *kicker {
+	t.Helper()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &kicker{fd: fd}
+	k.delay.Store(int64(kickStart))
+	t.Cleanup(k.close)
+	return k
+}
+
+// TestKickerNotOnLocalFS: no kicker on a local filesystem, so its reads
+// are never watched (a nil kicker's watch is a no-op).
+func TestKickerNotOnLocalFS(t *testing.T) {
+	dir := t.TempDir()
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	for _, fuse := range []bool{false, true} {
+		if k := newKicker(fd, fuse); k != nil {
+			k.close()
+			t.Errorf("newKicker(fuse=%v) on %s: a kicker, want none", fuse, dir)
+		}
+	}
+	var k *kicker
+	k.watch()()
+	k.close()
+	o, err := OS(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	if o.kick != nil || o.JournalKicks() != 0 {
+		t.Errorf("OS(%s) has a kicker", dir)
+	}
+}
+
+// TestKickerKicksSlowReads: a read that ends before the delay is never
+// kicked; one still in flight is, and the kick touched the directory;
+// many reads waiting at once share one kick; a read a kick ended brings
+// the delay down to kickMin, and one still in flight a delay after its
+// kick doubles it.
+func TestKickerKicksSlowReads(t *testing.T) {
+	dir := t.TempDir()
+	k := testKicker(t, dir)
+	k.watch()()
+	time.Sleep(2 * kickStart)
+	if n := k.kicks.Load(); n != 0 {
+		t.Fatalf("%d kicks for a read that ended at once", n)
+	}
+
+	old := time.Now().Add(-time.Hour)
+	if err := unix.UtimesNano(dir, []unix.Timespec{unix.NsecToTimespec(old.UnixNano()), unix.NsecToTimespec(old.UnixNano())}); err != nil {
+		t.Fatal(err)
+	}
+	stop := k.watch()
+	waitFor(t, func() bool { return k.kicks.Load() >= 1 })
+	stop() // ended by its first kick: helped
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if time.Unix(st.Mtim.Unix()).Before(old.Add(time.Minute)) {
+		t.Errorf("the kick left the directory's mtime at %v", time.Unix(st.Mtim.Unix()))
+	}
+	if d := time.Duration(k.delay.Load()); d != kickMin {
+		t.Errorf("delay %v after a read its kick ended, want %v", d, kickMin)
+	}
+
+	// A read that stays in flight: kicked again and again, each time
+	// slower, never more than once per delay.
+	before := k.kicks.Load()
+	stop = k.watch()
+	waitFor(t, func() bool { return k.kicks.Load() >= before+3 })
+	stop()
+	if d := time.Duration(k.delay.Load()); d < 2*kickMin {
+		t.Errorf("delay %v after a read that two kicks did not end, want at least %v", d, 2*kickMin)
+	}
+	after := k.kicks.Load()
+	time.Sleep(kickMax / 10)
+	if n := k.kicks.Load(); n != after {
+		t.Errorf("%d kicks after the read ended", n-after)
+	}
+
+	// Many reads waiting at once, with a long delay: one kick for all.
+	k.delay.Store(int64(200 * time.Millisecond))
+	k.last.Store(0)
+	before = k.kicks.Load()
+	var stops []func()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := k.watch()
+			mu.Lock()
+			stops = append(stops, s)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	waitFor(t, func() bool { return k.kicks.Load() > before })
+	time.Sleep(20 * time.Millisecond)
+	for _, s := range stops {
+		s()
+	}
+	if n := k.kicks.Load() - before; n != 1 {
+		t.Errorf("20 reads waiting at once got %d kicks, want 1", n)
+	}
+	if d := time.Duration(k.delay.Load()); d != kickMin {
+		t.Errorf("delay %v after reads one kick ended, want %v", d, kickMin)
+	}
+	k.close()
+	k.kickOnce() // closed: nothing to touch, no crash
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
+	}
+}
