@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/mpi.sh: `lease renew-batch` as one program under mpirun (SPEC §8)
+# bench/mpi.sh: `lease renew-batch` as one program under mpirun (docs/design.md#mpi)
 # with 1, 2 and 4 ranks, renewing 8192 leases spread evenly over 64 shards
 # of a table on a freshly made, loop-mounted, journaled ext4 image.
 #

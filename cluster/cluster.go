@@ -1,5 +1,5 @@
 // Package cluster runs a lease batch as one program across the ranks of an
-// mpirun job (SPEC §8), over an mpi.World:
+// mpirun job (docs/design.md#mpi), over an mpi.World:
 //
 //   - every step is a collective, and every error a value carried through
 //     one ([Agree]): a failure on one rank becomes the same bounded error

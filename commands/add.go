@@ -19,7 +19,7 @@ var addCommand = &cli.Command{
 	ArgsUsage: "[FILE...]",
 	Description: "Adds each ID (one per line of the FILEs, or of stdin with - or no argument; `ID TOKEN`\n" +
 		"lines are taken by their ID, so `lease add < held` works) to the table's queue: an empty\n" +
-		"file queue/SS/ID that says \"ID is work to do\" (SPEC §3.1), from which `lease claim --next`\n" +
+		"file queue/SS/ID that says \"ID is work to do\" (docs/design.md#queue), from which `lease claim --next`\n" +
 		"and `lease run --next` take work. Idempotent: an ID already queued, or whose record is\n" +
 		"done, is not added again, and a line repeated in the input adds its ID once. Prints each\n" +
 		"ID added, in input order; IDs passed over print nothing (counted with -v and in --json).\n" +

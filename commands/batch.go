@@ -17,7 +17,7 @@ import (
 )
 
 // batchSpec describes a batch command so that runBatch can run it in one
-// process or, under mpirun, as one program across ranks (SPEC §8,
+// process or, under mpirun, as one program across ranks (docs/design.md#mpi,
 // package cluster).
 type batchSpec struct {
 	name string
@@ -154,7 +154,7 @@ func sayFirst(c *cli.Context, w *mpi.World, err error) error {
 }
 
 // runDistributed runs a batch as one program across the ranks of an
-// mpirun job (SPEC §8): rank 0 reads the input, every rank opens the
+// mpirun job (docs/design.md#mpi): rank 0 reads the input, every rank opens the
 // table (the same one), the batch runs split by shard, and rank 0 prints
 // exactly what one process would print; every rank exits with the status
 // rank 0 reported.

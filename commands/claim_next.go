@@ -17,7 +17,7 @@ import (
 )
 
 // claim --next N [--wait [SECONDS]]: claim from the table's own queue
-// (SPEC §3.1, §7), without a candidate list.
+// (docs/design.md#queue, #cli), without a candidate list.
 
 // queueJSON is what claim --next found, in --json output.
 type queueJSON struct {

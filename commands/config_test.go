@@ -1,6 +1,6 @@
 package commands_test
 
-// lease config: where each value came from (SPEC §6).
+// lease config: where each value came from (docs/design.md#clocks).
 
 import (
 	"encoding/json"

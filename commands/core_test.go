@@ -1,7 +1,7 @@
 package commands_test
 
 // In-process tests of the work-lease commands through commands.Run: the
-// filter contract, exit statuses (SPEC §7), configuration origins (§6), and
+// filter contract, exit statuses (docs/design.md#cli), configuration origins (§6), and
 // that every refused input leaves the table byte-identical. This file holds
 // their helpers (the core* functions); the tests are in one file per
 // command or topic: init_test.go, claim_test.go, lifecycle_test.go,
@@ -77,7 +77,7 @@ func coreBareRoot(t *testing.T) string {
 }
 
 // coreRoot is a fresh table (16 work shards) made by lease init: only init
-// creates a table (SPEC §2).
+// creates a table (docs/design.md#layout).
 func coreRoot(t *testing.T) string {
 	t.Helper()
 	root := coreBareRoot(t)
@@ -86,7 +86,7 @@ func coreRoot(t *testing.T) string {
 }
 
 // corePath is the path of the work record of id in a table of 16 shards,
-// computed from SPEC §2 alone.
+// computed from docs/design.md#layout alone.
 func corePath(root string, id leasefmt.ID) string {
 	var shard uint64
 	fmt.Sscanf(string(id[:8]), "%x", &shard)

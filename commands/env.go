@@ -94,7 +94,7 @@ func (e *env) storeClock() func() float64 {
 }
 
 // renewTTL is the duration a renewal gives: --ttl (or LEASE_TTL) when
-// given, else 0, which keeps each lease's own duration (SPEC §6).
+// given, else 0, which keeps each lease's own duration (docs/design.md#clocks).
 func (e *env) renewTTL() float64 {
 	if e.set.FromCommandLine("ttl") {
 		return e.set.TTL
@@ -112,7 +112,7 @@ func (e *env) root() string {
 }
 
 // open opens the table. Only lease init creates one (create): every other
-// command refuses a root without TABLE and creates nothing there (SPEC §2),
+// command refuses a root without TABLE and creates nothing there (docs/design.md#layout),
 // so a mistyped root or an unset LEASE_ROOT never starts a second campaign.
 func (e *env) open(create bool) (*commit.Store, error) {
 	root := e.root()
@@ -199,7 +199,7 @@ func SetWrapFS(w func(seam.FS) seam.FS) func() {
 	return func() { wrapFS = old }
 }
 
-// noTable is the error of a command run where no table is (SPEC §2).
+// noTable is the error of a command run where no table is (docs/design.md#layout).
 func noTable(root string) error {
 	return usageErr("no lease table at %s: create it with lease init (or name the table with --root or LEASE_ROOT)", root)
 }

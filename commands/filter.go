@@ -1,6 +1,6 @@
 package commands
 
-// The batch filter protocol (SPEC §7): input lines of `ID TOKEN` (or lone
+// The batch filter protocol (docs/design.md#cli): input lines of `ID TOKEN` (or lone
 // IDs), from FILE arguments or stdin, blank lines and # comments skipped,
 // validated whole before anything is written.
 

@@ -27,7 +27,7 @@ func settingFlag(name string) cli.Flag {
 	return &cli.StringFlag{Name: d.Flag, Aliases: aliases, Usage: usage, DefaultText: d.Default, TakesFile: d.Flag == "root"}
 }
 
-// commonFlags are accepted by every subcommand after its name (SPEC §7).
+// commonFlags are accepted by every subcommand after its name (docs/design.md#cli).
 func commonFlags() []cli.Flag {
 	return []cli.Flag{
 		settingFlag("root"),

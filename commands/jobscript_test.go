@@ -3,7 +3,7 @@
 package commands_test
 
 // Job scripts under a plain mpirun, as users run them outside a batch
-// system (SPEC §8): lease launched directly (no rank wrapper), worker
+// system (docs/design.md#mpi): lease launched directly (no rank wrapper), worker
 // scripts that call lease, a proof redirected to a file, a watch killed
 // through mpirun, and LEASE_MPI overriding the detection. Like
 // slurm_test.go, these use both builds and run in the build without -tags

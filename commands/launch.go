@@ -13,7 +13,7 @@ import (
 )
 
 // What each command does when a launcher (mpirun, srun) started it as one
-// of several tasks (SPEC §8). Whether it was is package mpi's answer
+// of several tasks (docs/design.md#mpi). Whether it was is package mpi's answer
 // (mpi.Detect: only the program the launcher started is a task, so a
 // lease that a job script calls is a plain process); what a command does
 // then is its Descriptor's Launch, applied here, once, before its action

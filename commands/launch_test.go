@@ -1,7 +1,7 @@
 package commands_test
 
 // What each command does when a launcher started it as one of several
-// tasks (SPEC §8), in process: the launcher's variables are set as srun
+// tasks (docs/design.md#mpi), in process: the launcher's variables are set as srun
 // sets them for the task whose pid is this process's.
 
 import (

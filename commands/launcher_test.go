@@ -1,6 +1,6 @@
 package commands_test
 
-// lease under a real mpirun (SPEC §8), the part that needs no MPI build: a
+// lease under a real mpirun (docs/design.md#mpi), the part that needs no MPI build: a
 // binary built without -tags mpi refuses to run as several ranks. The
 // helpers here also serve mpi_test.go and the mpi_*_test.go files beside
 // it (built with -tags mpi).
@@ -126,7 +126,7 @@ type mpiJob struct {
 // apart (mpirun merges their output and returns only one status). It is
 // meant to be transparent: it names the command it runs in OMPI_COMMAND,
 // as mpirun would had it started the command itself, so that lease takes
-// itself for the rank (SPEC §8: a lease that a script mpirun started runs
+// itself for the rank (docs/design.md#mpi: a lease that a script mpirun started runs
 // on its own). slurm_test.go and the job-script tests launch lease without
 // it.
 const mpiWrapper = `#!/bin/sh

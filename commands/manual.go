@@ -81,7 +81,7 @@ var launchEnv = Item{mpi.ModeEnv, "Whether this process is one of the tasks of a
 	"off takes none, and every copy runs on its own."}
 
 // commonExit are the exit statuses of every command but fsck and run
-// (SPEC §7).
+// (docs/design.md#cli).
 var commonExit = []Item{
 	{exitTag(exitcode.OK), "Success: every line (or ID) succeeded."},
 	{exitTag(exitcode.Negative), "A negative answer: a lease was not granted, was lost, or a token was stale."},

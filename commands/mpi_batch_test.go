@@ -2,7 +2,7 @@
 
 package commands_test
 
-// Batch commands under mpirun (SPEC §8): renew-batch, release and verify
+// Batch commands under mpirun (docs/design.md#mpi): renew-batch, release and verify
 // print, exit and write what one process does, with the input from a file
 // or on rank 0's stdin. Run with `go test -tags mpi ./commands/`.
 

@@ -2,7 +2,7 @@
 
 package commands_test
 
-// lease as one program under a real mpirun (SPEC §8, seed F357): batch
+// lease as one program under a real mpirun (docs/design.md#mpi, seed F357): batch
 // commands give the same bytes and exit status as one process, a rank that
 // fails turns into the same negative result on every rank within the
 // watchdog bound, and qualify proves the cluster. Run with
@@ -116,7 +116,7 @@ func mpiSameExit(t *testing.T, job mpiJob) {
 	}
 }
 
-// mpiShardOf is the work shard of id in a table of n shards (SPEC §2).
+// mpiShardOf is the work shard of id in a table of n shards (docs/design.md#layout).
 func mpiShardOf(t *testing.T, id string, n int) int {
 	t.Helper()
 	v, err := strconv.ParseUint(id[:8], 16, 64)

@@ -22,7 +22,7 @@ import (
 // procBin is the lease binary built by TestMain.
 var procBin string
 
-// configEnv are the variables that configure lease (SPEC §6). TestMain
+// configEnv are the variables that configure lease (docs/design.md#clocks). TestMain
 // clears them, and points XDG_CONFIG_HOME at an empty directory, so that
 // the developer's environment cannot change what the tests see.
 var configEnv = []string{"LEASE_ROOT", "LEASE_CONFIG", "LEASE_OWNER", "LEASE_TTL", "LEASE_SHARDS", "LEASE_TARGET_SHARDS",

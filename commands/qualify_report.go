@@ -1,7 +1,7 @@
 package commands
 
 // What lease qualify prints: for people a verdict line per check and a
-// summary; with --json the proof itself, unchanged (SPEC §8). This is the
+// summary; with --json the proof itself, unchanged (docs/design.md#mpi). This is the
 // one place qualify prints, so that who prints (rank 0 only, or every
 // rank) is decided where it is called.
 

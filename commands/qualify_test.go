@@ -1,6 +1,6 @@
 package commands_test
 
-// lease qualify as one process (SPEC §8) on the root filesystem, on
+// lease qualify as one process (docs/design.md#mpi) on the root filesystem, on
 // loop-mounted ext4 and xfs, and on FUSE filesystems (faultfs) that refuse
 // directory fsync or whose locks do not exclude. The binary is the one
 // TestMain built: the lock checks start it again as their second process.
@@ -18,7 +18,7 @@ import (
 )
 
 // qualProof is the proof qualify prints; decoding refuses unknown fields,
-// so the schema is exactly SPEC §8's.
+// so the schema is exactly docs/design.md#mpi's.
 type qualProof struct {
 	Members []struct {
 		Rank int    `json:"rank"`

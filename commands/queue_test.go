@@ -1,6 +1,6 @@
 package commands_test
 
-// The table's work queue (SPEC §3.1, §7): lease add, claim --next [--wait],
+// The table's work queue (docs/design.md#queue, #cli): lease add, claim --next [--wait],
 // run --next, status --summary and fsck's queue checks, through the
 // commands as scripts run them.
 
@@ -35,7 +35,7 @@ func queueEntries(t *testing.T, root string) map[leasefmt.ID]string {
 }
 
 // queueRecordShard is the work shard directory name of id in a 16-shard
-// table, from SPEC §2 alone.
+// table, from docs/design.md#layout alone.
 func queueShard(id leasefmt.ID) string {
 	var shard uint64
 	fmt.Sscanf(string(id[:8]), "%x", &shard)

@@ -1,6 +1,6 @@
 package commands_test
 
-// Exit statuses of batches (SPEC §7): the most serious outcome wins, and
+// Exit statuses of batches (docs/design.md#cli): the most serious outcome wins, and
 // every refused input leaves the table byte-identical.
 
 import (
@@ -59,7 +59,7 @@ func TestExitSeverity(t *testing.T) {
 	coreMust(t, 5, "", append(claim, string(locked), string(free))...)
 }
 
-// TestBadInputLeavesTableIdentical: every refused input exits as SPEC §7
+// TestBadInputLeavesTableIdentical: every refused input exits as docs/design.md#cli
 // says and leaves every name and byte under the root as it was.
 func TestBadInputLeavesTableIdentical(t *testing.T) {
 	root := coreRoot(t)

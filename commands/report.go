@@ -14,7 +14,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// The report of a batch command (SPEC §7): stdout carries exactly the lines
+// The report of a batch command (docs/design.md#cli): stdout carries exactly the lines
 // that succeeded, as `ID TOKEN`, in input order; each failure goes to
 // stderr as `REASON ID TOKEN detail (path)`; --json prints one document
 // with every result and the statistics instead. Work results and group
@@ -63,7 +63,7 @@ func groupRows(res []commit.GroupResult) []row {
 	return rows
 }
 
-// worstCode is the exit status of the most serious outcome (SPEC §7).
+// worstCode is the exit status of the most serious outcome (docs/design.md#cli).
 func worstCode(res []commit.Result) int {
 	code := exitcode.OK
 	for _, r := range res {

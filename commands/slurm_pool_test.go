@@ -4,7 +4,7 @@ package commands_test
 
 // Pools of workers, the ordinary way to spread fuzzers over the nodes of a
 // job: the launcher starts N copies of a worker script, and the `lease`
-// each worker calls is a plain process of its own (SPEC §8), whatever the
+// each worker calls is a plain process of its own (docs/design.md#mpi), whatever the
 // build and whatever the launcher put in its environment.
 
 import (

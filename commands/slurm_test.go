@@ -2,7 +2,7 @@
 
 package commands_test
 
-// lease in job scripts as HPC users write them (SPEC §8), run by sbatch on
+// lease in job scripts as HPC users write them (docs/design.md#mpi), run by sbatch on
 // a real one-node Slurm cluster (internal/testenv.NeedSlurm brings it up
 // with .ci/slurm-up.sh): mpirun inside an allocation, srun with each MPI
 // plugin, both builds. Only the program a launcher started is a rank; a

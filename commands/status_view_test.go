@@ -194,7 +194,7 @@ func TestStatusOutputs(t *testing.T) {
 	uxMust(t, 2, "", append(base, "-o", "wide", "--json")...)
 }
 
-// shardOf is the work shard of id in a table of 16 shards (SPEC §2).
+// shardOf is the work shard of id in a table of 16 shards (docs/design.md#layout).
 func shardOf(id leasefmt.ID) uint64 {
 	var n uint64
 	fmt.Sscanf(string(id[:8]), "%x", &n)

@@ -27,7 +27,7 @@ type Item struct {
 // Outcome is what happened to one item.
 type Outcome int
 
-// The outcomes, with the reason words of SPEC §7.
+// The outcomes, with the reason words of docs/design.md#cli.
 const (
 	OK Outcome = iota
 	StaleToken
@@ -85,7 +85,7 @@ var (
 
 var outcomeErrs = [...]error{nil, ErrStale, ErrExpired, ErrHeld, ErrDone, ErrReleased, ErrMissing, ErrExists, ErrCorrupt, ErrLockTimeout, ErrIO, ErrQueued, ErrFailed}
 
-// Graver reports whether o is a more serious outcome than p (SPEC §7): an
+// Graver reports whether o is a more serious outcome than p (docs/design.md#cli): an
 // I/O error over a corrupt record over a lock timeout over a negative
 // answer over success.
 func (o Outcome) Graver(p Outcome) bool { return o.gravity() > p.gravity() }
@@ -204,7 +204,7 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // A lease written leased (a claim or a renewal) whose expires_at, less the
 // clock skew, has passed by the time its directory is fsynced is reported
 // Expired, not OK: nothing is reported granted or renewed that its holder
-// could no longer count on (SPEC §6).
+// could no longer count on (docs/design.md#clocks).
 func (s *Store) Apply(ctx context.Context, k leasefmt.Kind, items []Item, decide Decide) []Result {
 	return s.apply(ctx, k, items, decide, nil)
 }

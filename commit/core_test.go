@@ -2,7 +2,7 @@ package commit_test
 
 // Durability tests of the storage engine through the FS seam: every call
 // the engine makes is recorded (seam.WithHook over seam.OS on a temp
-// dir) and checked against the invariants of SPEC §4 (G1–G8). This file
+// dir) and checked against the invariants of docs/design.md#durability (G1–G8). This file
 // holds the recording seam and the checks; the tests are in batch_test.go
 // (G4, G7), failure_test.go (G5, G6), move_test.go (G8) and claim_test.go.
 

@@ -1,6 +1,6 @@
 package commit
 
-// Target groups (SPEC §3, §5, G9).
+// Target groups (docs/design.md#records, #locks, G9).
 //
 // A group lease holds a set of targets under one token. The manifest
 // groups/SS/GID.json lists the sorted unique targets; each target record
@@ -8,7 +8,7 @@ package commit
 // the group's token, owner, status and expires_at. Every group operation is
 // all-or-nothing:
 //
-//  1. Locks are taken in the global order of SPEC §5: the manifests' locks in
+//  1. Locks are taken in the global order of docs/design.md#locks: the manifests' locks in
 //     ascending GID order, then the targets' locks in ascending ID order.
 //     Every manifest lock precedes every target lock, so processes that each
 //     follow this order cannot wait for each other in a cycle, whatever the

@@ -1,6 +1,6 @@
 package commit_test
 
-// Lock tests (SPEC §5). The cross-process tests re-run this test binary as
+// Lock tests (docs/design.md#locks). The cross-process tests re-run this test binary as
 // the lock holder, as Go's cmd/go/internal/lockedfile tests do: init sees
 // lockHelperEnv and turns the process into the helper before any test runs.
 

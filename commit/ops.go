@@ -52,7 +52,7 @@ func ClaimDecision(k leasefmt.Kind, owner string, ttl, skew float64) Decide {
 
 // RenewDecision extends a current live lease to now+ttl; with ttl <= 0 it
 // keeps the lease's own duration, expires_at - renewed_at of the record it
-// renews (SPEC §6).
+// renews (docs/design.md#clocks).
 func RenewDecision(ttl, skew float64) Decide {
 	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
 		if out, d := fenced(it, cur, now, skew); out != OK {
@@ -177,7 +177,7 @@ func settleAlways(Item, *leasefmt.Record, float64) bool { return true }
 
 // Claim claims items (tokens ignored) for owner for ttl seconds. An
 // expired committing record that names a published result is first
-// rolled forward (done) or back (released) as SPEC §3 says, never simply
+// rolled forward (done) or back (released) as docs/design.md#records says, never simply
 // taken over.
 func (s *Store) Claim(ctx context.Context, items []Item, owner string, ttl float64) []Result {
 	return s.apply(ctx, leasefmt.Work, items, ClaimDecision(leasefmt.Work, owner, ttl, s.skew), s.settleTaken)
@@ -235,7 +235,7 @@ func (s *Store) Revoke(ctx context.Context, items []Item) []Result {
 // Complete moves items leased → committing → done, each step a group
 // commit; an item reaches done only when its committing write was durable.
 // An item already done under its token succeeds again (a retry). The
-// queue entry of each item done is removed afterwards (SPEC §3.1).
+// queue entry of each item done is removed afterwards (docs/design.md#queue).
 func (s *Store) Complete(ctx context.Context, items []Item) []Result {
 	res := s.complete(ctx, items)
 	for _, r := range res {
@@ -267,7 +267,7 @@ func (s *Store) complete(ctx context.Context, items []Item) []Result {
 }
 
 // Verify checks, without locks or writes, that each item's token is the
-// current token of a lease its holder still has (SPEC §6: lost from
+// current token of a lease its holder still has (docs/design.md#clocks: lost from
 // expires_at - clock_skew): the fencing check a publisher makes.
 func (s *Store) Verify(ctx context.Context, items []Item) []Result {
 	res := make([]Result, len(items))

@@ -1,6 +1,6 @@
 package commit
 
-// Publishing a result exactly once (SPEC §3, §3.2): complete --publish moves
+// Publishing a result exactly once (docs/design.md#records, #staging): complete --publish moves
 // a staged result from the holder's own staging directory to public/
 // between committing and done, under the record's lock; a committing record
 // whose publisher is gone is settled (rolled forward or back) by whoever
@@ -84,7 +84,7 @@ func (s *Store) dropStage(id leasefmt.ID, token int64) {
 
 // ResultPublished reports whether the result name that the holder of token
 // of id staged has reached public/: public/NAME is there and
-// stage/ID.TOKEN/NAME is gone or is the same file (SPEC §3.2).
+// stage/ID.TOKEN/NAME is gone or is the same file (docs/design.md#staging).
 func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool, error) {
 	p, err := s.publishState(ResultPaths(id, token, name))
 	return p.moved(), err
@@ -98,7 +98,7 @@ func (s *Store) SamePublished(staged string) (bool, error) {
 }
 
 // settle is what an abandoned committing record that names a published
-// result becomes (SPEC §3): done when the result reached public/ (rolled
+// result becomes (docs/design.md#records): done when the result reached public/ (rolled
 // forward), else released (rolled back: the staged file stays in its
 // stage/ID.TOKEN/ directory), so a result is published at most once per ID.
 func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, string, error) {
@@ -116,7 +116,7 @@ func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, str
 }
 
 // Settle settles the committing work record of id if it names a published
-// result (SPEC §3): lease fsck's roll forward and back. It rolls forward
+// result (docs/design.md#records): lease fsck's roll forward and back. It rolls forward
 // whenever the result is in public/ (a committing record met under its
 // lock has no completer at work, and done is what the completer would
 // write), and rolls back only once a claimer could take the record over
@@ -162,7 +162,7 @@ func abandonedPublish(cur *leasefmt.Record) bool {
 // "publish") is made durable, then the result is moved with a durable
 // cross-directory rename that never replaces, and done is written after
 // it. A crash at any point leaves a state that the next claim
-// or lease fsck settles (SPEC §3). Retried with the same token and name it
+// or lease fsck settles (docs/design.md#records). Retried with the same token and name it
 // resumes an interrupted publish, or succeeds again when it finished. An
 // error wrapping ErrStaged means the staged file is unusable and nothing
 // was written.

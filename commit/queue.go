@@ -15,7 +15,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// The queue (SPEC §3.1): queue/SS/ID, one empty regular file per queued
+// The queue (docs/design.md#queue): queue/SS/ID, one empty regular file per queued
 // work item that is not done, SS the ID's work shard. The name is the
 // content, so an entry is created without a file fsync; each queue shard
 // directory touched by a batch is fsynced once (group commit). Claims never
@@ -230,7 +230,7 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 
 // dequeue removes the queue entry of an item whose record is durably done.
 // The removal need not be durable and its failure changes nothing that was
-// reported: an entry met for a done record is removed then (SPEC §3.1).
+// reported: an entry met for a done record is removed then (docs/design.md#queue).
 func (s *Store) dequeue(id leasefmt.ID) {
 	if err := s.fs.Remove(s.QueuePath(id)); err == nil {
 		s.stats.Dequeued.Add(1)
@@ -287,7 +287,7 @@ type Next struct {
 }
 
 // ClaimNext claims up to n free items of the queue for owner, without a
-// candidate list (SPEC §7, claim --next). Its cost does not grow with the
+// candidate list (docs/design.md#cli, claim --next). Its cost does not grow with the
 // number of items done or queued: it visits the queue shards in a random
 // order, reads FirstChunk names of a shard and then NextChunk at a time,
 // and tries them in random order, so that workers starting together do

@@ -10,7 +10,7 @@ import (
 	"github.com/leasetool/lease/commit/durable"
 )
 
-// Stats counts what a batch command did (SPEC §9). It is safe for
+// Stats counts what a batch command did (docs/design.md#statistics). It is safe for
 // concurrent use; Snapshot gives the plain numbers.
 type Stats struct {
 	// Counts are the durability layer's: file and directory fsyncs, and

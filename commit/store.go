@@ -22,7 +22,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// Top-level names of a table (SPEC §2).
+// Top-level names of a table (docs/design.md#layout).
 const (
 	TableFile = "TABLE"
 	StageDir  = "stage"
@@ -438,7 +438,7 @@ func (s *Store) RecordPath(k leasefmt.Kind, id leasefmt.ID) string {
 func (s *Store) Abs(name string) string { return filepath.Join(s.root, filepath.FromSlash(name)) }
 
 // StagePath is the table-relative staging directory of the holder of
-// token of id, stage/ID.TOKEN (SPEC §3.2): results staged there can only
+// token of id, stage/ID.TOKEN (docs/design.md#staging): results staged there can only
 // be published while token is current.
 func StagePath(id leasefmt.ID, token int64) string {
 	return StageDir + "/" + string(id) + "." + strconv.FormatInt(token, 10)

@@ -1,4 +1,4 @@
-// Package config resolves the settings of one lease invocation (SPEC §6):
+// Package config resolves the settings of one lease invocation (docs/design.md#clocks):
 // flags over environment over a TOML file over defaults, in one function
 // ([Load]), from one table of settings ([All]) that gives each setting its
 // TOML key, environment variable, flag, type, help text and default,

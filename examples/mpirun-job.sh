@@ -4,7 +4,7 @@
 #
 # Workers append the `ID TOKEN` lines they claim to $HELD; one
 # `lease renew-batch --watch` job step renews all of them every renewal
-# interval, each rank renewing the shards s with s % 4 == rank (SPEC §8), so
+# interval, each rank renewing the shards s with s % 4 == rank (docs/design.md#mpi), so
 # the fsync load is spread over 4 nodes. It re-reads $HELD every round,
 # reports lost leases on stderr as they happen, and when told to stop
 # (SIGUSR1 to mpirun, which forwards it to every rank) prints the leases it

@@ -3,7 +3,7 @@
 // delays or fails the calls the lease durability protocol depends on: file
 // fsync, directory fsync, rename, write, open and create. It counts every
 // such call, so a test can check that an operation issued exactly the fsyncs
-// and renames the protocol promises (SPEC §4, G1–G9), and it can make
+// and renames the protocol promises (docs/design.md#durability, G1–G9), and it can make
 // byte-range locks non-exclusive (LocksBroken) to show that `lease qualify`
 // notices.
 //

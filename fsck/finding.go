@@ -65,7 +65,7 @@ const (
 	// KindOrphanResult: a result in public/ that no done or committing work
 	// record names. Repair moves it to lost+found/.
 	KindOrphanResult Kind = "orphan-result"
-	// KindQueue: something wrong in queue/ (SPEC §3.1): a name that is not
+	// KindQueue: something wrong in queue/ (docs/design.md#queue): a name that is not
 	// a queue shard directory, an entry that is not an empty regular file
 	// named by an ID (moved to lost+found/), an entry of a done item
 	// (removed), an entry in the wrong shard (moved to its shard).

@@ -1,5 +1,5 @@
 // Package fsck checks a lease table and repairs it: the checker behind
-// `lease fsck` (SPEC §7; fsck(8) exit codes).
+// `lease fsck` (docs/design.md#cli; fsck(8) exit codes).
 //
 // Check runs phases in a fixed order and streams typed findings (*Finding,
 // one Kind each) to a callback as it goes:
@@ -54,7 +54,7 @@ type Options struct {
 	Repair bool
 	// Now is the clock for expiry and for the times repairs write.
 	Now float64
-	// ClockSkew is the clock_skew of the table's nodes (SPEC §6): an
+	// ClockSkew is the clock_skew of the table's nodes (docs/design.md#clocks): an
 	// abandoned publish is rolled back only from expires_at + ClockSkew,
 	// when a claimer could take the record over.
 	ClockSkew float64

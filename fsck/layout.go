@@ -11,7 +11,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// topDirs are the directories of the layout (SPEC §2), lost+found/ last
+// topDirs are the directories of the layout (docs/design.md#layout), lost+found/ last
 // because it is checked first, on its own.
 var topDirs = []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), commit.StageDir, commit.PublicDir, commit.LostFound}
 

@@ -1,6 +1,6 @@
 package fsck
 
-// Tokens across repair (SPEC §3): the released record a repair leaves in
+// Tokens across repair (docs/design.md#records): the released record a repair leaves in
 // place of a quarantined one, with a token no earlier claim can have had.
 
 import (
@@ -57,7 +57,7 @@ func FreshToken(now, skew float64) int64 {
 // released record whose token is at least the highest token the
 // quarantined bytes show, or a fresh one when they show none, so that the
 // next claim of the ID gets a token larger than any earlier claim of it
-// (SPEC §3: tokens never repeat, also across repair). The caller holds the
+// (docs/design.md#records: tokens never repeat, also across repair). The caller holds the
 // record's lock.
 func (c *checker) placeholder(f *Finding, k leasefmt.Kind, id leasefmt.ID, data []byte) {
 	if k != leasefmt.Work && k != leasefmt.Target {

@@ -15,7 +15,7 @@ import (
 )
 
 // The publish phase checks stage/ and public/ against the work records
-// (SPEC §3, §3.2), in an order that converges in one repair run:
+// (docs/design.md#records, #staging), in an order that converges in one repair run:
 //
 //  1. committing records that name a published result and whose publisher
 //     is gone are settled under their lock, as the next claim would: rolled

@@ -10,7 +10,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// The queue phase (SPEC §3.1): queue/SS/ID is an empty regular file per
+// The queue phase (docs/design.md#queue): queue/SS/ID is an empty regular file per
 // queued work item that is not done, in the ID's work shard. fsck reports
 // and repairs:
 //   - names in queue/ that are not shard directories of the table, and

@@ -93,7 +93,7 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 // that is about to be replaced in place: the bytes are copied into
 // lost+found/ (fsynced, with the note, lost+found/ fsynced) and the record
 // stays where it is until the caller renames its replacement over it, so
-// that no crash ever leaves the ID without a record (SPEC §3: a claim of a
+// that no crash ever leaves the ID without a record (docs/design.md#records: a claim of a
 // missing record would start its tokens over).
 func (c *checker) quarantineCopy(rel string, f *Finding, why string, data []byte) (string, error) {
 	n := note{Kind: f.Kind, Path: rel, ID: string(f.ID), Found: f.Found, Expected: f.Expected, Why: why, By: "lease fsck --repair"}

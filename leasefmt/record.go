@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxRecordSize is the largest record file a reader accepts (SPEC §3).
+// MaxRecordSize is the largest record file a reader accepts (docs/design.md#records).
 const MaxRecordSize = 4096
 
 // MaxToken is the largest token: 2^53-1, exact in every JSON reader.
@@ -240,7 +240,7 @@ var knownKeys = map[string]bool{
 var workKeys = map[string]bool{"publish": true, "attempts": true, "exit_status": true, "stderr_tail": true}
 
 // Decode reads a record of kind k from data, which was read from the file
-// of name. Every rule of SPEC §3 is checked; the error wraps ErrCorrupt.
+// of name. Every rule of docs/design.md#records is checked; the error wraps ErrCorrupt.
 func Decode(data []byte, k Kind, name ID) (*Record, error) {
 	if len(data) > MaxRecordSize {
 		return nil, bad("", "record is %d bytes, more than %d", len(data), MaxRecordSize)

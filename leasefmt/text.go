@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// MaxErrorText bounds every error text lease prints (SPEC §7).
+// MaxErrorText bounds every error text lease prints (docs/design.md#cli).
 const MaxErrorText = 512
 
 // Quote renders untrusted text (an input line, a file name, an owner) for an

@@ -1,6 +1,6 @@
 // Package leases is the Go API to a lease table: what a fuzzing harness
 // written in Go uses instead of running the lease command. It opens the
-// same tables, with the same records, locks and durability (SPEC §2–§6),
+// same tables, with the same records, locks and durability (docs/design.md),
 // so Go programs, the lease command and other programs can share one
 // table.
 //

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Launch detection (SPEC §8). A launcher's variables are inherited by
+// Launch detection (docs/design.md#mpi). A launcher's variables are inherited by
 // every process its tasks start, so their presence alone does not make a
 // process a rank: `mpirun -np 4 worker.sh` and `srun -n 4 worker.sh` start
 // scripts whose every `lease` would otherwise join one program. A process

@@ -1,5 +1,5 @@
 // Package mpi lets one lease command run as a single program across the
-// ranks of an mpirun job (SPEC §8).
+// ranks of an mpirun job (docs/design.md#mpi).
 //
 // Built with -tags mpi it is a thin layer over github.com/emer/empi/mpi
 // (Open MPI, linked through `pkg-config ompi`); built without the tag it is

@@ -1,5 +1,5 @@
 // Package qualify proves a filesystem, and the nodes of an mpirun job,
-// fit for lease tables (SPEC §8): the checks `lease qualify` runs.
+// fit for lease tables (docs/design.md#mpi): the checks `lease qualify` runs.
 //
 // On every rank, in a scratch directory of the table root: O_EXCL create,
 // atomic rename-over, file and directory fsync, fcntl lock exclusion
@@ -83,7 +83,7 @@ type Member struct {
 	Host string `json:"host"`
 }
 
-// Proof is what qualify proves: identical on every rank (SPEC §8).
+// Proof is what qualify proves: identical on every rank (docs/design.md#mpi).
 type Proof struct {
 	Members    []Member `json:"members"`
 	Clean      bool     `json:"clean"`

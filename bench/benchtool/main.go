@@ -8,7 +8,7 @@
 //	benchtool report RAW                 Markdown table and goal verdict from RAW samples
 //	benchtool ab DIR IN REPS LABEL=CMD...  A/B test: interleaved runs of each CMD, paired ratios
 //
-// ids: the first 8 hex digits of ID i (which choose its shard, SPEC §2) are
+// ids: the first 8 hex digits of ID i (which choose its shard, docs/design.md#layout) are
 // i itself, so with K shards ID i lands in shard i%K and N IDs spread
 // evenly; the other 56 digits are a SHA-256 digest of i, as in
 // commit/bench_test.go.

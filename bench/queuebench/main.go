@@ -99,7 +99,7 @@ type opts struct {
 }
 
 // id is ID i: its first 8 hex digits are i, so N IDs spread evenly over any
-// shard count (SPEC §2), the rest a SHA-256 digest of i (benchtool ids).
+// shard count (docs/design.md#layout), the rest a SHA-256 digest of i (benchtool ids).
 func id(i int) string {
 	sum := sha256.Sum256([]byte(strconv.Itoa(i)))
 	return fmt.Sprintf("%08x%s", i, hex.EncodeToString(sum[:])[8:])

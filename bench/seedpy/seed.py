@@ -5,7 +5,7 @@
 
 Reads `ID TOKEN` lines (blank lines and # comments skipped), the input of `lease renew-batch`,
 and renews those work leases in the table's own format (shared/SPEC.md §2-§5), one record at a
-time in input order: lock one byte of the shard's .lock file (fcntl, SPEC §5), re-read and
+time in input order: lock one byte of the shard's .lock file (fcntl, docs/design.md#locks), re-read and
 validate the record, check that the token is current and the lease live, write the renewed
 record (renewed_at = now, expires_at = now + ttl, every other field kept) to
 .ID.json.tmp.<random hex>, fsync it, rename it over ID.json, unlock. Records are written in
@@ -68,7 +68,7 @@ def not_json(literal):
 
 
 def decode(data, ident):
-    """The work record in data, validated as SPEC §3 says, or Corrupt."""
+    """The work record in data, validated as docs/design.md#records says, or Corrupt."""
     if not data or len(data) > MAX_RECORD:
         raise Corrupt("record is %d bytes" % len(data))
     try:

@@ -171,7 +171,7 @@ func (b *Builder) badRecord(tag string, min int64, data func(id leasefmt.ID) []b
 // one no earlier claim can have had (microseconds since the epoch at Now).
 const fresh = int64(Now * 1e6)
 
-// stagePath is the staging directory of token of id (SPEC §3.2).
+// stagePath is the staging directory of token of id (docs/design.md#staging).
 func stagePath(id leasefmt.ID, token int64) string {
 	return fmt.Sprintf("stage/%s.%d", id, token)
 }

@@ -145,7 +145,7 @@ func mpiQualify(t *testing.T, vol mounts, rounds int) mpiJob {
 	dir := t.TempDir()
 	wrapper := filepath.Join(dir, "rank.sh")
 	// The wrapper is the program mpirun starts, so lease, which it runs,
-	// is a rank only by LEASE_MPI=on (SPEC §8: a script's lease calls are
+	// is a rank only by LEASE_MPI=on (docs/design.md#mpi: a script's lease calls are
 	// plain processes unless told otherwise).
 	script := "#!/bin/sh\nr=$OMPI_COMM_WORLD_RANK\nLEASE_MPI=on \"$@\" >\"" + dir + "/out.$r\" 2>\"" + dir + "/err.$r\"\nrc=$?\necho $rc >\"" + dir + "/rc.$r\"\nexit $rc\n"
 	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {

@@ -92,7 +92,7 @@ func (r *Run) SetExit(code int) {
 	r.mu.Unlock()
 }
 
-// Exit is the exit status the command would return (SPEC §7).
+// Exit is the exit status the command would return (docs/design.md#cli).
 func (r *Run) Exit() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

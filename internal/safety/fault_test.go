@@ -35,7 +35,7 @@ func stageDirRemoval(op seam.Op, name string) bool {
 }
 
 // queueEntryRemoval: the removal of a queue entry after its item is done,
-// which need not succeed (SPEC §3.1: an entry met for a done record is
+// which need not succeed (docs/design.md#queue: an entry met for a done record is
 // removed then; the queue invariant and fsck check that one is).
 func queueEntryRemoval(op seam.Op, name string) bool {
 	_, ok := queueEntryID(name)

@@ -121,7 +121,7 @@ func (c *checker) wrote(k recKey, r *leasefmt.Record) bool {
 	return false
 }
 
-// groupInvariant: SPEC §3, all targets of a live group carry the group's
+// groupInvariant: docs/design.md#records, all targets of a live group carry the group's
 // token, owner and expires_at; and a live target belongs to a live group
 // that lists it.
 func groupInvariant(recs map[recKey]*leasefmt.Record, now float64) []string {

@@ -150,14 +150,14 @@ func rolledForward(r, got *leasefmt.Record) bool {
 
 // rolledBack: got is the roll-back of an abandoned publish r (a committing
 // record that names a result) to released under the same token, by a claim
-// or by fsck (SPEC §3).
+// or by fsck (docs/design.md#records).
 func rolledBack(r, got *leasefmt.Record) bool {
 	return r.Kind == leasefmt.Work && r.Status == leasefmt.Committing && r.Publish != "" &&
 		got.Status == leasefmt.Released && got.Token == r.Token && got.Owner == r.Owner && got.Publish == ""
 }
 
 // placeholderByRepair: got is the released record fsck leaves in place of
-// a record it quarantined, keeping its token (SPEC §3); that its token is
+// a record it quarantined, keeping its token (docs/design.md#records); that its token is
 // high enough is checked by the claims after recovery.
 func placeholderByRepair(got *leasefmt.Record) bool {
 	return got.Status == leasefmt.Released && got.Owner == "lease-fsck" &&

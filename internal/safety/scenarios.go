@@ -51,7 +51,7 @@ func workTable() *leasefmt.Table {
 	return &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: T0}
 }
 
-// staged is a result staged by the holder of one token (SPEC §3.2).
+// staged is a result staged by the holder of one token (docs/design.md#staging).
 type staged struct {
 	id    int
 	token int64

@@ -14,7 +14,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// Abandoned publishes (SPEC §3), for the claims that settle them:
+// Abandoned publishes (docs/design.md#records), for the claims that settle them:
 //
 //	ID 80 committing (bob, token 1, expired) publishing r80.bin, already
 //	      moved to public/: a publisher killed between the move and done

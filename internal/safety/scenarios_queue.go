@@ -1,6 +1,6 @@
 package safety
 
-// The queue scenarios (SPEC §3.1): lease add, claim --next and complete of
+// The queue scenarios (docs/design.md#queue): lease add, claim --next and complete of
 // queued items, over the work table with a queue:
 //
 //	ID 4, 5, 8, 9, 76, 77 queued (76, 77 without a record)

@@ -22,7 +22,7 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// The names a table may hold (SPEC §2), as the FS seam sees them.
+// The names a table may hold (docs/design.md#layout), as the FS seam sees them.
 var tableName = regexp.MustCompile(`^(` +
 	`|TABLE|\.TABLE\.tmp\.[0-9a-f]+` +
 	`|(work|targets|groups)(/[0-9a-f]{2,4}(/(\.lock|[0-9a-f]{64}\.json|\.[0-9a-f]{64}\.json\.tmp\.[0-9a-f]+))?)?` +
