@@ -16,19 +16,19 @@ import (
 	"time"
 )
 
-// workerLoop is the worker every node runs in the campaign: a shell loop
-// of `lease run --next --wait --complete`, one queue item at a time, until
-// the queue is empty (lease run exits 123). Its environment names lease
-// ($LEASE), the table ($ROOT), the lease's TTL ($TTL) and the work ($WORK,
-// a shell command that sees LEASE_ID and LEASE_TOKEN). When `lease work`
-// exists, it replaces this loop.
-var workerLoop = `while "$LEASE" run --next --wait --complete --root "$ROOT" --ttl "$TTL" -- sh -c "$WORK"; do :; done`
+// workerLoop is the worker every node runs in the campaign: `lease work`,
+// one long-lived worker that runs the work for one queue item after
+// another until the queue is empty (exit 0), as a job script starts it. Its
+// environment names lease ($LEASE), the table ($ROOT), the lease's TTL
+// ($TTL) and the work ($WORK, a shell command that sees LEASE_ID and
+// LEASE_TOKEN).
+var workerLoop = `exec "$LEASE" work --root "$ROOT" --ttl "$TTL" -- sh -c "$WORK"`
 
 // TestCampaignThroughTwoMounts: a queue of 160 items (lease add through
 // mount A), worked by 8 workers (workerLoop), 4 through each mount, with
 // the real clock and a 4 s TTL. When a third of the items are done, the
 // whole process tree of one worker on each mount is killed with SIGKILL
-// (the loop, its lease run, its work). The others finish the queue. Every
+// (lease work, its supervisor, its work). The others finish the queue. Every
 // item is done, once: its record is done with the token of the one run
 // that completed it, the work log has that run, and an item run more than
 // once is one a killed worker held (at most one each).
