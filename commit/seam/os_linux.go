@@ -446,16 +446,19 @@ func (o *OSFS) SyncFile(name string) error {
 	if _, err := regular(fd); err != nil {
 		return o.perr("open", name, err)
 	}
-	for {
-		err = unix.Fsync(fd)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := fsyncFD(fd); err != nil {
 		return o.perr("fsync", name, err)
 	}
 	return nil
+}
+
+// fsyncFD is fsync(2) of fd, again when a signal interrupted it.
+func fsyncFD(fd int) error {
+	for {
+		if err := unix.Fsync(fd); err != unix.EINTR {
+			return err
+		}
+	}
 }
 
 // Mkdir implements FS. Directories are created with mode 0777 less the umask.
@@ -482,13 +485,7 @@ func (o *OSFS) SyncDir(name string) error {
 	if err != nil {
 		return err
 	}
-	for {
-		err = unix.Fsync(fd)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	if err != nil {
+	if err := fsyncFD(fd); err != nil {
 		return o.perr("fsync", name, err)
 	}
 	return nil
