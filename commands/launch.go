@@ -110,6 +110,11 @@ func aloneMessage(worker bool, l mpi.Launch) string {
 	fix := "run it once, outside the launcher (or with -np 1 / -n 1)"
 	if worker {
 		fix = fmt.Sprintf("to start %s independent workers, let the launcher start a script that calls lease (%s %s worker.sh)", n, l.Launcher, npFlag(l))
+		if l.Launcher == "srun" {
+			// Slurm names a task by its pid, which exec keeps: a script
+			// that ends in `exec lease ...` is the task itself.
+			fix += "; under srun that script must not exec lease, which would make lease the task"
+		}
 	}
 	return fmt.Sprintf("runs as one process, not as one of %s %s (started by %s): %s; %s=off makes every task run it on its own (%s run as one program across %s)",
 		n, l.Unit(), l, fix, mpi.ModeEnv, commandsWith(Distributed), l.Unit())

@@ -184,10 +184,10 @@ func (k *kicker) close() {
 	}
 }
 
-// JournalKicks reports how many times this FS asked the CephFS metadata
+// journalKicks reports how many times this FS asked the CephFS metadata
 // server to write its journal for a read that waited on it (0 on any
 // other filesystem).
-func (o *OSFS) JournalKicks() int64 {
+func (o *OSFS) journalKicks() int64 {
 	if o.kick == nil {
 		return 0
 	}

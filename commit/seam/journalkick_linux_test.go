@@ -47,7 +47,7 @@ func TestKickerNotOnLocalFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	if o.kick != nil || o.JournalKicks() != 0 {
+	if o.kick != nil || o.journalKicks() != 0 {
 		t.Errorf("OS(%s) has a kicker", dir)
 	}
 }
