@@ -26,7 +26,10 @@ package commands_test
 //
 // TestReadmeWorker also runs "A worker in four lines" line by line,
 // checking what each line leaves in held and in the table;
-// examples/afl_test.go runs "A campaign in a few lines" with AFL++.
+// examples/afl_campaign_test.go runs "A campaign in a few lines" with
+// AFL++; TestReadmeStart checks the two commands the README starts with
+// against the Makefile and .ci/run; readme_cluster_test.go runs the
+// cluster workers under mpirun, srun and sbatch.
 
 import (
 	"fmt"
@@ -198,6 +201,53 @@ func TestReadmeSnippets(t *testing.T) {
 	}
 }
 
+// TestReadmeStart: the README starts with the two commands a new user
+// runs, `make demo` (the demo campaign, examples/demo.sh, which TestDemo
+// runs) and `make test` (every test), and CI's .ci/run runs exactly that
+// test command, so that what the README promises is what CI checks.
+func TestReadmeStart(t *testing.T) {
+	blocks := readmeBlocks(t)
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no sh block")
+	}
+	first := blocks[0]
+	data, _ := os.ReadFile(filepath.Join("..", "README.md"))
+	if before, _, _ := strings.Cut(string(data), "```sh"); strings.Count(before, "\n") > 4 {
+		t.Errorf("README.md's first sh block starts at line %d: the two commands come first", first.line)
+	}
+	var cmds []string
+	for _, l := range strings.Split(strings.TrimSpace(first.code), "\n") {
+		cmd, _, _ := strings.Cut(l, "#")
+		cmds = append(cmds, strings.TrimSpace(cmd))
+	}
+	if len(cmds) != 2 || cmds[0] != "make demo" || cmds[1] != "make test" {
+		t.Fatalf("README.md's first block runs %q, want the demo and the tests: make demo, make test", cmds)
+	}
+	makefile, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^demo:.*\n\t\./examples/demo\.sh$`).Match(makefile) {
+		t.Error("the Makefile's demo target does not run ./examples/demo.sh (the demo TestDemo runs)")
+	}
+	if !regexp.MustCompile(`(?m)^test:`).Match(makefile) {
+		t.Error("the Makefile has no test target")
+	}
+	ci, err := os.ReadFile(filepath.Join("..", ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []string
+	for _, l := range strings.Split(string(ci), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && f[0] == "make" {
+			runs = append(runs, strings.TrimSpace(l))
+		}
+	}
+	if len(runs) != 1 || runs[0] != cmds[1] {
+		t.Errorf(".ci/run runs %q; want exactly the README's test command %q", runs, cmds[1])
+	}
+}
+
 // readmeWorker returns the lines of the README's "A worker in four lines".
 func readmeWorker(t *testing.T) []string {
 	t.Helper()
@@ -309,5 +359,57 @@ func TestReadmeWorker(t *testing.T) {
 	step(2, "")
 	if h := held(); h != "" {
 		t.Errorf("held after the done item's renewal: %q", h)
+	}
+}
+
+// TestReadmeFailedItems runs the block of "When items fail" line by line
+// in a scratch directory (readmeKit), checking what each line leaves in
+// the table: every item failed after the broken harness, every one back
+// after lease retry, every one done, with its result, after the last line.
+func TestReadmeFailedItems(t *testing.T) {
+	testenv.NeedTools(t, "bash", "grep")
+	var lines []string
+	for _, b := range readmeBlocks(t) {
+		if b.section == "When items fail" {
+			lines = strings.Split(strings.TrimSuffix(b.code, "\n"), "\n")
+			break
+		}
+	}
+	if len(lines) != 5 {
+		t.Fatalf("the block of \"When items fail\" has %d lines, want 5: add, the broken harness, status, retry, work", len(lines))
+	}
+	dir, env := readmeKit(t)
+	run := func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-c", script)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", script, err, out)
+		}
+		return string(out)
+	}
+	counts := func() string { return run("lease status --summary --json") }
+	want := func(after string, fields ...string) {
+		t.Helper()
+		c := counts()
+		for _, f := range fields {
+			if !strings.Contains(c, f) {
+				t.Errorf("after %q: status --summary %s, want %s", after, c, f)
+			}
+		}
+	}
+	run(lines[0])
+	run(lines[1])
+	want(lines[1], `"failed":3`, `"done":0`)
+	if out := run(lines[2]); !regexp.MustCompile(`(?m)^failed +3 `).MatchString(out) {
+		t.Errorf("%s printed %q, want the count of failed items (3)", lines[2], out)
+	}
+	run(lines[3])
+	want(lines[3], `"failed":0`, `"released":3`)
+	run(lines[4])
+	want(lines[4], `"failed":0`, `"done":3`)
+	if res, _ := filepath.Glob(filepath.Join(dir, "table", "public", "*", "input")); len(res) != 3 {
+		t.Errorf("after %q: %d results published, want 3", lines[4], len(res))
 	}
 }
