@@ -39,9 +39,9 @@ const censusChunk = 4096
 
 // Census counts the table's queue and work records at the store's clock
 // (WithClock, Store.At; read once). The queue and the names of the records are
-// only listed; every record is read (the status is in the record), by up
-// to workers shards at a time, so that memory stays at a few shards'
-// names whatever the table's size. A record that cannot be read for an
+// listed, by up to workers shards at a time, so that memory stays at a few
+// shards' names whatever the table's size; only the records the listings
+// cannot account for are read (censusShard). A record that cannot be read for an
 // I/O error stops it.
 func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
@@ -106,6 +106,54 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 	}
 }
 
+// listDirents calls fn with every name of directory dir and its inode
+// number (0 when the FS gives none), read in chunks.
+func (s *Store) listDirents(dir string, fn func(name string, ino uint64)) error {
+	d, err := seam.OpenDir(s.fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
+	}
+	defer d.Close()
+	ir, withIno := d.(seam.InodeReader)
+	for {
+		var ents []seam.Dirent
+		if withIno {
+			ents, err = ir.ReadDirents(censusChunk)
+		} else {
+			var names []string
+			names, err = d.ReadNames(censusChunk)
+			for _, n := range names {
+				ents = append(ents, seam.Dirent{Name: n})
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
+		}
+		for _, e := range ents {
+			fn(e.Name, e.Ino)
+		}
+	}
+}
+
+// marker is what a status marker of a shard's listing says.
+type marker struct {
+	status   leasefmt.Status
+	attempts int64
+	ino      uint64
+}
+
+// censusShard counts shard sh. Only the records that the listings cannot
+// account for are read: those of queued items (not done), and those whose
+// status marker is missing or is not the record's own inode (see
+// markers.go). A done or failed record with its marker is counted from the
+// listing, so the cost in reads follows the items in flight, not the items
+// done (docs/design.md#statistics).
 func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	queued := map[leasefmt.ID]bool{}
@@ -118,19 +166,40 @@ func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, e
 		return c, err
 	}
 	c.Queued = int64(len(queued))
-	var ids []leasefmt.ID
-	err = s.listNames(s.ShardDir(leasefmt.Work, sh), func(name string) {
-		base, ok := strings.CutSuffix(name, ".json")
-		if !ok {
+	records := map[leasefmt.ID]uint64{}
+	var markers map[leasefmt.ID]marker
+	err = s.listDirents(s.ShardDir(leasefmt.Work, sh), func(name string, ino uint64) {
+		if base, ok := strings.CutSuffix(name, ".json"); ok {
+			if id, err := leasefmt.ParseID(base); err == nil {
+				records[id] = ino
+			}
 			return
 		}
-		if id, err := leasefmt.ParseID(base); err == nil {
-			delete(queued, id)
-			ids = append(ids, id)
+		if id, st, n, ok := ParseMarkerName(name); ok && ino != 0 {
+			if markers == nil {
+				markers = map[leasefmt.ID]marker{}
+			}
+			markers[id] = marker{st, n, ino}
 		}
 	})
 	if err != nil {
 		return c, err
+	}
+	var ids []leasefmt.ID
+	for id, ino := range records {
+		q := queued[id]
+		delete(queued, id)
+		if m, ok := markers[id]; ok && !q && ino != 0 && m.ino == ino {
+			c.Records++
+			c.Attempts += m.attempts
+			if m.status == leasefmt.Done {
+				c.Done++
+			} else {
+				c.Failed++
+			}
+			continue
+		}
+		ids = append(ids, id)
 	}
 	c.Free = int64(len(queued))
 	for _, id := range ids {

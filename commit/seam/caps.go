@@ -99,3 +99,29 @@ func Share(f FS, s Sharing) {
 type FileOpener interface {
 	OpenRead(name string) (io.ReadCloser, error)
 }
+
+// Linker gives an existing regular file a second name (link(2), never
+// following a symbolic link, never replacing a name: fs.ErrExist when
+// newname exists). The engine links a record it has just written done or
+// failed to a status marker beside it, so that lease status --summary can
+// count the record from the directory listing alone (docs/design.md#statistics).
+// Without it, no markers are made and the summary reads those records.
+type Linker interface {
+	Link(oldname, newname string) error
+}
+
+// Dirent is one name of a directory with its inode number as the
+// directory lists it (d_ino; 0 when the filesystem gives none).
+type Dirent struct {
+	Name string
+	Ino  uint64
+}
+
+// InodeReader is implemented by a DirReader that also hands out the inode
+// number of each name, which getdents(2) returns with it at no extra cost:
+// two names listed with the same inode number are one file. Without it, a
+// summary cannot tell a marker from a stale one and reads the record.
+type InodeReader interface {
+	// ReadDirents is ReadNames with each name's inode number.
+	ReadDirents(n int) ([]Dirent, error)
+}

@@ -3,6 +3,8 @@
 package seam
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -64,6 +66,62 @@ func (d *osDir) ReadNames(n int) ([]string, error) {
 		return nil, io.EOF
 	}
 	return names, nil
+}
+
+// ReadDirents implements InodeReader: linux_dirent64 records parsed by
+// hand, since unix.ParseDirent drops d_ino.
+func (d *osDir) ReadDirents(n int) ([]Dirent, error) {
+	if d.buf == nil {
+		size := 32 << 10
+		if n > 0 {
+			size = min(max(n*direntBytes, 1<<10), 32<<10)
+		}
+		d.buf = make([]byte, size)
+	}
+	fd := int(d.f.Fd())
+	var out []Dirent
+	for n <= 0 || len(out) < n {
+		if d.pos >= d.end {
+			nb, err := unix.Getdents(fd, d.buf)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return out, &os.PathError{Op: "readdirent", Path: d.f.Name(), Err: err}
+			}
+			if nb <= 0 {
+				break
+			}
+			d.pos, d.end = 0, nb
+		}
+		for d.pos < d.end && (n <= 0 || len(out) < n) {
+			rec := d.buf[d.pos:d.end]
+			// d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+			if len(rec) < 19 {
+				d.pos = d.end
+				break
+			}
+			reclen := int(binary.NativeEndian.Uint16(rec[16:18]))
+			if reclen < 19 || reclen > len(rec) {
+				d.pos = d.end
+				break
+			}
+			ino := binary.NativeEndian.Uint64(rec[0:8])
+			name := rec[19:reclen]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			d.pos += reclen
+			if ino == 0 || string(name) == "." || string(name) == ".." {
+				continue // a deleted entry, or the directory itself
+			}
+			out = append(out, Dirent{Name: string(name), Ino: ino})
+		}
+	}
+	if len(out) == 0 && n > 0 {
+		return nil, io.EOF
+	}
+	return out, nil
 }
 
 // Close implements DirReader.
