@@ -2,10 +2,10 @@ package commit
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
-	"strings"
 	"sync"
 
 	"github.com/leasetool/lease/commit/durable"
@@ -106,9 +106,10 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 	}
 }
 
-// listDirents calls fn with every name of directory dir and its inode
-// number (0 when the FS gives none), read in chunks.
-func (s *Store) listDirents(dir string, fn func(name string, ino uint64)) error {
+// scanDir calls fn with every name of directory dir and its inode number
+// (0 when the FS gives none), names only valid during the call (none when
+// the directory does not exist).
+func (s *Store) scanDir(dir string, fn func(name []byte, ino uint64)) error {
 	d, err := seam.OpenDir(s.fs, dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -117,35 +118,95 @@ func (s *Store) listDirents(dir string, fn func(name string, ino uint64)) error 
 		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 	}
 	defer d.Close()
-	ir, withIno := d.(seam.InodeReader)
-	for {
-		var ents []seam.Dirent
-		if withIno {
-			ents, err = ir.ReadDirents(censusChunk)
-		} else {
-			var names []string
-			names, err = d.ReadNames(censusChunk)
-			for _, n := range names {
-				ents = append(ents, seam.Dirent{Name: n})
-			}
+	if sc, ok := d.(seam.DirentScanner); ok {
+		if err := sc.ScanDirents(fn); err != nil {
+			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 		}
+		return nil
+	}
+	for {
+		names, err := d.ReadNames(censusChunk)
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
 			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
 		}
-		for _, e := range ents {
-			fn(e.Name, e.Ino)
+		for _, n := range names {
+			fn([]byte(n), 0)
 		}
 	}
 }
 
-// marker is what a status marker of a shard's listing says.
-type marker struct {
-	status   leasefmt.Status
-	attempts int64
-	ino      uint64
+// idKey is an ID as 32 bytes: a census keys its maps by it, so that a
+// shard's names cost no allocation each.
+type idKey [32]byte
+
+// parseKey decodes a canonical ID (64 lowercase hex digits) from b.
+func parseKey(b []byte) (idKey, bool) {
+	var k idKey
+	if len(b) != 64 {
+		return k, false
+	}
+	for i := range 32 {
+		hi, ok1 := unhex(b[2*i])
+		lo, ok2 := unhex(b[2*i+1])
+		if !ok1 || !ok2 {
+			return k, false
+		}
+		k[i] = hi<<4 | lo
+	}
+	return k, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// parseMarker is ParseMarkerName over a listing's bytes, without
+// allocating: the ID, whether the marker says failed (else done), and the
+// attempts.
+func parseMarker(b []byte) (idKey, bool, int64, bool) {
+	k, ok := parseKey(b[:min(64, len(b))])
+	if !ok || len(b) < 66 || b[64] != '.' {
+		return k, false, 0, false
+	}
+	rest := b[65:]
+	failed := false
+	switch {
+	case len(rest) > 5 && string(rest[:5]) == markDone+".":
+		rest = rest[5:]
+	case len(rest) > 7 && string(rest[:7]) == markFailed+".":
+		rest, failed = rest[7:], true
+	default:
+		return k, false, 0, false
+	}
+	if len(rest) > 18 || (len(rest) > 1 && rest[0] == '0') {
+		return k, false, 0, false
+	}
+	var n int64
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return k, false, 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return k, failed, n, true
+}
+
+// listed is what a shard's listing says about one ID: the inode numbers of
+// its record and its status marker (0: none), and the marker's status and
+// attempts.
+type listed struct {
+	record, marker uint64
+	failed         bool
+	attempts       int64
 }
 
 // censusShard counts shard sh. Only the records that the listings cannot
@@ -156,50 +217,56 @@ type marker struct {
 // done (docs/design.md#statistics).
 func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
-	queued := map[leasefmt.ID]bool{}
-	err := s.listNames(s.QueueShardDir(sh), func(name string) {
-		if id, err := leasefmt.ParseID(name); err == nil {
-			queued[id] = true
+	queued := map[idKey]bool{}
+	err := s.scanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
+		if k, ok := parseKey(name); ok {
+			queued[k] = true
 		}
 	})
 	if err != nil {
 		return c, err
 	}
 	c.Queued = int64(len(queued))
-	records := map[leasefmt.ID]uint64{}
-	var markers map[leasefmt.ID]marker
-	err = s.listDirents(s.ShardDir(leasefmt.Work, sh), func(name string, ino uint64) {
-		if base, ok := strings.CutSuffix(name, ".json"); ok {
-			if id, err := leasefmt.ParseID(base); err == nil {
-				records[id] = ino
+	shard := map[idKey]listed{}
+	err = s.scanDir(s.ShardDir(leasefmt.Work, sh), func(name []byte, ino uint64) {
+		if len(name) == 69 && string(name[64:]) == ".json" {
+			if k, ok := parseKey(name[:64]); ok {
+				l := shard[k]
+				l.record = max(ino, 1) // 1: listed, inode unknown
+				shard[k] = l
 			}
 			return
 		}
-		if id, st, n, ok := ParseMarkerName(name); ok && ino != 0 {
-			if markers == nil {
-				markers = map[leasefmt.ID]marker{}
-			}
-			markers[id] = marker{st, n, ino}
+		if len(name) < 66 || ino == 0 {
+			return
+		}
+		if k, failed, n, ok := parseMarker(name); ok {
+			l := shard[k]
+			l.marker, l.failed, l.attempts = ino, failed, n
+			shard[k] = l
 		}
 	})
 	if err != nil {
 		return c, err
 	}
 	var ids []leasefmt.ID
-	for id, ino := range records {
-		q := queued[id]
-		delete(queued, id)
-		if m, ok := markers[id]; ok && !q && ino != 0 && m.ino == ino {
+	for k, l := range shard {
+		if l.record == 0 {
+			continue // a marker without its record
+		}
+		q := queued[k]
+		delete(queued, k)
+		if !q && l.marker != 0 && l.marker == l.record {
 			c.Records++
-			c.Attempts += m.attempts
-			if m.status == leasefmt.Done {
-				c.Done++
-			} else {
+			c.Attempts += l.attempts
+			if l.failed {
 				c.Failed++
+			} else {
+				c.Done++
 			}
 			continue
 		}
-		ids = append(ids, id)
+		ids = append(ids, leasefmt.ID(hex.EncodeToString(k[:])))
 	}
 	c.Free = int64(len(queued))
 	for _, id := range ids {

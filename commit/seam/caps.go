@@ -110,18 +110,14 @@ type Linker interface {
 	Link(oldname, newname string) error
 }
 
-// Dirent is one name of a directory with its inode number as the
-// directory lists it (d_ino; 0 when the filesystem gives none).
-type Dirent struct {
-	Name string
-	Ino  uint64
-}
-
-// InodeReader is implemented by a DirReader that also hands out the inode
-// number of each name, which getdents(2) returns with it at no extra cost:
-// two names listed with the same inode number are one file. Without it, a
-// summary cannot tell a marker from a stale one and reads the record.
-type InodeReader interface {
-	// ReadDirents is ReadNames with each name's inode number.
-	ReadDirents(n int) ([]Dirent, error)
+// DirentScanner is implemented by a DirReader that also hands out the
+// inode number of each name, which getdents(2) returns with it at no extra
+// cost: two names listed with the same inode number are one file. Without
+// it, a summary cannot tell a marker from a stale one and reads the record.
+type DirentScanner interface {
+	// ScanDirents calls fn with each name left to read and its inode
+	// number, until the end of the directory. name is valid only during
+	// the call (it is the reader's buffer: a listing of a million names
+	// allocates nothing per name).
+	ScanDirents(fn func(name []byte, ino uint64)) error
 }
