@@ -66,8 +66,8 @@ var statusManual = Manual{
 		"on journaled ext4 (4 s of CPU; reading every record took 94 s, 35 s of CPU, in the same run), 86 to 95 s through " +
 		"FUSE with 2 ms round trips (246 s before); listing the shards, two names per finished item, is the cost that is " +
 		"left. -o prometheus prints the counts in the Prometheus text format for node_exporter's textfile " +
-		"collector: lease_items{state=\"free|leased|expired|committing|released|done|failed|corrupt\"} (the states " +
-		"partition the items), lease_queue_entries, lease_records, lease_attempts_total (a counter; lease retry " +
+		"collector: lease_items{state} with the states free, leased, expired, committing, released, done, failed " +
+		"and corrupt (they partition the items), lease_queue_entries, lease_records, lease_attempts_total (a counter; lease retry " +
 		"resets an item's), lease_retried_items, lease_owners, lease_owner_live_leases{owner}, " +
 		"lease_filesystem_files_free and lease_filesystem_files (inodes), lease_census_timestamp_seconds and " +
 		"lease_census_duration_seconds, each with HELP and TYPE lines and the table's root as label root (so the " +
