@@ -38,6 +38,7 @@ const formatIntro = "A lease table is a directory tree on a POSIX filesystem sha
 var formatSections = []Section{
 	{"LAYOUT", "\tROOT/TABLE                     table header (JSON), written once, durably\n" +
 		"\tROOT/work/SS/ID.json           work lease records\n" +
+		"\tROOT/work/SS/ID.STATUS.N       status marker: a hard link of a done or failed record with N attempts\n" +
 		"\tROOT/targets/SS/ID.json        target lease records\n" +
 		"\tROOT/groups/SS/GID.json        group manifests, one per claimed target group\n" +
 		"\tROOT/{work,targets,groups}/SS/.lock   lock file of shard SS\n" +
@@ -47,6 +48,11 @@ var formatSections = []Section{
 		"\tROOT/public/NAME               results published by lease complete --publish NAME (a file or a directory)\n" +
 		"\tROOT/public/ID/                the whole staging directory of ID, published (lease run --complete)\n" +
 		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n\n" +
+		"A status marker (ID.done.N, ID.failed.N) is only a hint for lease status --summary: it counts a done or " +
+		"failed record without reading it when the marker and ID.json are one inode (any rewrite of the record " +
+		"replaces ID.json by a new file, so a marker of an older version is never trusted). Programs that write " +
+		"records need not make or remove markers; one that does makes it, under the record's lock, with link(2) " +
+		"of ID.json after the rename. lease fsck reports a marker that is not its record's file as debris.\n\n" +
 		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
 		"file is touched, so no path can be built from a bad ID.\n\n" +
 		"The shard of an ID is int(ID[0:8], 16) % shards. The shard directory SS is the shard index in lowercase " +

@@ -46,14 +46,27 @@ func runStatusSummary(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("status --summary counts the whole table; it takes no IDs")
 	}
-	for _, f := range []string{"live", "expired", "groups", "owner", "sort", "output", "no-headers"} {
+	for _, f := range []string{"live", "expired", "groups", "owner", "sort", "no-headers"} {
 		if c.IsSet(f) {
 			return usageErr("--summary counts every record; --%s is for the list of records: give one of them", f)
+		}
+	}
+	format := "table"
+	if c.IsSet("output") {
+		format = c.String("output")
+		switch {
+		case format != "table" && format != "json" && format != "prometheus":
+			return usageErr("--summary --output %s: want table, json or prometheus", leasefmt.Quote(format))
+		case c.Bool("json") && format != "json":
+			return usageErr("--json and --output %s exclude each other", format)
 		}
 	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err
+	}
+	if format == "json" {
+		e.json = true
 	}
 	st, err := e.open(false)
 	if err != nil {
@@ -65,7 +78,16 @@ func runStatusSummary(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
 	ino, inoErr := qualify.InodesOf(st.Root())
-	if e.json {
+	switch {
+	case format == "prometheus":
+		var inoP *qualify.Inodes
+		if inoErr == nil {
+			inoP = &ino
+		}
+		if err := writePrometheus(e.out, st.Root(), cen, inoP, st.Now(), time.Since(start).Seconds()); err != nil {
+			return cli.Exit(fmt.Sprintf("lease status: stdout: %v", err), exitcode.IO)
+		}
+	case e.json:
 		doc := censusJSON{Census: cen, Now: st.Now(), DurationS: time.Since(start).Seconds()}
 		if inoErr == nil {
 			doc.Inodes = &inodesJSON{Known: ino.Known, Free: ino.Free, Total: ino.Total, RoomItems: ino.Room()}
@@ -73,7 +95,7 @@ func runStatusSummary(c *cli.Context) error {
 		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
 			return cli.Exit(fmt.Sprintf("lease status: stdout: %v", err), exitcode.IO)
 		}
-	} else {
+	default:
 		w := e.out
 		row := func(name string, n int64, what string) { fmt.Fprintf(w, "%-11s %9d  %s\n", name, n, what) }
 		row("queued", cen.Queued, "items not done (queue/)")

@@ -225,6 +225,7 @@ func (s *Store) retryOne(ctx context.Context, r *Result) error {
 		r.Outcome, r.Detail, r.Cause = IOError, durable.Describe(err), err
 		return err
 	}
+	s.unmark(cur) // no longer this record's inode: only tidiness
 	r.Outcome, r.Record, r.Detail = OK, next, ""
 	return nil
 }

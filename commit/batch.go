@@ -434,6 +434,9 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		return err, durable.Transient(err)
 	}
 	r.Record, r.Token = next, next.Token
+	if k == leasefmt.Work && marks(next.Status) {
+		s.mark(next) // still under the lock: ID.json is the file just renamed
+	}
 	return nil, false
 }
 

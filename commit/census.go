@@ -2,10 +2,10 @@ package commit
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"io"
 	"io/fs"
-	"strings"
 	"sync"
 
 	"github.com/leasetool/lease/commit/durable"
@@ -39,9 +39,9 @@ const censusChunk = 4096
 
 // Census counts the table's queue and work records at the store's clock
 // (WithClock, Store.At; read once). The queue and the names of the records are
-// only listed; every record is read (the status is in the record), by up
-// to workers shards at a time, so that memory stays at a few shards'
-// names whatever the table's size. A record that cannot be read for an
+// listed, by up to workers shards at a time, so that memory stays at a few
+// shards' names whatever the table's size; only the records the listings
+// cannot account for are read (censusShard). A record that cannot be read for an
 // I/O error stops it.
 func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
@@ -106,31 +106,167 @@ func (s *Store) listNames(dir string, fn func(name string)) error {
 	}
 }
 
+// scanDir calls fn with every name of directory dir and its inode number
+// (0 when the FS gives none), names only valid during the call (none when
+// the directory does not exist).
+func (s *Store) scanDir(dir string, fn func(name []byte, ino uint64)) error {
+	d, err := seam.OpenDir(s.fs, dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
+	}
+	defer d.Close()
+	if sc, ok := d.(seam.DirentScanner); ok {
+		if err := sc.ScanDirents(fn); err != nil {
+			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
+		}
+		return nil
+	}
+	for {
+		names, err := d.ReadNames(censusChunk)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
+		}
+		for _, n := range names {
+			fn([]byte(n), 0)
+		}
+	}
+}
+
+// idKey is an ID as 32 bytes: a census keys its maps by it, so that a
+// shard's names cost no allocation each.
+type idKey [32]byte
+
+// parseKey decodes a canonical ID (64 lowercase hex digits) from b.
+func parseKey(b []byte) (idKey, bool) {
+	var k idKey
+	if len(b) != 64 {
+		return k, false
+	}
+	for i := range 32 {
+		hi, ok1 := unhex(b[2*i])
+		lo, ok2 := unhex(b[2*i+1])
+		if !ok1 || !ok2 {
+			return k, false
+		}
+		k[i] = hi<<4 | lo
+	}
+	return k, true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// parseMarker is ParseMarkerName over a listing's bytes, without
+// allocating: the ID, whether the marker says failed (else done), and the
+// attempts.
+func parseMarker(b []byte) (idKey, bool, int64, bool) {
+	k, ok := parseKey(b[:min(64, len(b))])
+	if !ok || len(b) < 66 || b[64] != '.' {
+		return k, false, 0, false
+	}
+	rest := b[65:]
+	failed := false
+	switch {
+	case len(rest) > 5 && string(rest[:5]) == markDone+".":
+		rest = rest[5:]
+	case len(rest) > 7 && string(rest[:7]) == markFailed+".":
+		rest, failed = rest[7:], true
+	default:
+		return k, false, 0, false
+	}
+	if len(rest) > 18 || (len(rest) > 1 && rest[0] == '0') {
+		return k, false, 0, false
+	}
+	var n int64
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return k, false, 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return k, failed, n, true
+}
+
+// listed is what a shard's listing says about one ID: the inode numbers of
+// its record and its status marker (0: none), and the marker's status and
+// attempts.
+type listed struct {
+	record, marker uint64
+	failed         bool
+	attempts       int64
+}
+
+// censusShard counts shard sh. Only the records that the listings cannot
+// account for are read: those of queued items (not done), and those whose
+// status marker is missing or is not the record's own inode (see
+// markers.go). A done or failed record with its marker is counted from the
+// listing, so the cost in reads follows the items in flight, not the items
+// done (docs/design.md#statistics).
 func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
-	queued := map[leasefmt.ID]bool{}
-	err := s.listNames(s.QueueShardDir(sh), func(name string) {
-		if id, err := leasefmt.ParseID(name); err == nil {
-			queued[id] = true
+	queued := map[idKey]bool{}
+	err := s.scanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
+		if k, ok := parseKey(name); ok {
+			queued[k] = true
 		}
 	})
 	if err != nil {
 		return c, err
 	}
 	c.Queued = int64(len(queued))
-	var ids []leasefmt.ID
-	err = s.listNames(s.ShardDir(leasefmt.Work, sh), func(name string) {
-		base, ok := strings.CutSuffix(name, ".json")
-		if !ok {
+	shard := map[idKey]listed{}
+	err = s.scanDir(s.ShardDir(leasefmt.Work, sh), func(name []byte, ino uint64) {
+		if len(name) == 69 && string(name[64:]) == ".json" {
+			if k, ok := parseKey(name[:64]); ok {
+				l := shard[k]
+				l.record = max(ino, 1) // 1: listed, inode unknown
+				shard[k] = l
+			}
 			return
 		}
-		if id, err := leasefmt.ParseID(base); err == nil {
-			delete(queued, id)
-			ids = append(ids, id)
+		if len(name) < 66 || ino == 0 {
+			return
+		}
+		if k, failed, n, ok := parseMarker(name); ok {
+			l := shard[k]
+			l.marker, l.failed, l.attempts = ino, failed, n
+			shard[k] = l
 		}
 	})
 	if err != nil {
 		return c, err
+	}
+	var ids []leasefmt.ID
+	for k, l := range shard {
+		if l.record == 0 {
+			continue // a marker without its record
+		}
+		q := queued[k]
+		delete(queued, k)
+		if !q && l.marker != 0 && l.marker == l.record {
+			c.Records++
+			c.Attempts += l.attempts
+			if l.failed {
+				c.Failed++
+			} else {
+				c.Done++
+			}
+			continue
+		}
+		ids = append(ids, leasefmt.ID(hex.EncodeToString(k[:])))
 	}
 	c.Free = int64(len(queued))
 	for _, id := range ids {

@@ -79,6 +79,9 @@ type renameDoneFS struct {
 	log *opLog
 }
 
+// Unwrap lets the engine find the capabilities of the FS below (links).
+func (r renameDoneFS) Unwrap() seam.FS { return r.FS }
+
 func (r renameDoneFS) Rename(o, n string) error {
 	err := r.FS.Rename(o, n)
 	if err == nil {

@@ -26,6 +26,9 @@ type Stats struct {
 	// Dequeued counts the queue entries of done items removed (not in
 	// Snapshot).
 	Dequeued atomic.Int64
+	// Marked counts the status markers made (docs/design.md#statistics; not
+	// in Snapshot).
+	Marked atomic.Int64
 
 	mu        sync.Mutex
 	latencies []float64 // seconds, per written record, until its directory was fsynced

@@ -343,7 +343,7 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l live -d 'only lease
 complete -c lease -n '__fish_seen_subcommand_from status' -l expired -d 'only leased or committing records whose time ran out'
 complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also show group manifests and target records'
 complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expires owner status' -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
-complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json)'
+complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json); with --summary: table, json or prometheus'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
 complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'

@@ -89,13 +89,19 @@ const (
 	// KindUnknown: a file that is not part of a lease table. Reported, left
 	// alone; a notice, not an error.
 	KindUnknown Kind = "unknown"
+	// KindMarker: a status marker ID.STATUS.ATTEMPTS (docs/design.md#statistics)
+	// that is not a second name of its record as the record is now: the
+	// record was rewritten since (by a retry that died before removing it,
+	// by another program), removed, or says another status. Debris: no
+	// summary trusts it. Repair removes it under the record's lock.
+	KindMarker Kind = "marker"
 	// KindIO: the check itself failed (a directory could not be read). An
 	// operational error: exit 8.
 	KindIO Kind = "io"
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindMarker, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int
@@ -218,6 +224,9 @@ type Summary struct {
 	// Debris counts the findings that are debris, by kind, and Swept the
 	// ones a repair run swept; neither changes the exit status.
 	Debris, Swept map[Kind]int
+	// Marked counts the status markers a repair run made for done or
+	// failed records that had none (docs/design.md#statistics).
+	Marked int
 }
 
 func newSummary(repair bool) *Summary {

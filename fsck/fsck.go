@@ -117,6 +117,8 @@ type checker struct {
 	// or committing record names it (see listPublic).
 	public  map[string]bool
 	records atomic.Int64
+	// marked counts the status markers a repair made (markRecord).
+	marked atomic.Int64
 	// partial is set once any part of the check failed (an io finding):
 	// what was not read cannot vouch for a result, so no orphans then.
 	partial atomic.Bool
@@ -234,6 +236,7 @@ func (c *checker) run() error {
 	}
 	c.listPublic()
 	c.scanRecords(tasks)
+	c.sum.Marked = int(c.marked.Load())
 	c.checkPublish()
 	c.checkQueue(tasks)
 	c.checkInput(tasks)

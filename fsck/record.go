@@ -50,6 +50,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		return
 	}
 	r.records++
+	c.markRecord(t, id, rec)
 	switch {
 	case rec.Live(c.opt.Now):
 		r.live++

@@ -149,12 +149,16 @@ func (c *checker) scanDir(t task) *shardResult {
 			r.add(c.checkTemp(t, rel, id, home(id)))
 			continue
 		}
+		if id, st, n, ok := commit.ParseMarkerName(name); ok && t.kind == leasefmt.Work && typ.IsRegular() {
+			r.add(c.checkMarker(t, rel, id, st, n, home(id)))
+			continue
+		}
 		if typ&fs.ModeSymlink != 0 {
 			r.add(c.symlink(rel, "", noUnlock))
 			continue
 		}
 		f := &Finding{Kind: KindUnknown, Path: rel, Found: typeName(typ) + " that is not a record, a temp file or .lock",
-			Expected: "only ID.json records, their temp files and .lock"}
+			Expected: "only ID.json records, their temp files, status markers and .lock"}
 		r.add(f)
 		if typ.IsDir() {
 			// Links below are reported after the scan, in order, by the

@@ -99,3 +99,25 @@ func Share(f FS, s Sharing) {
 type FileOpener interface {
 	OpenRead(name string) (io.ReadCloser, error)
 }
+
+// Linker gives an existing regular file a second name (link(2), never
+// following a symbolic link, never replacing a name: fs.ErrExist when
+// newname exists). The engine links a record it has just written done or
+// failed to a status marker beside it, so that lease status --summary can
+// count the record from the directory listing alone (docs/design.md#statistics).
+// Without it, no markers are made and the summary reads those records.
+type Linker interface {
+	Link(oldname, newname string) error
+}
+
+// DirentScanner is implemented by a DirReader that also hands out the
+// inode number of each name, which getdents(2) returns with it at no extra
+// cost: two names listed with the same inode number are one file. Without
+// it, a summary cannot tell a marker from a stale one and reads the record.
+type DirentScanner interface {
+	// ScanDirents calls fn with each name left to read and its inode
+	// number, until the end of the directory. name is valid only during
+	// the call (it is the reader's buffer: a listing of a million names
+	// allocates nothing per name).
+	ScanDirents(fn func(name []byte, ino uint64)) error
+}

@@ -3,6 +3,8 @@
 package seam
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"io"
 	"os"
@@ -64,6 +66,63 @@ func (d *osDir) ReadNames(n int) ([]string, error) {
 		return nil, io.EOF
 	}
 	return names, nil
+}
+
+// ScanDirents implements DirentScanner: linux_dirent64 records parsed by
+// hand, since unix.ParseDirent drops d_ino and allocates each name. A
+// whole-directory scan reads with a large buffer (fewer system calls; on
+// FUSE, fewer round trips where the kernel allows more than a page).
+func (d *osDir) ScanDirents(fn func(name []byte, ino uint64)) error {
+	if d.buf == nil || len(d.buf) < 256<<10 {
+		if d.pos < d.end {
+			// Names left in a smaller buffer are handed out first.
+			d.scan(fn)
+		}
+		d.buf, d.pos, d.end = make([]byte, 256<<10), 0, 0
+	}
+	fd := int(d.f.Fd())
+	for {
+		if d.pos >= d.end {
+			nb, err := unix.Getdents(fd, d.buf)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return &os.PathError{Op: "readdirent", Path: d.f.Name(), Err: err}
+			}
+			if nb <= 0 {
+				return nil
+			}
+			d.pos, d.end = 0, nb
+		}
+		d.scan(fn)
+	}
+}
+
+// scan hands out the records of d.buf[d.pos:d.end].
+func (d *osDir) scan(fn func(name []byte, ino uint64)) {
+	for d.pos < d.end {
+		rec := d.buf[d.pos:d.end]
+		// d_ino (8), d_off (8), d_reclen (2), d_type (1), d_name.
+		if len(rec) < 19 {
+			break
+		}
+		reclen := int(binary.NativeEndian.Uint16(rec[16:18]))
+		if reclen < 19 || reclen > len(rec) {
+			break
+		}
+		ino := binary.NativeEndian.Uint64(rec[0:8])
+		name := rec[19:reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		d.pos += reclen
+		if ino == 0 || string(name) == "." || string(name) == ".." {
+			continue // a deleted entry, or the directory itself
+		}
+		fn(name, ino)
+	}
+	d.pos = d.end
 }
 
 // Close implements DirReader.

@@ -346,6 +346,23 @@ func (o *OSFS) RenameNoReplace(oldname, newname string) error {
 	return nil
 }
 
+// Link implements Linker with linkat(2) without AT_SYMLINK_FOLLOW: a
+// symbolic link is linked as itself, never followed.
+func (o *OSFS) Link(oldname, newname string) error {
+	ofd, obase, err := o.at(oldname)
+	if err != nil {
+		return err
+	}
+	nfd, nbase, err := o.at(newname)
+	if err != nil {
+		return err
+	}
+	if err := unix.Linkat(ofd, obase, nfd, nbase, 0); err != nil {
+		return o.perr("link", newname, err)
+	}
+	return nil
+}
+
 // isDirAt reports whether base in directory dfd is a directory.
 func (o *OSFS) isDirAt(dfd int, base string) bool {
 	var st unix.Stat_t

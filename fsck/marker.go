@@ -1,0 +1,106 @@
+package fsck
+
+import (
+	"errors"
+	"io/fs"
+	"path"
+
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// checkMarker checks a status marker ID.STATUS.ATTEMPTS
+// (docs/design.md#statistics): it must be a second name of its record as
+// the record is now, saying the record's status and attempts. One that is
+// not (the record was rewritten since by a retry that died before removing
+// it, by another program, or by this repair) is debris: nothing trusts it,
+// since the summary compares inode numbers, but it pins the old record's
+// inode. A repair removes it under the record's lock, where no writer is
+// making one.
+func (c *checker) checkMarker(t task, rel string, id leasefmt.ID, status leasefmt.Status, attempts int64, home bool) *Finding {
+	unlock := c.lockHome(t, id, home)
+	defer unlock()
+	mfi, err := c.fs.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // removed meanwhile (a retry)
+	case err != nil:
+		return c.ioFinding(rel, "cannot stat", err)
+	}
+	recRel := path.Join(t.dir, string(id)+".json")
+	why := ""
+	rfi, err := c.fs.Lstat(recRel)
+	switch {
+	case !home:
+		why = "a marker outside its record's shard"
+	case errors.Is(err, fs.ErrNotExist):
+		why = "a marker of no record"
+	case err != nil:
+		return c.ioFinding(recRel, "cannot stat", err)
+	case !seam.SameFile(mfi, rfi):
+		why = "a marker that is not the record's file (the record was rewritten since)"
+	default:
+		data, err := c.readRecord(recRel)
+		if err != nil {
+			return nil // the record's own check reports it
+		}
+		rec, err := decodeRecord(data, leasefmt.Work, id)
+		if err != nil {
+			return nil // likewise
+		}
+		if rec.Status == status && rec.Attempts == attempts {
+			return nil
+		}
+		why = "a marker that says " + string(status) + " of a record that is " + string(rec.Status)
+	}
+	f := &Finding{Kind: KindMarker, Path: rel, ID: id, Found: why,
+		Expected: "a status marker is a second name of its record, saying its status and attempts",
+		Repair:   "remove it under the record's lock", Debris: true}
+	if !c.opt.Repair {
+		return f
+	}
+	if err := c.fs.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		failed(f, err)
+		return f
+	}
+	fixed(f, "removed")
+	return f
+}
+
+// markRecord gives a done or failed work record that has no status marker
+// its marker, on a repair run: the records another program finished
+// (knowing nothing of markers) are counted by the next summary from the
+// listing instead of read. Not a finding: nothing was wrong. Under the
+// record's lock, the record is read again first, so the marker is a name
+// of the record it says.
+func (c *checker) markRecord(t task, id leasefmt.ID, rec *leasefmt.Record) {
+	if !c.opt.Repair || t.kind != leasefmt.Work || (rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed) {
+		return
+	}
+	l, ok := seam.As[seam.Linker](c.fs)
+	if !ok {
+		return
+	}
+	m := path.Join(t.dir, commit.MarkerName(id, rec.Status, rec.Attempts))
+	if _, err := c.fs.Lstat(m); err == nil {
+		return // checkMarker checks it
+	}
+	unlock, err := c.lockAt(t.dir, id)
+	if err != nil {
+		return
+	}
+	defer unlock()
+	recRel := path.Join(t.dir, string(id)+".json")
+	data, err := c.readRecord(recRel)
+	if err != nil {
+		return
+	}
+	now, err := decodeRecord(data, leasefmt.Work, id)
+	if err != nil || now.Status != rec.Status || now.Attempts != rec.Attempts {
+		return
+	}
+	if l.Link(recRel, m) == nil {
+		c.marked.Add(1)
+	}
+}
