@@ -306,6 +306,10 @@ type summaryJSON struct {
 	Swept         map[string]int `json:"swept"`
 	Exit          int            `json:"exit"`
 	RepairCommand string         `json:"repair_command,omitempty"`
+	// Spares is the number of spares in the reserve, SparesMade those this
+	// repair made (docs/design.md#durability).
+	Spares     int `json:"spares"`
+	SparesMade int `json:"spares_made,omitempty"`
 }
 
 func kindCounts(m map[fsck.Kind]int) map[string]int {
@@ -336,7 +340,8 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	if p.json {
 		j := summaryJSON{Type: "summary", Root: p.root, Repair: s.Repair, Directories: s.Dirs, Records: s.Records,
 			Live: s.Live, Expired: s.Expired, Errors: s.Errors(), Found: kindCounts(s.Found), Repaired: kindCounts(s.Repaired),
-			Left: kindCounts(s.Left), Debris: kindCounts(s.Debris), Swept: kindCounts(s.Swept), Exit: s.Exit(), RepairCommand: cmd}
+			Left: kindCounts(s.Left), Debris: kindCounts(s.Debris), Swept: kindCounts(s.Swept), Exit: s.Exit(), RepairCommand: cmd,
+			Spares: s.Spares, SparesMade: s.SparesMade}
 		if s.Table != nil {
 			j.WorkShards, j.TargetShards = s.Table.WorkShards, s.Table.TargetShards
 		}
@@ -367,6 +372,9 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	}
 	if n := fsck.Count(notices); n > 0 {
 		fmt.Fprintf(p.w, "notices: %d (%s), left alone\n", n, listCounts(notices))
+	}
+	if s.Spares > 0 || s.SparesMade > 0 {
+		fmt.Fprintf(p.w, "reserve: %d spares (%d made by this repair) for renewals and completes on a full filesystem\n", s.Spares, s.SparesMade)
 	}
 	switch n, swept := fsck.Count(s.Debris), fsck.Count(s.Swept); {
 	case n > 0 && s.Repair:

@@ -2,15 +2,22 @@ package commands
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 var initCommand = &cli.Command{
@@ -93,9 +100,18 @@ func runInit(c *cli.Context) error {
 	if e.extra, err = e.initGuard(c.Bool("force")); err != nil {
 		return err
 	}
+	_, statErr := os.Lstat(filepath.Join(e.root(), commit.TableFile))
 	st, err := e.open(true)
 	if err != nil {
 		return err
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// A new table gets its reserve (docs/design.md#durability); an
+		// existing one is left as it is.
+		if _, err := st.TopUpReserve(durable.DefaultSpares); err != nil {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("table %s: cannot make the reserve of spares %s: %v", st.Root(),
+				filepath.Join(st.Root(), durable.ReserveDir), durable.Describe(err))), exitcode.IO)
+		}
 	}
 	shared := ""
 	if st.Sharing() != nil {
