@@ -1,10 +1,11 @@
 package commands
 
 // Permission errors: a table this process may not write (another
-// account's, not shared with its group) or one on a read-only filesystem
-// is a configuration error, exit 2, named with the path and the fix, when
-// nothing was written; commit finds it out before a batch writes (its
-// *AccessError).
+// account's, not shared with its group) is a configuration error, exit 2,
+// named with the path and the fix, when nothing was written; one on a
+// read-only filesystem is the machine's state, exit 4 like any I/O error
+// (docs/design.md#cli), with the same words. commit finds both out before
+// a batch writes (its *AccessError).
 
 import (
 	"errors"
@@ -46,7 +47,17 @@ func accessFailure(res []commit.Result) *commit.AccessError {
 func (e *env) accessError(cmd string, path string, cause error, writing bool) error {
 	fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease %s: %s", cmd, accessText(path, cause, writing))))
 	fmt.Fprintln(e.errw, leasefmt.Bound("lease "+cmd+": hint: "+accessHint(e.root(), cause)))
-	return cli.Exit("", exitcode.Usage)
+	return cli.Exit("", accessExit(cause))
+}
+
+// accessExit is the exit status of an access failure: 4 for a read-only
+// filesystem (the machine's state, which a script retries), 2 for a
+// permission denied (the caller's configuration).
+func accessExit(cause error) int {
+	if errors.Is(cause, unix.EROFS) {
+		return exitcode.IO
+	}
+	return exitcode.Usage
 }
 
 // accessText says what could not be used, by whom, and that nothing was

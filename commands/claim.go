@@ -95,9 +95,12 @@ func passedOver(r commit.Result) bool {
 	return r.Outcome == commit.Held || r.Outcome == commit.Done || r.Outcome == commit.Failed
 }
 
-// firstCode: with --first, getting at least one is success, and so held
-// or done candidates are no failure; corrupt records, I/O errors and lock
-// timeouts still are. Getting none is a negative answer.
+// firstCode: with --first, getting at least one is success (exit 0,
+// lease-claim(1)): a script that keeps what it printed holds every lease it
+// got, and the candidates that failed are still reported on stderr. Getting
+// none is the most serious failure met (a corrupt record, an I/O error, a
+// lock timeout), else a negative answer; held, done or failed candidates
+// are passed over, not failures.
 func firstCode(res []commit.Result) int {
 	got, code := 0, exitcode.OK
 	for _, r := range res {
@@ -108,8 +111,11 @@ func firstCode(res []commit.Result) int {
 			code = exitcode.Worse(code, exitcode.Of(r.Outcome))
 		}
 	}
-	if code == exitcode.OK && got == 0 {
-		code = exitcode.Negative
+	switch {
+	case got > 0:
+		return exitcode.OK
+	case code == exitcode.OK:
+		return exitcode.Negative
 	}
 	return code
 }

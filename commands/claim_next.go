@@ -118,11 +118,18 @@ func answerLine(st *commit.Store, nx nextClaim) string {
 }
 
 // nextCode is the exit status of claim --next: 0 when it got at least one
-// (4 if an I/O error stopped it all the same); 1 when the queue is empty or
-// busy; else the most serious outcome of the records that blocked it.
+// (lease-claim(1): what it printed is held; an I/O error that stopped it
+// all the same is reported on stderr); 1 when the queue is empty or busy;
+// else the most serious outcome of the records that blocked it, 4 for an
+// I/O error (a full or read-only filesystem included).
 func nextCode(a commit.Answer) func(res []commit.Result) int {
 	return func(res []commit.Result) int {
 		code := exitcode.OK
+		for _, r := range res {
+			if r.Outcome == commit.OK {
+				return exitcode.OK
+			}
+		}
 		for _, r := range res {
 			if r.Outcome == commit.IOError || a == commit.Blocked {
 				code = exitcode.Worse(code, exitcode.Of(r.Outcome))

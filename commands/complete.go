@@ -37,7 +37,13 @@ var completeCommand = &cli.Command{
 		"so it appears in public/ whole, once. --publish . (or the staging directory's own path, e.g.\n" +
 		"\"$LEASE_STAGE\") publishes the whole staging directory as ROOT/public/ID/, a name that no other\n" +
 		"item's result can take: what lease run --complete does with what CMD left in LEASE_STAGE. A\n" +
-		"result holding a symbolic link or anything but files and directories is refused (exit 2).",
+		"result holding a symbolic link or anything but files and directories is refused (exit 2).\n" +
+		"\n" +
+		"On a full filesystem (ENOSPC, or a quota's EDQUOT) the holder still completes its live lease:\n" +
+		"its record writes go through a spare of the table's reserve, ROOT/reserve/, overwritten in place\n" +
+		"and swapped with the record, allocating nothing (lease-format(5), DURABILITY; -v counts\n" +
+		"spares_used). A --publish whose result cannot move into public/ for want of space fails (exit 4)\n" +
+		"with the record still committing, as any failed publish.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.StringFlag{Name: "publish", Usage: "publish ROOT/stage/ID.TOKEN/`NAME` (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/", TakesFile: true},
 	}),

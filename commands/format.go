@@ -47,7 +47,9 @@ var formatSections = []Section{
 		"\tROOT/stage/ID.TOKEN/NAME       results staged by the holder of token TOKEN of ID\n" +
 		"\tROOT/public/NAME               results published by lease complete --publish NAME (a file or a directory)\n" +
 		"\tROOT/public/ID/                the whole staging directory of ID, published (lease run --complete)\n" +
-		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n\n" +
+		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n" +
+		"\tROOT/reserve/spare.N           preallocated spare files for writes on a full filesystem (optional; see DURABILITY)\n" +
+		"\tROOT/reserve/.lock             lock file of the spares: byte N is spare N's lock\n\n" +
 		"A status marker (ID.done.N, ID.failed.N) is only a hint for lease status --summary: it counts a done or " +
 		"failed record without reading it when the marker and ID.json are one inode (any rewrite of the record " +
 		"replaces ID.json by a new file, so a marker of an older version is never trusted). Programs that write " +
@@ -129,7 +131,24 @@ var formatSections = []Section{
 		"- G6: a failed directory fsync fails the whole batch: nothing is reported as renewed.\n" +
 		"- G7: a stale token (or a done, released, missing or corrupt record) causes no write and no fsync.\n" +
 		"- G8: a batch refuses a rename whose source and destination directories differ; the move from stage/ to public/ is a durable replace that fsyncs the destination directory first, then the source directory, and never replaces an existing name (of a directory result too: every file and directory of it is fsynced before the move).\n" +
-		"- G9: a group is all-or-nothing: all locks in a fixed global order, all tokens validated before the first write, old records restored if any write or barrier fails."},
+		"- G9: a group is all-or-nothing: all locks in a fixed global order, all tokens validated before the first write, old records restored if any write or barrier fails.\n\n" +
+		"The reserve: a full filesystem (ENOSPC, or EDQUOT for a quota) must not end a live lease. ROOT/reserve/ holds spare " +
+		"files spare.N (N a decimal number), each 4096 bytes written and fsynced, made by lease init (256 of them) and topped up " +
+		"by lease fsck --repair and by batches when space allows. A holder's own write of its record (a renewal, a release, a " +
+		"complete, the committing and done records of complete --publish: the token stays, the record is leased or committing) " +
+		"whose temp file cannot be created or written for want of space takes a spare instead: it locks byte N of " +
+		"ROOT/reserve/.lock (an OFD lock, as for records; a spare whose lock is held is another writer's), writes the new record " +
+		"over the start of spare.N in place, truncates it to the record's length and fdatasyncs it (writing inside allocated " +
+		"blocks allocates nothing on filesystems that update in place, such as ext4 and XFS), then swaps spare.N with ID.json " +
+		"in one step (renameat2 RENAME_EXCHANGE: ID.json now holds the new record, spare.N the replaced record's file, which is the " +
+		"next spare), fsyncs the record's directory and then ROOT/reserve/, and only then unlocks the spare. Nothing is " +
+		"allocated, no directory entry is made, and the reserve lasts as long as the full disk does. A spare with more than one link " +
+		"(a crash can leave the replaced record's file under both names) or with fewer bytes allocated than the record needs is " +
+		"never written: its name is removed. Claims of new work and lease add never use the reserve: on a full filesystem they " +
+		"fail (exit 4). The reserve is optional: a table without ROOT/reserve/, or on a filesystem without RENAME_EXCHANGE (NFS), " +
+		"has no spares and fails on a full filesystem as any write does; other programs may ignore ROOT/reserve/ entirely, or use " +
+		"it the same way. On copy-on-write filesystems (btrfs, ZFS) an overwrite allocates, and the reserve helps only as far as " +
+		"their own reserves do."},
 	{"STAGING", "A holder stages results in its own directory ROOT/stage/ID.TOKEN/, named by its token (lease " +
 		"run makes it and passes it as LEASE_STAGE). lease complete --publish NAME fsyncs ROOT/stage/ID.TOKEN/NAME, " +
 		"writes the record committing with publish NAME, moves the file to ROOT/public/NAME with the durable " +

@@ -41,7 +41,10 @@ var fsckCommand = &cli.Command{
 		"(a staged file that only holds the same bytes is moved with its directory); groups whose targets\n" +
 		"disagree are released; queue entries of done items are removed, entries in the wrong shard\n" +
 		"moved to their shard, and anything in queue/ that is not an empty file named by an ID moved\n" +
-		"to lost+found/. Unknown files are reported and left alone; expired leases are\n" +
+		"to lost+found/. In the reserve (reserve/), spares or a lock file that are not regular files\n" +
+		"are moved to lost+found/ and spares being made by a process that died are removed; a repair\n" +
+		"then tops the reserve up to 256 spares when space allows (a table without reserve/ is left\n" +
+		"without one), and the summary says how many there are. Unknown files are reported and left alone; expired leases are\n" +
 		"counted and not touched. --json prints one JSON object per finding and a summary object.\n" +
 		"A progress bar goes to stderr when it is a terminal (--progress always|never overrides).\n\n" +
 		"EXIT STATUS (fsck(8), a sum of): 0 no errors; 1 errors corrected; 4 errors left\n" +
@@ -306,6 +309,10 @@ type summaryJSON struct {
 	Swept         map[string]int `json:"swept"`
 	Exit          int            `json:"exit"`
 	RepairCommand string         `json:"repair_command,omitempty"`
+	// Spares is the number of spares in the reserve, SparesMade those this
+	// repair made (docs/design.md#durability).
+	Spares     int `json:"spares,omitempty"`
+	SparesMade int `json:"spares_made,omitempty"`
 }
 
 func kindCounts(m map[fsck.Kind]int) map[string]int {
@@ -336,7 +343,8 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	if p.json {
 		j := summaryJSON{Type: "summary", Root: p.root, Repair: s.Repair, Directories: s.Dirs, Records: s.Records,
 			Live: s.Live, Expired: s.Expired, Errors: s.Errors(), Found: kindCounts(s.Found), Repaired: kindCounts(s.Repaired),
-			Left: kindCounts(s.Left), Debris: kindCounts(s.Debris), Swept: kindCounts(s.Swept), Exit: s.Exit(), RepairCommand: cmd}
+			Left: kindCounts(s.Left), Debris: kindCounts(s.Debris), Swept: kindCounts(s.Swept), Exit: s.Exit(), RepairCommand: cmd,
+			Spares: s.Spares, SparesMade: s.SparesMade}
 		if s.Table != nil {
 			j.WorkShards, j.TargetShards = s.Table.WorkShards, s.Table.TargetShards
 		}
@@ -367,6 +375,9 @@ func (p *fsckPrinter) summary(s *fsck.Summary) {
 	}
 	if n := fsck.Count(notices); n > 0 {
 		fmt.Fprintf(p.w, "notices: %d (%s), left alone\n", n, listCounts(notices))
+	}
+	if s.Spares > 0 || s.SparesMade > 0 {
+		fmt.Fprintf(p.w, "reserve: %d spares (%d made by this repair) for renewals and completes on a full filesystem\n", s.Spares, s.SparesMade)
 	}
 	switch n, swept := fsck.Count(s.Debris), fsck.Count(s.Swept); {
 	case n > 0 && s.Repair:

@@ -2,15 +2,22 @@ package commands
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 var initCommand = &cli.Command{
@@ -28,7 +35,11 @@ var initCommand = &cli.Command{
 		"many writers a batch has. Use at least 16 shards there (the default), more for tables of many\n" +
 		"thousands of leases: renewing 16384 leases with 2 ms round trips took 85-90 s in 1 shard, 6.9-7.0 s\n" +
 		"in 16 and 6.8 s in 64 (two runs: bench/results/matrix.md, matrix-dff086d.md). The shard count is\n" +
-		"fixed when the table is created.",
+		"fixed when the table is created.\n\n" +
+		"A new table also gets its reserve, ROOT/reserve/: 256 spare files of 4 KiB, written and fsynced\n" +
+		"(1 MiB, 256 inodes), through which holders renew and complete their leases while the filesystem\n" +
+		"is full (lease-format(5), DURABILITY). lease fsck --repair tops it up; a table without one works,\n" +
+		"without that protection.",
 	Flags: flags(withJSON(commonFlags(), "print the table's root, shard counts and creation time as one JSON object"), []cli.Flag{
 		&cli.StringFlag{Name: "shared", Usage: "share the table with the accounts of a group: `MODE` group, all or an octal file mode such as 0660 (see SHARED TABLES)"},
 		&cli.BoolFlag{Name: "force", Usage: "create the table even on a filesystem lease knows is unsafe (recorded in TABLE; see UNSAFE FILESYSTEMS)"},
@@ -93,9 +104,18 @@ func runInit(c *cli.Context) error {
 	if e.extra, err = e.initGuard(c.Bool("force")); err != nil {
 		return err
 	}
+	_, statErr := os.Lstat(filepath.Join(e.root(), commit.TableFile))
 	st, err := e.open(true)
 	if err != nil {
 		return err
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// A new table gets its reserve (docs/design.md#durability); an
+		// existing one is left as it is.
+		if _, err := st.TopUpReserve(durable.DefaultSpares); err != nil {
+			return cli.Exit(leasefmt.Bound(fmt.Sprintf("table %s: cannot make the reserve of spares %s: %v", st.Root(),
+				filepath.Join(st.Root(), durable.ReserveDir), durable.Describe(err))), exitcode.IO)
+		}
 	}
 	shared := ""
 	if st.Sharing() != nil {

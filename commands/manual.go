@@ -87,7 +87,7 @@ var commonExit = []Item{
 	{exitTag(exitcode.Negative), "A negative answer: a lease was not granted, was lost, or a token was stale."},
 	{exitTag(exitcode.Usage), "Usage, configuration or input error; nothing was written."},
 	{exitTag(exitcode.Corrupt), "A corrupt record was met and left alone (see lease-fsck(1))."},
-	{exitTag(exitcode.IO), "I/O or durability error; nothing in flight was reported as a success."},
+	{exitTag(exitcode.IO), "I/O or durability error, also a full or read-only filesystem (the machine's state: a script may retry later); nothing in flight was reported as a success."},
 	{exitTag(exitcode.LockTimeout), "A record lock could not be taken within --lock-timeout."},
 	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: " + exitcode.Order() + "."},
 }
@@ -95,8 +95,8 @@ var commonExit = []Item{
 // claimExit are the exit statuses of lease claim: the common ones, with
 // what success means for --first.
 var claimExit = append([]Item{
-	{exitTag(exitcode.OK), "Success: every claim was granted; with --first, at least one was."},
-	{exitTag(exitcode.Negative), "A claim was not granted (held, done, released by a later token, ...); with --first, none was."},
+	{exitTag(exitcode.OK), "Success: every claim was granted; with --first or --next, at least one was (what failed is still reported on stderr, and what was printed is held)."},
+	{exitTag(exitcode.Negative), "A claim was not granted (held, done, released by a later token, ...); with --first, none was; with --next, the queue is empty or busy."},
 }, commonExit[2:]...)
 
 // simpleExit are the exit statuses of the commands that read no records

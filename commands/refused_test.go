@@ -50,13 +50,24 @@ func TestExitSeverity(t *testing.T) {
 	if got := coreReasons(t, r.errOut); r.out != "" || got[corrupt] != "corrupt" || got[ioerr] != "io-error" || got[ok] != "io-error" {
 		t.Errorf("with an I/O error: %s", r)
 	}
-	// claim --first: getting one is success unless something failed.
-	free := coreInShard("free", 5)
+	// claim --first: getting one is success (lease-claim(1)), whatever
+	// the candidates passed on the way; getting none is the gravest
+	// failure met. Before, a grant after a locked or corrupt candidate
+	// exited 5 or 3, and `held=$(lease claim --first 1 -) || exit 1`
+	// dropped a lease it held.
+	free, free2 := coreInShard("free", 5), coreInShard("free2", 5)
 	claim := []string{"claim", "--root", root, "--owner", "w", "--now", "1100", "--lock-timeout", "0.2", "--first", "1"}
 	coreMust(t, 1, "", append(claim, string(ok))...)
 	coreMust(t, 3, "", append(claim, string(corrupt))...)
 	coreMust(t, 5, "", append(claim, string(locked))...)
-	coreMust(t, 5, "", append(claim, string(locked), string(free))...)
+	r = coreMust(t, 0, "", append(claim, string(locked), string(free))...)
+	if r.out != line(free, "1") || coreReasons(t, r.errOut)[locked] != "lock-timeout" {
+		t.Errorf("claim --first past a locked candidate: %s\nwant the grant on stdout, the lock timeout on stderr", r)
+	}
+	r = coreMust(t, 0, "", append(claim, string(corrupt), string(free2))...)
+	if r.out != line(free2, "1") || coreReasons(t, r.errOut)[corrupt] != "corrupt" {
+		t.Errorf("claim --first past a corrupt candidate: %s\nwant the grant on stdout, the corrupt record on stderr", r)
+	}
 }
 
 // TestBadInputLeavesTableIdentical: every refused input exits as docs/design.md#cli

@@ -62,7 +62,15 @@ var renewBatchCommand = &cli.Command{
 		"stdout through mpirun may then be lost or cut: in batch jobs give --output FILE (a path rank\n" +
 		"0's node can write, on the shared filesystem) or stop the watch with SIGUSR1 before the time\n" +
 		"limit, as the sbatch recipe in EXAMPLES does. The renewal interval must be less than\n" +
-		"mpi_timeout.",
+		"mpi_timeout.\n" +
+		"\n" +
+		"A full filesystem does not end a live lease: when a renewal's temp file cannot be created or\n" +
+		"written for want of space (ENOSPC, or a quota's EDQUOT), the record is written through a spare\n" +
+		"of the table's reserve, ROOT/reserve/, overwritten in place and swapped with the record, which\n" +
+		"allocates nothing, so holders keep renewing for as long as the disk stays full (lease-format(5),\n" +
+		"DURABILITY; -v and --json count spares_used and spares_recycled). Each such record costs its own\n" +
+		"two directory fsyncs instead of a share of the batch's. A table without a reserve (made by\n" +
+		"another program) fails there with exit 4, once per batch.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "watch", Usage: "renew every renewal interval until SIGINT/SIGTERM/SIGHUP/SIGUSR1, re-reading the FILEs each round; print the lines still held when signalled"},
 		settingFlag("renew-interval"),

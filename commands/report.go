@@ -150,7 +150,7 @@ func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o re
 		if !e.json {
 			return e.accessError(cmd, ae.Path, ae.Err, true)
 		}
-		code = exitcode.Usage // nothing was written: a configuration error
+		code = accessExit(ae.Err) // nothing was written: a configuration error, or a read-only filesystem
 	}
 	if e.json {
 		doc := struct {
@@ -265,6 +265,9 @@ func (e *env) printStats(cmd string, s commit.Snapshot) {
 		s.DurationS, s.LatencyP50*1e3, s.LatencyP95*1e3, s.LatencyP99*1e3)
 	if s.Retries > 0 {
 		fmt.Fprintf(e.errw, "lease %s: retries=%d (transient errors of a network filesystem, each record retried on its own)\n", cmd, s.Retries)
+	}
+	if s.SparesUsed > 0 {
+		fmt.Fprintf(e.errw, "lease %s: spares_used=%d spares_recycled=%d (the filesystem is full: records written through the table's reserve)\n", cmd, s.SparesUsed, s.SparesRecycled)
 	}
 	if s.Ranks > 0 {
 		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.6fs\n", cmd, s.Ranks, s.CollectiveS)

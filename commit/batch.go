@@ -260,6 +260,7 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 		}
 		remaining[sh].Add(1)
 	}
+	usedBefore, recycledBefore, unfitBefore := s.stats.SparesUsed.Load(), s.stats.SparesRecycled.Load(), s.stats.SparesUnfit.Load()
 	var (
 		batch    = s.Disk().Batch()
 		aborted  atomic.Bool
@@ -312,6 +313,12 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 	})
 	if err := batch.Flush(); err != nil {
 		fail(-1, &durable.OpError{Op: "fsync the shard directories", Err: err})
+	}
+	if lost := (s.stats.SparesUsed.Load() - usedBefore) - (s.stats.SparesRecycled.Load() - recycledBefore) +
+		(s.stats.SparesUnfit.Load() - unfitBefore); lost > 0 {
+		// The batch used spares it could not recycle: make as many anew
+		// if space allows by now (a full disk stops it at once).
+		s.disk.AddSpares(int(lost))
 	}
 	flushed := time.Now()
 	cause := ""
@@ -422,7 +429,12 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 	if err == nil {
 		// A record read as missing is created without replacing: if it
 		// exists after all, it is read again instead of destroyed.
-		err = s.stageBytes(b, next, data, cur == nil)
+		switch {
+		case cur != nil && heldWrite(cur, next):
+			err = s.Disk().PutHeld(b, s.RecordPath(next.Kind, next.ID), data)
+		default:
+			err = s.stageBytes(b, next, data, cur == nil)
+		}
 	}
 	if err != nil {
 		if errors.Is(err, leasefmt.ErrCorrupt) {
@@ -438,6 +450,16 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		s.mark(next) // still under the lock: ID.json is the file just renamed
 	}
 	return nil, false
+}
+
+// heldWrite reports whether writing next over cur is the holder's own
+// change of its lease (a renewal, a release, a complete, a failed run's
+// release): the token stays and cur is leased or committing. Those writes
+// may use the table's reserve on a full filesystem, so that no live lease
+// is lost to a full disk (docs/design.md#durability); a claim, which takes
+// a new token, never does.
+func heldWrite(cur, next *leasefmt.Record) bool {
+	return next.Token == cur.Token && (cur.Status == leasefmt.Leased || cur.Status == leasefmt.Committing)
 }
 
 func (s *Store) lockFailed(err error, r *Result, op string) error {

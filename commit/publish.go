@@ -250,7 +250,7 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 			s.count(IOError)
 			return r, err
 		}
-		if err := s.WriteOne(next); err != nil {
+		if err := s.writeHeld(next); err != nil {
 			r.Outcome, r.Detail = IOError, fmt.Sprintf("write committing record: %v", err)
 			s.count(IOError)
 			return r, err
@@ -279,7 +279,7 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 		}
 	}
 	done := doneRecord(next, s.now())
-	if err := s.WriteOne(done); err != nil {
+	if err := s.writeHeld(done); err != nil {
 		r.Outcome, r.Detail = IOError, "published, record still committing: "+err.Error()
 		s.count(IOError)
 		return r, err

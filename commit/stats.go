@@ -51,6 +51,8 @@ type Snapshot struct {
 	DirectorySyncsAvoided int64     `json:"directory_syncs_avoided"`
 	Failures              int64     `json:"failures"`
 	Retries               int64     `json:"retries,omitempty"`
+	SparesUsed            int64     `json:"spares_used,omitempty"`
+	SparesRecycled        int64     `json:"spares_recycled,omitempty"`
 	DurationS             float64   `json:"duration_s"`
 	LatencyP50            float64   `json:"latency_p50_s"`
 	LatencyP95            float64   `json:"latency_p95_s"`
@@ -73,6 +75,8 @@ func (s *Stats) Snapshot(d time.Duration) Snapshot {
 		DirectorySyncs: s.DirectorySyncs.Load(),
 		Failures:       s.Failures.Load(),
 		Retries:        s.Retries.Load(),
+		SparesUsed:     s.SparesUsed.Load(),
+		SparesRecycled: s.SparesRecycled.Load(),
 		DurationS:      d.Seconds(),
 		Latencies:      lat,
 	}
@@ -89,6 +93,8 @@ func (s *Snapshot) Add(o Snapshot) {
 	s.DirectorySyncs += o.DirectorySyncs
 	s.Failures += o.Failures
 	s.Retries += o.Retries
+	s.SparesUsed += o.SparesUsed
+	s.SparesRecycled += o.SparesRecycled
 	s.DurationS = math.Max(s.DurationS, o.DurationS)
 	s.Latencies = append(s.Latencies, o.Latencies...)
 	s.finish()

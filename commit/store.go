@@ -535,6 +535,22 @@ func (s *Store) WriteOne(rec *leasefmt.Record) error {
 	return s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data)
 }
 
+// TopUpReserve makes spares in the table's reserve until it holds want of
+// them (durable.Disk.TopUp): lease init for a new table, lease fsck
+// --repair, and a batch that used the reserve. It returns how many it made;
+// a full filesystem stops it without an error.
+func (s *Store) TopUpReserve(want int) (int, error) { return s.disk.TopUp(want) }
+
+// writeHeld is WriteOne for the holder's own change of its lease
+// (heldWrite): through the reserve when the filesystem is full.
+func (s *Store) writeHeld(rec *leasefmt.Record) error {
+	data, err := leasefmt.Encode(rec)
+	if err != nil {
+		return err
+	}
+	return s.Disk().WriteHeld(s.RecordPath(rec.Kind, rec.ID), data)
+}
+
 // stageBytes writes data, the encoding of rec, to a temp file and moves it
 // into place in batch b: over the record, or, with create, only where no
 // record exists (durable.Disk.Put; ErrAppeared when one does).

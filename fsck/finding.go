@@ -86,6 +86,11 @@ const (
 	// than the root's: members of the group cannot lock or write there.
 	// Repair sets the mode and group (as the owner or root).
 	KindPermission Kind = "permission"
+	// KindReserve: something wrong in the reserve of spares, reserve/
+	// (docs/design.md#durability): a spare or its lock file that is not a
+	// regular file (moved to lost+found/), or a spare being made by a
+	// process that died (debris: removed).
+	KindReserve Kind = "reserve"
 	// KindUnknown: a file that is not part of a lease table. Reported, left
 	// alone; a notice, not an error.
 	KindUnknown Kind = "unknown"
@@ -101,7 +106,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindMarker, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindMarker, KindReserve, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int
@@ -227,6 +232,10 @@ type Summary struct {
 	// Marked counts the status markers a repair run made for done or
 	// failed records that had none (docs/design.md#statistics).
 	Marked int
+	// Spares is the number of spares in the reserve (after a repair's
+	// top-up); SparesMade how many the repair made. A table without a
+	// reserve has none.
+	Spares, SparesMade int
 }
 
 func newSummary(repair bool) *Summary {

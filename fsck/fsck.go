@@ -71,6 +71,9 @@ type Options struct {
 	// Workers is the number of shard directories scanned at once
 	// (default 8).
 	Workers int
+	// Spares is the number of spares a repair tops an existing reserve up
+	// to (0: durable.DefaultSpares; negative: none).
+	Spares int
 	// Progress, when set, is called after each shard directory with the
 	// directories done, their total and the records checked so far.
 	Progress func(done, total, records int)
@@ -215,6 +218,7 @@ func (c *checker) run() error {
 	t := hdr.tableOrInferred()
 	c.sum.Table = t
 	c.checkTop()
+	c.checkReserve()
 	if t == nil {
 		return nil // the shard counts are unknown: records cannot be checked
 	}

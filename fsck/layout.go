@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -124,7 +125,7 @@ func (c *checker) checkTop() {
 }
 
 // optionalDirs are top-level directories a table may lack: made on demand.
-var optionalDirs = []string{commit.QueueDir, commit.InputDir}
+var optionalDirs = []string{commit.QueueDir, commit.InputDir, durable.ReserveDir}
 
 func isTopDir(name string) bool {
 	for _, d := range append(topDirs, optionalDirs...) {

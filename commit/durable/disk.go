@@ -57,6 +57,11 @@ type Counts struct {
 	// (Retry): ESTALE, a read that failed after its open, a record that
 	// appeared while it was created.
 	Retries atomic.Int64
+	// SparesUsed counts the records written through a spare of the
+	// reserve on a full filesystem, SparesRecycled the replaced records'
+	// files that became spares, SparesUnfit the spares set aside because
+	// they could not take a record (reserve.go).
+	SparesUsed, SparesRecycled, SparesUnfit atomic.Int64
 }
 
 // Disk writes the files of one table durably through its FS.
@@ -65,6 +70,7 @@ type Disk struct {
 	root    string
 	counts  *Counts
 	ensured sync.Map // directories known to exist
+	pool    reserve  // the reserve's spares as last listed (reserve.go)
 }
 
 // New returns the Disk of the table at root (for messages) over f,

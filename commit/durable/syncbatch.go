@@ -97,6 +97,12 @@ func (b *SyncBatch) SyncDir(dir string) error {
 	return b.sync(dir)
 }
 
+// SyncNow fsyncs dir now, whether or not it is pending, and returns only
+// once that fsync is done: what a write through the reserve needs before it
+// unlocks its spare (reserve.go). SyncDir may return while another writer's
+// fsync of dir is still under way. A failure fails the batch (Err) as any.
+func (b *SyncBatch) SyncNow(dir string) error { return b.sync(dir) }
+
 func (b *SyncBatch) sync(dir string) error {
 	err := b.fs.SyncDir(dir)
 	b.mu.Lock()

@@ -1,6 +1,9 @@
 package seam
 
-import "io"
+import (
+	"errors"
+	"io"
+)
 
 // The optional capabilities of an FS. Each is a named interface that the
 // engine looks up with As, never with an ad-hoc type assertion, so that a
@@ -121,3 +124,29 @@ type DirentScanner interface {
 	// allocates nothing per name).
 	ScanDirents(fn func(name []byte, ino uint64)) error
 }
+
+// Overwriter is what the table's reserve of spare files needs
+// (docs/design.md#durability): writing a record in place into a file whose
+// blocks are allocated already, and swapping that file with the record in
+// one step, so that a holder renews and completes its lease while the
+// filesystem is full, and the replaced record's file, swapped into the
+// reserve, is the next spare. Neither allocates anything: no block, no
+// inode, no directory entry. Without it, a table has no usable reserve: a
+// write on a full filesystem fails as it always did.
+type Overwriter interface {
+	// Exchange swaps the names a and b, two existing files, atomically
+	// (renameat2 RENAME_EXCHANGE), in one directory or two; an error
+	// wrapping errors.ErrUnsupported where the filesystem cannot.
+	Exchange(a, b string) error
+	// Overwrite writes data over the start of the existing regular file
+	// name, in place, cuts the file to len(data) and makes it durable
+	// (fdatasync), allocating nothing. It fails with an error wrapping
+	// ErrUnfit, having written nothing, when name has another name too (a
+	// record's file that a crash left in the reserve as well) or fewer
+	// bytes allocated than data needs.
+	Overwrite(name string, data []byte) error
+}
+
+// ErrUnfit is the error of Overwriter.Overwrite for a file that is not a
+// usable spare: it has another name as well, or too little allocated.
+var ErrUnfit = errors.New("not a usable spare (another name links to it, or it has too little space allocated)")

@@ -32,6 +32,9 @@ const (
 const (
 	OpPrepareLock Op = "prepare-lock"
 	OpSyncfs      Op = "syncfs"
+	// OpExchange and OpOverwrite are the calls of the reserve (Overwriter).
+	OpExchange  Op = "exchange"
+	OpOverwrite Op = "overwrite"
 )
 
 // Hook is called before every call through a hooked FS with the call's

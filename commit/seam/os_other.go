@@ -68,3 +68,9 @@ func (*OSFS) Lock(ctx context.Context, name string, off int64, timeout time.Dura
 
 // Close implements io.Closer.
 func (*OSFS) Close() error { return nil }
+
+// Exchange implements Overwriter; unsupported here.
+func (o *OSFS) Exchange(a, b string) error { return unsupported("exchange", b) }
+
+// Overwrite implements Overwriter; unsupported here.
+func (o *OSFS) Overwrite(name string, data []byte) error { return unsupported("overwrite", name) }

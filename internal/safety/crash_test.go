@@ -41,3 +41,47 @@ func TestCrashStates(t *testing.T) {
 func allScenarios() []*Scenario {
 	return append(append(append(append(append(WorkScenarios(), AbandonedScenarios()...), GroupScenarios()...), FsckScenarios()...), QueueScenarios()...), CampaignScenarios()...)
 }
+
+// TestCrashStatesFullDisk explores the full-disk scenarios: renewals and
+// completes through the reserve, in every crash state, and a claim that
+// must be refused. Every renewal and complete of a live lease must succeed
+// while the reserve lasts.
+func TestCrashStatesFullDisk(t *testing.T) {
+	t.Parallel()
+	x := explorer()
+	total, spared := 0, 0
+	var rows []string
+	var tally Tally
+	for _, sc := range FullDiskScenarios() {
+		res, err := x.Explore(sc)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		run, _, err := Record(sc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		overwrites := 0
+		for _, c := range run.Rec.Calls() {
+			if c.Op == "overwrite" && c.Err == nil {
+				overwrites++
+			}
+		}
+		switch {
+		case strings.Contains(sc.Name, "claim"):
+			if run.Exit() != 4 || overwrites != 0 || len(run.acks) != 0 {
+				t.Errorf("%s: exit %d, %d overwrites, %d acks; want exit 4 and nothing written", sc.Name, run.Exit(), overwrites, len(run.acks))
+			}
+		case run.Exit() != 0 || overwrites == 0:
+			t.Errorf("%s: exit %d with %d records written through spares; want exit 0, every record through the reserve", sc.Name, run.Exit(), overwrites)
+		}
+		if overwrites > 0 {
+			spared += res.States
+		}
+		total += res.States
+		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %d | %d | %d |", res.Scenario, res.Calls, res.CrashPoints, res.States, res.Acks, overwrites))
+		tally.Add(res.Violations...)
+	}
+	report(t, &tally)
+	t.Logf("full-disk crash states (budget %d per crash point):\n| operation | calls | crash points | distinct states | acks | records through spares |\n|---|---|---|---|---|---|\n%s\ntotal %d (%d in scenarios that used the reserve)", x.Budget, strings.Join(rows, "\n"), total, spared)
+}

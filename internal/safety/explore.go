@@ -55,6 +55,9 @@ type Scenario struct {
 	// (given the number of calls made so far): a clock that moves while a
 	// batch waits, as for input that arrives late. Nil is Now, fixed.
 	Clock func(calls int) float64
+	// Wrap, when set, wraps the FS the operation runs on (not the
+	// setup's): the faults of the scenario, such as a full filesystem.
+	Wrap func(seam.FS) seam.FS
 	// MinToken is, per ID, a token some holder may have had that the
 	// starting table no longer shows (bytes that fsck cannot read): every
 	// claim after recovery must get a larger one.
@@ -260,6 +263,9 @@ func Record(sc *Scenario, fsys func(*Recorder) seam.FS) (*Run, *Tree, error) {
 
 // start opens the store of a scenario that has a table, and runs it.
 func (run *Run) start(sc *Scenario) error {
+	if sc.Wrap != nil {
+		run.FS = sc.Wrap(run.FS)
+	}
 	f := run.FS
 	if sc.Table != nil && !sc.NoStore {
 		opts := []commit.Option{commit.WithFS(f), commit.WithWriters(max(sc.Writers, 1)), commit.WithRetry(Retry)}

@@ -18,7 +18,7 @@ type Fsck struct{}
 func runFsck(fsys seam.FS, now float64, repair bool) (*fsck.Summary, []string, error) {
 	var mu sync.Mutex
 	var left []string
-	sum, err := fsck.Check(context.Background(), Root, fsys, fsck.Options{Repair: repair, Now: now, Workers: 1}, func(f *fsck.Finding) {
+	sum, err := fsck.Check(context.Background(), Root, fsys, fsck.Options{Repair: repair, Now: now, Workers: 1, Spares: FullDiskSpares}, func(f *fsck.Finding) {
 		if f.Left() || f.Severity() == fsck.Operational {
 			mu.Lock()
 			left = append(left, f.Error())

@@ -6,6 +6,7 @@ package safety
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"io/fs"
 	"path"
@@ -181,4 +182,65 @@ func (m *Mem) OpenRead(name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	return io.NopCloser(bytes.NewReader(d)), nil
+}
+
+// Exchange implements seam.Overwriter: Pebble's MemFS has no exchange, so
+// it is three renames under m.mu (atomic for the callers of this Mem; a
+// crash clone may show a rename of the three undone).
+func (m *Mem) Exchange(a, b string) error {
+	ap, bp, err := m.renamePaths(a, b)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok, _ := m.stat(bp); !ok {
+		return memErr("exchange", b, fs.ErrNotExist)
+	}
+	tmp := bp + ".exchange"
+	for _, mv := range [][2]string{{bp, tmp}, {ap, bp}, {tmp, ap}} {
+		if err := m.fs.Rename(mv[0], mv[1]); err != nil {
+			return memErr("exchange", b, err)
+		}
+	}
+	return nil
+}
+
+// Overwrite implements seam.Overwriter: the file written with data and
+// synced; one smaller than data once rounded up to 4 KiB blocks (Mem's
+// model of what is allocated) is refused as unfit. Pebble's MemFS has no
+// hard links, so no file of Mem has two names outside a crash clone.
+func (m *Mem) Overwrite(name string, data []byte) error {
+	p, err := memPath("open", name)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fi, ok, err := m.stat(p)
+	switch {
+	case err != nil:
+		return memErr("open", name, err)
+	case !ok:
+		return memErr("open", name, fs.ErrNotExist)
+	case fi.IsDir():
+		return &fs.PathError{Op: "open", Path: name, Err: seam.ErrNotRegular}
+	case (fi.Size()+4095)/4096*4096 < int64(len(data)):
+		return &fs.PathError{Op: "overwrite", Path: name, Err: fmt.Errorf("%w: %d bytes allocated, %d needed", seam.ErrUnfit, fi.Size(), len(data))}
+	}
+	// Pebble's files cannot be cut short: the file is written anew under
+	// its name (Create truncates), which a crash can tell from an overwrite
+	// in place only by the temp name's entry, whose value does not matter.
+	f, err := m.fs.Create(p, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return memErr("open", name, err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return memErr("write", name, err)
+	}
+	if err := f.Sync(); err != nil {
+		return memErr("fsync", name, err)
+	}
+	return nil
 }

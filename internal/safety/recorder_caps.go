@@ -12,7 +12,9 @@ package safety
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"sort"
 
@@ -118,4 +120,83 @@ func (r *Recorder) OpenRead(name string) (io.ReadCloser, error) {
 		return nil, err
 	}
 	return io.NopCloser(bytes.NewReader(d)), nil
+}
+
+// Exchange implements seam.Overwriter (renameat2 RENAME_EXCHANGE): the
+// two names swap their files. Logged as one call with two entry changes,
+// each durable as of its directory's next fsync and undone independently
+// by a crash, so a crash state may hold one file under both names: what
+// Overwrite's link count refuses.
+func (r *Recorder) Exchange(a, b string) error {
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(seam.OpExchange, b)
+	ad, abase, err := r.parent(a)
+	if err != nil {
+		return r.fail(i, perr("exchange", a, err))
+	}
+	bd, bbase, err := r.parent(b)
+	if err != nil {
+		return r.fail(i, perr("exchange", b, err))
+	}
+	an, ok := ad.kids[abase]
+	if !ok {
+		return r.fail(i, perr("exchange", a, fs.ErrNotExist))
+	}
+	bn, ok := bd.kids[bbase]
+	if !ok {
+		return r.fail(i, perr("exchange", b, fs.ErrNotExist))
+	}
+	if an.dir || bn.dir {
+		return r.fail(i, perr("exchange", b, seam.ErrNotRegular))
+	}
+	ad.kids[abase], bd.kids[bbase] = bn, an
+	r.emit(event{kind: evEntry, call: i, key: entKey{ad, abase}, val: bn})
+	r.emit(event{kind: evEntry, call: i, key: entKey{bd, bbase}, val: an})
+	return nil
+}
+
+// Overwrite implements seam.Overwriter: the file's whole new content is
+// written in place and made durable (logged as a write and an fsync, so a
+// crash before it may leave the file torn, as any write). It refuses, as
+// the kernel FS does, a file with another name (the names are counted in
+// the namespace) or with fewer bytes allocated than data needs (a file's
+// allocation is modelled as its size rounded up to 4 KiB blocks).
+func (r *Recorder) Overwrite(name string, data []byte) error {
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(seam.OpOverwrite, name)
+	n, err := r.lookup(name)
+	if err != nil {
+		return r.fail(i, perr("open", name, err))
+	}
+	if n.dir {
+		return r.fail(i, perr("open", name, seam.ErrNotRegular))
+	}
+	if links := r.links(r.root, n); links != 1 {
+		return r.fail(i, perr("overwrite", name, fmt.Errorf("%w: %d links", seam.ErrUnfit, links)))
+	}
+	if alloc := (len(n.data) + 4095) / 4096 * 4096; alloc < len(data) {
+		return r.fail(i, perr("overwrite", name, fmt.Errorf("%w: %d bytes allocated, %d needed", seam.ErrUnfit, alloc, len(data))))
+	}
+	n.data = bytes.Clone(data)
+	r.emit(event{kind: evData, call: i, node: n, data: n.data})
+	r.emit(event{kind: evFsync, call: i, node: n})
+	return nil
+}
+
+// links counts the names of file n below directory d.
+func (r *Recorder) links(d, n *inode) int {
+	c := 0
+	for _, k := range d.kids {
+		switch {
+		case k == n:
+			c++
+		case k.dir:
+			c += r.links(k, n)
+		}
+	}
+	return c
 }

@@ -31,6 +31,7 @@ var tableName = regexp.MustCompile(`^(` +
 	`|stage(/[0-9a-f]{64}\.[1-9][0-9]*(/[^/\x00]+)*|/[^/\x00]+)?` + // a directory result has any names below ID.TOKEN/
 	`|public(/[^/\x00]+)*` +
 	`|lost\+found(/[^/\x00]+)?` +
+	`|reserve(/(\.lock|spare\.(0|[1-9][0-9]{0,5})|\.spare\.tmp\.[0-9a-f]+))?` +
 	`)$`)
 
 // TestNamesFromValidatedIDs: every name any explored operation (claims,
@@ -39,7 +40,7 @@ var tableName = regexp.MustCompile(`^(` +
 // ID: no other path is ever touched.
 func TestNamesFromValidatedIDs(t *testing.T) {
 	n := 0
-	for _, sc := range allScenarios() {
+	for _, sc := range append(allScenarios(), FullDiskScenarios()...) {
 		run, _, err := Record(sc, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
