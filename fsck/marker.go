@@ -19,7 +19,19 @@ import (
 // inode. A repair removes it under the record's lock, where no writer is
 // making one.
 func (c *checker) checkMarker(t task, rel string, id leasefmt.ID, status leasefmt.Status, attempts int64, home bool) *Finding {
-	unlock := c.lockHome(t, id, home)
+	unlock := noUnlock
+	if home && c.opt.Repair {
+		// Under the record's lock or not at all: a lock that fails here is
+		// reported (no repair below would take it again).
+		u, err := c.lockAt(t.dir, id)
+		if errors.Is(err, commit.ErrLockTimeout) {
+			return nil // a live worker holds it: the next repair checks this marker
+		}
+		if err != nil {
+			return c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record of the status marker", err)
+		}
+		unlock = u
+	}
 	defer unlock()
 	mfi, err := c.fs.Lstat(rel)
 	switch {
@@ -42,8 +54,10 @@ func (c *checker) checkMarker(t task, rel string, id leasefmt.ID, status leasefm
 		why = "a marker that is not the record's file (the record was rewritten since)"
 	default:
 		data, err := c.readRecord(recRel)
-		if err != nil {
-			return nil // the record's own check reports it
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // removed meanwhile
+		} else if err != nil {
+			return c.ioFinding(recRel, "cannot read", err)
 		}
 		rec, err := decodeRecord(data, leasefmt.Work, id)
 		if err != nil {
@@ -82,18 +96,30 @@ func (c *checker) markRecord(t task, id leasefmt.ID, rec *leasefmt.Record) {
 	if !ok {
 		return
 	}
+	// The marker is a hint, but the calls that find out whether one is
+	// due are the table's own: an I/O error of one is reported as any
+	// other (the check is partial), not passed over.
 	m := path.Join(t.dir, commit.MarkerName(id, rec.Status, rec.Attempts))
 	if _, err := c.fs.Lstat(m); err == nil {
 		return // checkMarker checks it
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		c.emit(c.ioFinding(m, "look up the status marker", err))
+		return
 	}
 	unlock, err := c.lockAt(t.dir, id)
 	if err != nil {
+		if !errors.Is(err, commit.ErrLockTimeout) {
+			c.emit(c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record to mark it", err))
+		}
 		return
 	}
 	defer unlock()
 	recRel := path.Join(t.dir, string(id)+".json")
 	data, err := c.readRecord(recRel)
 	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			c.emit(c.ioFinding(recRel, "read the record to mark it", err))
+		}
 		return
 	}
 	now, err := decodeRecord(data, leasefmt.Work, id)

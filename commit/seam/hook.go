@@ -35,6 +35,9 @@ const (
 	// OpExchange and OpOverwrite are the calls of the reserve (Overwriter).
 	OpExchange  Op = "exchange"
 	OpOverwrite Op = "overwrite"
+	// OpLink is a status marker's link (Linker), logged by the crash
+	// filesystems; the hook wrapper does not see it.
+	OpLink Op = "link"
 )
 
 // Hook is called before every call through a hooked FS with the call's

@@ -37,6 +37,14 @@ func stageDirRemoval(op seam.Op, name string) bool {
 // queueEntryRemoval: the removal of a queue entry after its item is done,
 // which need not succeed (docs/design.md#queue: an entry met for a done record is
 // removed then; the queue invariant and fsck check that one is).
+// markerRemoval reports whether a call removes a status marker, which is
+// only a hint of lease status --summary (docs/design.md#statistics): its
+// failure changes no outcome.
+func markerRemoval(op seam.Op, name string) bool {
+	_, _, _, ok := commit.ParseMarkerName(path.Base(name))
+	return op == seam.OpRemove && ok
+}
+
 func queueEntryRemoval(op seam.Op, name string) bool {
 	_, ok := queueEntryID(name)
 	return op == seam.OpRemove && ok
@@ -78,7 +86,7 @@ func runWithFaultWrap(sc *Scenario, base *Tree, at int, errno syscall.Errno, sti
 			fr.rec.Injected(op, name, err)
 			mu.Lock()
 			fr.fired++
-			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) || fr.run != nil && fr.run.inCleanup() {
+			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) || markerRemoval(op, name) || fr.run != nil && fr.run.inCleanup() {
 				fr.cleanup++
 			}
 			mu.Unlock()

@@ -244,3 +244,33 @@ func (m *Mem) Overwrite(name string, data []byte) error {
 	}
 	return nil
 }
+
+// Link implements seam.Linker with MemFS's link: a second name of the
+// regular file oldname, never replacing one.
+func (m *Mem) Link(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	op, np, err := m.renamePaths(oldname, newname)
+	if err != nil {
+		return err
+	}
+	fi, ok, err := m.stat(op)
+	switch {
+	case err != nil:
+		return memErr("link", oldname, err)
+	case !ok:
+		return &fs.PathError{Op: "link", Path: oldname, Err: fs.ErrNotExist}
+	case fi.IsDir():
+		return &fs.PathError{Op: "link", Path: oldname, Err: seam.ErrNotRegular}
+	}
+	if _, ok, err := m.stat(np); err != nil || ok {
+		if err == nil {
+			err = fs.ErrExist
+		}
+		return memErr("link", newname, err)
+	}
+	if err := m.fs.Link(op, np); err != nil {
+		return memErr("link", newname, err)
+	}
+	return nil
+}

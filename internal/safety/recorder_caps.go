@@ -200,3 +200,29 @@ func (r *Recorder) links(d, n *inode) int {
 	}
 	return c
 }
+
+// Link implements seam.Linker: a second name of the regular file oldname,
+// never replacing one (logged and emitted as the entry it makes).
+func (r *Recorder) Link(oldname, newname string) error {
+	r.yield()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	i := r.call(seam.OpLink, newname)
+	n, err := r.lookup(oldname)
+	if err != nil {
+		return r.fail(i, perr("link", oldname, err))
+	}
+	if n.dir {
+		return r.fail(i, perr("link", oldname, seam.ErrNotRegular))
+	}
+	d, base, err := r.parent(newname)
+	if err != nil {
+		return r.fail(i, perr("link", newname, err))
+	}
+	if _, ok := d.kids[base]; ok {
+		return r.fail(i, perr("link", newname, fs.ErrExist))
+	}
+	d.kids[base] = n
+	r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	return nil
+}
