@@ -29,63 +29,10 @@ import (
 // an add that died.
 const tempAge = 3600
 
+// checkInput checks input/ when it exists, as checkQueue checks queue/.
 func (c *checker) checkInput(tasks []task) {
-	fi, err := c.fs.Lstat(commit.InputDir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return
-	case err != nil:
-		c.emit(c.ioFinding(commit.InputDir, "cannot stat", err))
-		return
-	case !fi.IsDir():
-		return // checkTop reports it
-	}
-	if len(c.opt.Shards) > 0 {
-		for _, t := range tasks {
-			if t.kind == leasefmt.Work && t.shard >= 0 {
-				c.checkInputShard(c.st.InputShardDir(t.shard), t.shard)
-			}
-		}
-		return
-	}
-	ents, err := c.readDirSorted(commit.InputDir)
-	if err != nil {
-		c.emit(c.ioFinding(commit.InputDir, "cannot list", err))
-		return
-	}
-	n := c.st.Table().WorkShards
-	for _, e := range ents {
-		rel := path.Join(commit.InputDir, e.Name())
-		if e.Type()&fs.ModeSymlink != 0 {
-			c.emit(c.symlink(rel, "", noUnlock))
-			continue
-		}
-		sh, ok := leasefmt.ParseShardDirName(e.Name(), n)
-		if !ok || !e.IsDir() {
-			f := &Finding{Kind: KindInput, Path: rel, Found: typeName(e.Type()) + " that is not an input shard directory",
-				Expected: fmt.Sprintf("only the input shard directories input/SS of the %d work shards", n), Repair: "move it to lost+found/"}
-			if c.opt.Repair {
-				c.quarantineInto(rel, f, "input/ holds only the input shard directories")
-			}
-			c.emit(f)
-			continue
-		}
-		c.checkInputShard(rel, sh)
-	}
-}
-
-func (c *checker) checkInputShard(dir string, sh int) {
-	ents, err := c.readDirSorted(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		c.emit(c.ioFinding(dir, "cannot list", err))
-		return
-	}
-	for _, e := range ents {
-		c.emit(c.checkInputEntry(dir, sh, e))
-	}
+	c.checkSharded(shardedArea{top: commit.InputDir, kind: KindInput, what: "input",
+		shardDir: c.st.InputShardDir, entry: c.checkInputEntry}, tasks)
 }
 
 func (c *checker) checkInputEntry(dir string, sh int, e fs.DirEntry) *Finding {

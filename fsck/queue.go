@@ -28,63 +28,8 @@ import (
 // checkQueue checks queue/ when it exists: every queue shard without SHARD
 // arguments, else the queue shards of the work shards selected.
 func (c *checker) checkQueue(tasks []task) {
-	fi, err := c.fs.Lstat(commit.QueueDir)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return
-	case err != nil:
-		c.emit(c.ioFinding(commit.QueueDir, "cannot stat", err))
-		return
-	case !fi.IsDir():
-		return // checkTop reports it
-	}
-	if len(c.opt.Shards) > 0 {
-		for _, t := range tasks {
-			if t.kind == leasefmt.Work && t.shard >= 0 {
-				c.checkQueueShard(c.st.QueueShardDir(t.shard), t.shard)
-			}
-		}
-		return
-	}
-	ents, err := c.readDirSorted(commit.QueueDir)
-	if err != nil {
-		c.emit(c.listFailed(commit.QueueDir, "cannot list", err))
-		return
-	}
-	n := c.st.Table().WorkShards
-	for _, e := range ents {
-		rel := path.Join(commit.QueueDir, e.Name())
-		if e.Type()&fs.ModeSymlink != 0 {
-			c.emit(c.symlink(rel, "", noUnlock))
-			continue
-		}
-		sh, ok := leasefmt.ParseShardDirName(e.Name(), n)
-		if !ok || !e.IsDir() {
-			f := &Finding{Kind: KindQueue, Path: rel, Found: typeName(e.Type()) + " that is not a queue shard directory",
-				Expected: fmt.Sprintf("only the queue shard directories queue/SS of the %d work shards", n), Repair: "move it to lost+found/"}
-			if c.opt.Repair {
-				c.quarantineInto(rel, f, "queue/ holds only the queue shard directories")
-			}
-			c.emit(f)
-			continue
-		}
-		c.checkQueueShard(rel, sh)
-	}
-}
-
-// checkQueueShard checks the entries of one queue shard directory.
-func (c *checker) checkQueueShard(dir string, sh int) {
-	ents, err := c.readDirSorted(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
-	if err != nil {
-		c.emit(c.ioFinding(dir, "cannot list", err))
-		return
-	}
-	for _, e := range ents {
-		c.emit(c.checkQueueEntry(dir, sh, e))
-	}
+	c.checkSharded(shardedArea{top: commit.QueueDir, kind: KindQueue, what: "queue",
+		shardDir: c.st.QueueShardDir, entry: c.checkQueueEntry}, tasks)
 }
 
 func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
