@@ -14,7 +14,6 @@
 package cephtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,14 +74,7 @@ func Prerequisites() string {
 // Script runs one of the bring-up scripts with the environment env (after
 // the process's own) and returns what it printed.
 func Script(ctx context.Context, name string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(Scripts(), name)}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/sbin:/sbin", "CEPH="+Base)
-	cmd.Env = append(cmd.Env, env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	return out.String(), err
+	return testenv.RunScript(ctx, filepath.Join(Scripts(), name), append([]string{"CEPH=" + Base}, env...), args...)
 }
 
 // TakeLock waits up to wait for the machine's Ceph lock and returns it

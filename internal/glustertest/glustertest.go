@@ -14,7 +14,6 @@
 package glustertest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -74,14 +73,7 @@ func Prerequisites() string {
 }
 
 func script(ctx context.Context, name string, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", append([]string{filepath.Join(Scripts(), name)}, args...)...)
-	cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/sbin:/sbin", "GL="+Base)
-	cmd.Env = append(cmd.Env, env...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	return out.String(), err
+	return testenv.RunScript(ctx, filepath.Join(Scripts(), name), append([]string{"GL=" + Base}, env...), args...)
 }
 
 var allMounts = "GL_MOUNTS=defA defB safeA safeB"
