@@ -217,6 +217,10 @@ func (s *Store) retryOne(ctx context.Context, r *Result) error {
 	s.stats.DirectorySyncs.Add(1)
 	next := released(cur, now)
 	next.Attempts, next.ExitStatus, next.StderrTail = 0, 0, ""
+	// The tally's link goes first, durably: a crash before the rewrite
+	// leaves a failed record with a queue entry and no link, which the
+	// summary counts from the record it reads (tally.go).
+	s.untally(cur, s.syncNow)
 	if err := s.WriteOne(next); err != nil {
 		if errors.Is(err, leasefmt.ErrCorrupt) {
 			r.Outcome, r.Detail, r.Cause = Corrupt, "cannot rewrite: "+err.Error(), err

@@ -390,6 +390,9 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		// the record is the one it wrote. Its directory still needs
 		// its fsync before the item is reported.
 		b.Mark(path.Dir(s.RecordPath(k, it.ID)))
+		if k == leasefmt.Work {
+			s.retally(nil, cur, batchSyncer(b))
+		}
 		r.Outcome, r.Detail, r.Record, r.Token = OK, try.detail, cur, cur.Token
 		return nil, false
 	}
@@ -425,6 +428,9 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		next = settled // the settled record is written even when the claim is refused
 		r.settledWrite = true
 	}
+	if k == leasefmt.Work && cur == nil && out == OK {
+		s.flagUnqueued(it.ID, batchSyncer(b)) // before the record exists: see tally.go
+	}
 	data, err := leasefmt.Encode(next)
 	if err == nil {
 		// A record read as missing is created without replacing: if it
@@ -446,10 +452,29 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		return err, durable.Transient(err)
 	}
 	r.Record, r.Token = next, next.Token
-	if k == leasefmt.Work && marks(next.Status) {
-		s.mark(next) // still under the lock: ID.json is the file just renamed
+	if k == leasefmt.Work {
+		if marks(next.Status) {
+			s.mark(next) // still under the lock: ID.json is the file just renamed
+		}
+		s.retally(cur, next, batchSyncer(b))
 	}
 	return nil, false
+}
+
+// batchSyncer has the tally's directories fsynced by batch b's group
+// commit, with the shards'.
+func batchSyncer(b *durable.SyncBatch) syncer {
+	return func(dir string) error { b.Mark(dir); return nil }
+}
+
+// syncNow fsyncs dir at once: the tally's directories for a write outside
+// a batch (WriteOne).
+func (s *Store) syncNow(dir string) error {
+	if err := s.fs.SyncDir(dir); err != nil {
+		return err
+	}
+	s.stats.DirectorySyncs.Add(1)
+	return nil
 }
 
 // heldWrite reports whether writing next over cur is the holder's own

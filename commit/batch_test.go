@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/leasetool/lease/commit"
@@ -25,6 +26,7 @@ func TestGroupCommitCounts(t *testing.T) {
 		t.Run(fmt.Sprintf("N=%d/K=%d", tc.n, tc.k), func(t *testing.T) {
 			st, log := hookedTable(t, tc.shards)
 			items := spread(tc.n, tc.k)
+			wantTally := map[string]int{"claim": 2, "renew": 0}
 			check := func(what string, res []commit.Result, files int) {
 				t.Helper()
 				ops := log.snapshot()
@@ -38,7 +40,24 @@ func TestGroupCommitCounts(t *testing.T) {
 				}
 				synced := checkDirsSynced(t, ops)
 				want := dirsOf(st, items)
-				if len(synced) != len(want) || log.count(seam.OpSyncDir) != len(want) {
+				// The tally's directories (tally.go) are fsynced once each
+				// too: a claim's of the flags of unqueued items (and the
+				// tally itself when the flags' directory is made), a
+				// complete's of its bucket.
+				tally := 0
+				for d, n := range synced {
+					if d == commit.TallyDir || strings.HasPrefix(d, commit.TallyDir+"/") {
+						tally++
+						if n != 1 {
+							t.Errorf("%s: tally directory %s fsynced %d times", what, d, n)
+						}
+						delete(synced, d)
+					}
+				}
+				if tally > wantTally[what] {
+					t.Errorf("%s: %d tally directories fsynced, want at most %d", what, tally, wantTally[what])
+				}
+				if len(synced) != len(want) || log.count(seam.OpSyncDir) != len(want)+tally {
 					t.Errorf("%s: %d directory fsyncs of %d directories (%v), want one each of %d", what, log.count(seam.OpSyncDir), len(synced), synced, len(want))
 				}
 				for d := range want {
@@ -51,7 +70,7 @@ func TestGroupCommitCounts(t *testing.T) {
 			before := st.Stats().Snapshot(0)
 			res := at(st, 1000).Claim(context.Background(), items, "host/w1", 60)
 			check("claim", res, tc.n)
-			if s := st.Stats().Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k) {
+			if s := st.Stats().Snapshot(0); s.FileSyncs-before.FileSyncs != int64(tc.n) || s.DirectorySyncs-before.DirectorySyncs != int64(tc.k+2) {
 				t.Errorf("stats: %d file syncs, %d directory syncs; want %d, %d", s.FileSyncs, s.DirectorySyncs, tc.n, tc.k)
 			}
 			for i, r := range res {
@@ -75,8 +94,12 @@ func TestGroupCommitCounts(t *testing.T) {
 					t.Fatalf("complete %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
 				}
 			}
-			if f, d := log.count(seam.OpFsync), log.count(seam.OpSyncDir); f != 2*tc.n || d != 2*tc.k {
-				t.Errorf("complete: %d file and %d directory fsyncs, want %d and %d", f, d, 2*tc.n, 2*tc.k)
+			// Plus the tally's bucket, and the tally when the bucket is new.
+			if f, d := log.count(seam.OpFsync), log.count(seam.OpSyncDir); f != 2*tc.n || d != 2*tc.k+2 {
+				t.Errorf("complete: %d file and %d directory fsyncs, want %d and %d", f, d, 2*tc.n, 2*tc.k+2)
+			}
+			if synced := checkDirsSynced(t, log.snapshot()); synced[commit.TallyBucketDir(1020/commit.TallyBucket*commit.TallyBucket)] != 1 {
+				t.Errorf("complete: the tally's bucket fsynced %d times, want 1", synced[commit.TallyBucketDir(1020/commit.TallyBucket*commit.TallyBucket)])
 			}
 			if left := tempFiles(t, st.Root()); len(left) > 0 {
 				t.Errorf("temp files left: %v", left)

@@ -32,7 +32,20 @@ type Census struct {
 	Corrupt    int64 `json:"corrupt"`  // records that do not validate (lease fsck)
 	// Owners counts the live leases (leased or committing) per owner.
 	Owners map[string]int64 `json:"owners"`
+	// Method says how the finished items were counted: MethodTally or
+	// MethodListing.
+	Method string `json:"method"`
 }
+
+// The methods of a census.
+const (
+	// MethodTally: from the tally's buckets, and the records of the queued
+	// and flagged items (tally.go).
+	MethodTally = "tally"
+	// MethodListing: from the listings of the shards, and the records they
+	// cannot account for (censusShard).
+	MethodListing = "listing"
+)
 
 // censusChunk is how many names a census reads from a directory at once.
 const censusChunk = 4096
@@ -45,7 +58,20 @@ const censusChunk = 4096
 // I/O error stops it.
 func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
-	c := Census{Owners: map[string]int64{}}
+	if ok, err := s.TallyTrusted(); err != nil {
+		return Census{}, &durable.OpError{Op: "stat", Path: s.Abs(TrustedFile), Err: err}
+	} else if ok {
+		return s.tallyCensus(ctx, workers, now)
+	}
+	return s.ListingCensus(ctx, workers)
+}
+
+// ListingCensus is Census from the shards' listings and records whatever
+// the tally says: what Census does when the tally is not trusted, and
+// lease status --summary --full.
+func (s *Store) ListingCensus(ctx context.Context, workers int) (Census, error) {
+	now := s.now()
+	c := Census{Owners: map[string]int64{}, Method: MethodListing}
 	var mu sync.Mutex
 	var firstErr error
 	shards := make([]int, s.hdr.WorkShards)
@@ -62,21 +88,7 @@ func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 			}
 			return
 		}
-		c.Queued += part.Queued
-		c.Free += part.Free
-		c.Records += part.Records
-		c.Leased += part.Leased
-		c.Expired += part.Expired
-		c.Committing += part.Committing
-		c.Released += part.Released
-		c.Done += part.Done
-		c.Failed += part.Failed
-		c.Attempts += part.Attempts
-		c.Retried += part.Retried
-		c.Corrupt += part.Corrupt
-		for o, n := range part.Owners {
-			c.Owners[o] += n
-		}
+		c.add(part)
 	})
 	return c, firstErr
 }
@@ -280,29 +292,53 @@ func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, e
 		case rec == nil: // removed since the listing
 			continue
 		}
-		c.Records++
-		c.Attempts += rec.Attempts
-		live := rec.Live(now)
-		if rec.Attempts > 0 && rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed {
-			c.Retried++
-		}
-		switch {
-		case rec.Status == leasefmt.Done:
-			c.Done++
-		case rec.Status == leasefmt.Failed:
-			c.Failed++
-		case rec.Status == leasefmt.Released:
-			c.Released++
-		case !live:
-			c.Expired++
-		case rec.Status == leasefmt.Committing:
-			c.Committing++
-		default:
-			c.Leased++
-		}
-		if live {
-			c.Owners[rec.Owner]++
-		}
+		c.count(rec, now)
 	}
 	return c, nil
+}
+
+// count adds rec, a work record read, to c.
+func (c *Census) count(rec *leasefmt.Record, now float64) {
+	c.Records++
+	c.Attempts += rec.Attempts
+	live := rec.Live(now)
+	if rec.Attempts > 0 && rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed {
+		c.Retried++
+	}
+	switch {
+	case rec.Status == leasefmt.Done:
+		c.Done++
+	case rec.Status == leasefmt.Failed:
+		c.Failed++
+	case rec.Status == leasefmt.Released:
+		c.Released++
+	case !live:
+		c.Expired++
+	case rec.Status == leasefmt.Committing:
+		c.Committing++
+	default:
+		c.Leased++
+	}
+	if live {
+		c.Owners[rec.Owner]++
+	}
+}
+
+// add adds the counts of part to c.
+func (c *Census) add(part Census) {
+	c.Queued += part.Queued
+	c.Free += part.Free
+	c.Records += part.Records
+	c.Leased += part.Leased
+	c.Expired += part.Expired
+	c.Committing += part.Committing
+	c.Released += part.Released
+	c.Done += part.Done
+	c.Failed += part.Failed
+	c.Attempts += part.Attempts
+	c.Retried += part.Retried
+	c.Corrupt += part.Corrupt
+	for o, n := range part.Owners {
+		c.Owners[o] += n
+	}
 }

@@ -93,10 +93,11 @@ func TestCensusCountsMarkedRecordsWithoutReading(t *testing.T) {
 		t.Fatalf("the table is not what the test built: %+v", want)
 	}
 	log.reset(nil)
-	got, err := at(st, 40).Census(ctx, 2)
+	got, err := at(st, 40).ListingCensus(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
+	want.Method = commit.MethodListing
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("census\n got %+v\nwant %+v", got, want)
 	}
@@ -108,8 +109,9 @@ func TestCensusCountsMarkedRecordsWithoutReading(t *testing.T) {
 
 // A program that knows nothing of markers rewrites records by the rename
 // of docs/design.md#durability: a done record made released again without a
-// queue entry, and a record completed with no marker made. The census reads
-// both and counts what they say.
+// queue entry, and a record completed with no marker made. The listing's
+// census reads both and counts what they say. (Such a program breaks the
+// tally: lease fsck finds it, see fsck's tests.)
 func TestCensusDistrustsMarkersOfRewrittenRecords(t *testing.T) {
 	st, log := hookedTable(t, 2)
 	ctx := context.Background()
@@ -141,7 +143,7 @@ func TestCensusDistrustsMarkersOfRewrittenRecords(t *testing.T) {
 	// And b's marker removed, as an older fsck would.
 	os.Remove(st.Abs(st.MarkerPath(&leasefmt.Record{ID: b, Status: leasefmt.Done})))
 	log.reset(nil)
-	got, err := at(st, 40).Census(ctx, 2)
+	got, err := at(st, 40).ListingCensus(ctx, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

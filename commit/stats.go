@@ -29,6 +29,10 @@ type Stats struct {
 	// Marked counts the status markers made (docs/design.md#statistics; not
 	// in Snapshot).
 	Marked atomic.Int64
+	// Tallied counts the links made in the tally, Untrusted the times a
+	// writer could not keep it and untrusted it (tally.go; not in
+	// Snapshot).
+	Tallied, Untrusted atomic.Int64
 
 	mu        sync.Mutex
 	latencies []float64 // seconds, per written record, until its directory was fsynced

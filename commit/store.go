@@ -359,7 +359,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 		return nil
 	}
 	var dirs []string
-	for _, top := range []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), StageDir, PublicDir, LostFound} {
+	for _, top := range []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), StageDir, PublicDir, LostFound, TallyDir} {
 		if err := mk(top); err != nil {
 			return err
 		}
@@ -381,7 +381,15 @@ func (s *Store) create(t *leasefmt.Table) error {
 		}
 		dirs = append(dirs, k.Dir())
 	}
-	dirs = append(dirs, "")
+	// A new table's tally holds every finished record: none.
+	if f, err := s.fs.CreateExcl(TrustedFile); err == nil {
+		if err := f.Close(); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	dirs = append(dirs, TallyDir, "")
 	b := durable.NewSyncBatch(s.fs, nil)
 	for _, d := range dirs {
 		b.Mark(d)
@@ -532,7 +540,13 @@ func (s *Store) WriteOne(rec *leasefmt.Record) error {
 	if err != nil {
 		return err
 	}
-	return s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data)
+	if err := s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data); err != nil {
+		return err
+	}
+	if rec.Kind == leasefmt.Work && marks(rec.Status) {
+		s.retally(nil, rec, s.syncNow) // the caller holds the record's lock
+	}
+	return nil
 }
 
 // TopUpReserve makes spares in the table's reserve until it holds want of

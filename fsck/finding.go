@@ -100,13 +100,19 @@ const (
 	// by another program), removed, or says another status. Debris: no
 	// summary trusts it. Repair removes it under the record's lock.
 	KindMarker Kind = "marker"
+	// KindTally: the tally (docs/design.md#statistics) disagrees with the
+	// records: a finished record without its link, a link of no finished
+	// record, an unfinished record neither queued nor flagged. An error
+	// while the tally is trusted (the summary counts from it), debris
+	// otherwise. Repair links, flags or removes under the record's lock.
+	KindTally Kind = "tally"
 	// KindIO: the check itself failed (a directory could not be read). An
 	// operational error: exit 8.
 	KindIO Kind = "io"
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindMarker, KindReserve, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindMarker, KindTally, KindReserve, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int
@@ -229,6 +235,11 @@ type Summary struct {
 	// Debris counts the findings that are debris, by kind, and Swept the
 	// ones a repair run swept; neither changes the exit status.
 	Debris, Swept map[Kind]int
+	// Trusted: the tally is trusted after the check (it was, or this
+	// repair run built and checked it); Tallied counts the links and flags
+	// a repair run made in a tally nothing trusted yet.
+	Trusted bool
+	Tallied int
 	// Marked counts the status markers a repair run made for done or
 	// failed records that had none (docs/design.md#statistics).
 	Marked int

@@ -122,6 +122,12 @@ type checker struct {
 	records atomic.Int64
 	// marked counts the status markers a repair made (markRecord).
 	marked atomic.Int64
+	// tallyTrusted: the tally was trusted when the check began;
+	// tallyPending: this repair made TRUSTED.pending; tallyLeft counts the
+	// tally's findings left unrepaired, tallied the links and flags a
+	// repair made quietly (tally.go).
+	tallyTrusted, tallyPending bool
+	tallyLeft, tallied         atomic.Int64
 	// partial is set once any part of the check failed (an io finding):
 	// what was not read cannot vouch for a result, so no orphans then.
 	partial atomic.Bool
@@ -238,12 +244,15 @@ func (c *checker) run() error {
 			return err
 		}
 	}
+	c.beginTally()
 	c.listPublic()
 	c.scanRecords(tasks)
 	c.sum.Marked = int(c.marked.Load())
 	c.checkPublish()
 	c.checkQueue(tasks)
 	c.checkInput(tasks)
+	c.checkTally()
+	c.endTally()
 	return nil
 }
 

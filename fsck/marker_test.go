@@ -67,10 +67,12 @@ func TestMarkersCheckedAndRepaired(t *testing.T) {
 	}
 	os.Remove(mb)
 	sum, found := checkMarkers(t, root, false)
+	found = nonTally(found) // the tally's own findings of a's rewrite: tally_test.go
 	if len(found) != 1 || found[0].Kind != fsck.KindMarker || found[0].ID != a || sum.Exit() != 0 {
 		t.Fatalf("want one marker notice for a, exit 0: exit %d, %v", sum.Exit(), found)
 	}
 	sum, found = checkMarkers(t, root, true)
+	found = nonTally(found)
 	if len(found) != 1 || !found[0].Repaired || sum.Marked < 1 {
 		t.Fatalf("repair: marked %d, %v", sum.Marked, found)
 	}
@@ -92,4 +94,14 @@ func TestMarkersCheckedAndRepaired(t *testing.T) {
 	if c, _ := st.At(2000).Census(ctx, 1); c.Done != 2 {
 		t.Fatalf("census %+v", c)
 	}
+}
+
+func nonTally(found []*fsck.Finding) []*fsck.Finding {
+	var out []*fsck.Finding
+	for _, f := range found {
+		if f.Kind != fsck.KindTally {
+			out = append(out, f)
+		}
+	}
+	return out
 }

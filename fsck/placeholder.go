@@ -82,4 +82,9 @@ func (c *checker) placeholder(f *Finding, k leasefmt.Kind, id leasefmt.ID, data 
 		return
 	}
 	f.Done += fmt.Sprintf("; left a released record with token %d in its place (%s), so the next claim gets a larger one", token, how)
+	if k == leasefmt.Work {
+		if err := c.flagIfUnqueued(id); err != nil {
+			failed(f, fmt.Errorf("%s, but its flag in the tally could not be made: %w", f.Done, err))
+		}
+	}
 }

@@ -51,6 +51,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 	}
 	r.records++
 	c.markRecord(t, id, rec)
+	r.add(c.tallyRecord(t, id, rec))
 	switch {
 	case rec.Live(c.opt.Now):
 		r.live++
@@ -197,5 +198,15 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 	}
 	f.MovedTo = dest
 	fixed(f, "moved to "+dest)
+	if t.kind == leasefmt.Work {
+		// Home now, it needs what the tally keeps of it (tally.go).
+		if data, err := c.readRecord(dest); err == nil {
+			if rec, err := decodeRecord(data, leasefmt.Work, id); err == nil {
+				if err := c.retallyLocked(rec); err != nil {
+					failed(f, fmt.Errorf("moved to %s, but the tally could not be kept: %w", dest, err))
+				}
+			}
+		}
+	}
 	return f
 }

@@ -69,8 +69,9 @@ type Disk struct {
 	fs      seam.FS
 	root    string
 	counts  *Counts
-	ensured sync.Map // directories known to exist
-	pool    reserve  // the reserve's spares as last listed (reserve.go)
+	ensured sync.Map   // directories known to exist
+	mkMu    sync.Mutex // EnsureDir's makers, one at a time
+	pool    reserve    // the reserve's spares as last listed (reserve.go)
 }
 
 // New returns the Disk of the table at root (for messages) over f,
@@ -203,6 +204,14 @@ func (d *Disk) EnsureDir(dir string) error {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := d.EnsureDir(path.Dir(dir)); err != nil {
 			return err
+		}
+		// One maker at a time: the writers of a batch that meet the same
+		// missing directory (a new bucket of the tally) wait for the
+		// first one's mkdir and fsync instead of each fsyncing the parent.
+		d.mkMu.Lock()
+		defer d.mkMu.Unlock()
+		if _, ok := d.ensured.Load(dir); ok {
+			return nil
 		}
 		if err := d.fs.Mkdir(dir); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err

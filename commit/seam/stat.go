@@ -51,3 +51,12 @@ func inodeOf(fi fs.FileInfo) (fileKey, bool) {
 	}
 	return fileKey{}, false
 }
+
+// Stamp is what a directory's stat says of its content: when two stats of
+// one directory give the same Stamp, no entry was made or removed in
+// between, on a filesystem that updates a directory's change time (POSIX
+// does, for every entry made or removed).
+type Stamp struct {
+	Dev, Ino, Size   uint64
+	MtimeNS, CtimeNS int64
+}

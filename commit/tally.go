@@ -1,0 +1,218 @@
+package commit
+
+import (
+	"errors"
+	"io/fs"
+	"math"
+	"path"
+	"strconv"
+
+	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/leasefmt"
+)
+
+// The tally (docs/design.md#statistics): a second place for the status
+// markers, sorted by time instead of by ID, so that what a summary lists
+// does not grow with the items done.
+//
+// When the engine writes a work record done or failed it also links the
+// new record file as tally/B/ID.STATUS.ATTEMPTS, where B is the record's
+// renewed_at (the time it finished) rounded down to TallyBucket seconds, and
+// the directory tally/B is fsynced in the operation's group commit like the
+// shard's. A bucket only receives links while its time is now, so every
+// bucket but the newest is cold: a summary lists it once, keeps its counts
+// in tally/CHECKPOINT with the directory's inode, size and change times, and
+// afterwards only looks at the directory (one stat) to know its counts still
+// hold. What changes a cold bucket (lease retry removing a link, a late
+// writer) changes its ctime, so the summary lists it again.
+//
+// The tally is trusted only while tally/TRUSTED exists: lease init makes it
+// for a new table, lease fsck --repair after it checked every finished
+// record has its link. Whatever leaves a finished record without its link
+// (a filesystem without hard links, a link that fails) removes it, and the
+// summary then reads the table as before (censusShard). A record of an
+// item that has no queue entry (claimed by name) gets a flag,
+// tally/unqueued/ID, before it is first written, so that a summary that
+// lists the queue instead of the shards still finds it.
+const (
+	// TallyDir is the tally's directory in the table.
+	TallyDir = "tally"
+	// TallyBucket is the span of one bucket in seconds.
+	TallyBucket = 300
+	// TrustedFile says the tally holds every finished record.
+	TrustedFile = TallyDir + "/TRUSTED"
+	// TrustPending is what lease fsck --repair makes before it checks the
+	// tally and renames to TrustedFile when the check passed; a writer that
+	// meets a failure meanwhile removes it, so the repair trusts nothing
+	// that failed during its walk.
+	TrustPending = TallyDir + "/TRUSTED.pending"
+	// UnqueuedDir holds a flag per item whose record was made without a
+	// queue entry.
+	UnqueuedDir = TallyDir + "/unqueued"
+	// CheckpointFile keeps the counts of cold buckets (a cache: it is
+	// rebuilt when missing or unreadable).
+	CheckpointFile = TallyDir + "/CHECKPOINT"
+)
+
+// TallyBucketOf is the bucket of a finished record: its renewed_at rounded
+// down to TallyBucket seconds.
+func TallyBucketOf(rec *leasefmt.Record) int64 {
+	t := rec.RenewedAt
+	if math.IsNaN(t) || t < 0 {
+		t = 0
+	}
+	return int64(t/TallyBucket) * TallyBucket
+}
+
+// TallyBucketDir is the table-relative directory of bucket b.
+func TallyBucketDir(b int64) string { return path.Join(TallyDir, strconv.FormatInt(b, 10)) }
+
+// TallyPath is the table-relative path of rec's link in the tally.
+func TallyPath(rec *leasefmt.Record) string {
+	return path.Join(TallyBucketDir(TallyBucketOf(rec)), MarkerName(rec.ID, rec.Status, rec.Attempts))
+}
+
+// UnqueuedFlag is the flag of id, an item whose record was made while it
+// had no queue entry.
+func UnqueuedFlag(id leasefmt.ID) string { return path.Join(UnqueuedDir, string(id)) }
+
+// ParseBucket reads a bucket directory's name; false for any other name.
+func ParseBucket(name string) (int64, bool) {
+	if name == "" || len(name) > 18 || (len(name) > 1 && name[0] == '0') {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
+	b, err := strconv.ParseInt(name, 10, 64)
+	return b, err == nil && b%TallyBucket == 0
+}
+
+// syncer is what the tally's writes need from their operation: a directory
+// to fsync before the operation reports success (durable.SyncBatch.Mark in
+// a batch; fsync now for a single write).
+type syncer func(dir string) error
+
+// retally keeps the tally in step with one work record write, under the
+// record's lock: cur is the record that was there, next the one just
+// renamed into place (so ID.json is next's file). A finished cur loses its
+// link unless next keeps the same name; a finished next gets its link. A
+// failure untrusts the tally (the counts would be wrong), never the write.
+func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
+	if cur != nil && marks(cur.Status) && !(next != nil && marks(next.Status) && TallyPath(cur) == TallyPath(next)) {
+		s.untally(cur, sync)
+	}
+	if next == nil || !marks(next.Status) {
+		return
+	}
+	l, ok := seam.As[seam.Linker](s.fs)
+	if !ok {
+		s.Untrust()
+		return
+	}
+	tp := TallyPath(next)
+	dir := path.Dir(tp)
+	if err := s.disk.EnsureDir(dir); err != nil {
+		s.Untrust()
+		return
+	}
+	rp := s.RecordPath(leasefmt.Work, next.ID)
+	err := l.Link(rp, tp)
+	if errors.Is(err, fs.ErrExist) {
+		// An older version's link of the same name (the record was
+		// written again): the name must be this file.
+		if err = s.fs.Remove(tp); err == nil || errors.Is(err, fs.ErrNotExist) {
+			err = l.Link(rp, tp)
+		}
+	}
+	if err == nil {
+		err = sync(dir)
+	}
+	if err != nil {
+		s.Untrust()
+		return
+	}
+	s.stats.Tallied.Add(1)
+}
+
+// untally removes the link of rec, a finished record being replaced; its
+// removal is fsynced with the operation. A link that cannot be removed
+// untrusts the tally.
+func (s *Store) untally(rec *leasefmt.Record, sync syncer) {
+	tp := TallyPath(rec)
+	err := s.fs.Remove(tp)
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err == nil {
+		err = sync(path.Dir(tp))
+	}
+	if err != nil {
+		s.Untrust()
+	}
+}
+
+// flagUnqueued makes the flag of id, an item whose first record is about
+// to be written, when it has no queue entry either (a claim by name), before
+// the record exists: a summary that lists the queue and the flags then
+// finds every unfinished record. The flags' directory is fsynced with the
+// operation's group commit (a crash may keep a record whose flag was lost,
+// of a claim never reported: lease fsck --repair flags it). A failure
+// untrusts the tally.
+func (s *Store) flagUnqueued(id leasefmt.ID, sync syncer) {
+	if _, err := s.fs.Lstat(s.QueuePath(id)); err == nil {
+		return
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		s.Untrust()
+		return
+	}
+	flag := UnqueuedFlag(id)
+	if err := s.disk.EnsureDir(UnqueuedDir); err != nil {
+		s.Untrust()
+		return
+	}
+	f, err := s.fs.CreateExcl(flag)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return // made before (and fsynced by whoever made it)
+	case err == nil:
+		err = f.Close()
+	}
+	if err == nil {
+		err = sync(UnqueuedDir)
+	}
+	if err != nil {
+		s.Untrust()
+	}
+}
+
+// Untrust removes the tally's trust (TrustedFile and a repair's
+// TrustPending), durably: the summary reads the table until lease fsck
+// --repair has checked the tally again. It is what a writer does when it
+// could not keep the tally; its own failure is reported by the next fsck.
+func (s *Store) Untrust() {
+	removed := false
+	for _, name := range []string{TrustedFile, TrustPending} {
+		if err := s.fs.Remove(name); err == nil {
+			removed = true
+		}
+	}
+	if removed {
+		_ = s.fs.SyncDir(TallyDir)
+	}
+	s.stats.Untrusted.Add(1)
+}
+
+// TallyTrusted reports whether a summary may count from the tally.
+func (s *Store) TallyTrusted() (bool, error) {
+	_, err := s.fs.Lstat(TrustedFile)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, err
+}
