@@ -49,12 +49,23 @@ var formatSections = []Section{
 		"\tROOT/public/ID/                the whole staging directory of ID, published (lease run --complete)\n" +
 		"\tROOT/lost+found/               where lease fsck --repair quarantines what it cannot trust\n" +
 		"\tROOT/reserve/spare.N           preallocated spare files for writes on a full filesystem (optional; see DURABILITY)\n" +
-		"\tROOT/reserve/.lock             lock file of the spares: byte N is spare N's lock\n\n" +
+		"\tROOT/reserve/.lock             lock file of the spares: byte N is spare N's lock\n" +
+		"\tROOT/tally/B/ID.STATUS.N       the tally: a hard link of a done or failed record, B its renewed_at rounded down to 300\n" +
+		"\tROOT/tally/unqueued/ID         flag of an unfinished item whose record was made without a queue entry\n" +
+		"\tROOT/tally/TRUSTED             the tally holds every finished record (lease status --summary counts from it)\n" +
+		"\tROOT/tally/CHECKPOINT          a summary's cache of the counts of past buckets (JSON; may be deleted)\n\n" +
 		"A status marker (ID.done.N, ID.failed.N) is only a hint for lease status --summary: it counts a done or " +
 		"failed record without reading it when the marker and ID.json are one inode (any rewrite of the record " +
 		"replaces ID.json by a new file, so a marker of an older version is never trusted). Programs that write " +
 		"records need not make or remove markers; one that does makes it, under the record's lock, with link(2) " +
 		"of ID.json after the rename. lease fsck reports a marker that is not its record's file as debris.\n\n" +
+		"The tally is not a hint: while tally/TRUSTED exists, lease status --summary counts the finished items from " +
+		"it alone. A program that writes work records must then, under the record's lock: link a record it writes " +
+		"done or failed as tally/B/ID.STATUS.N (B = floor(renewed_at / 300) * 300, in decimal) and fsync tally/B " +
+		"before it reports success; remove the link of a done or failed record before it replaces it; and make " +
+		"tally/unqueued/ID (and fsync tally/unqueued) before it writes the first record of an ID that has no queue " +
+		"entry. A program that cannot, or will not, removes tally/TRUSTED (and tally/TRUSTED.pending) before it " +
+		"writes: the summary then reads the shards, and lease fsck --repair checks and trusts the tally again.\n\n" +
 		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
 		"file is touched, so no path can be built from a bad ID.\n\n" +
 		"The shard of an ID is int(ID[0:8], 16) % shards. The shard directory SS is the shard index in lowercase " +

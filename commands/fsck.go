@@ -79,6 +79,7 @@ var fsckManual = Manual{
 		{"ROOT/stage/ID.TOKEN/", "Staging directories; those of tokens that are not current are debris (notices), which --repair moves to lost+found/ (empty ones removed)."},
 		{"ROOT/public/", "Published results; one that no done or committing record names is moved to lost+found/."},
 		{"ROOT/queue/SS/ID", "The queue: empty files of queued items that are not done; entries of done items are removed (the kind of finding is queue)."},
+		{"ROOT/tally/", "The tally the summary counts from (lease-format(5)): each finished record's link, each unqueued unfinished record's flag, nothing else. While tally/TRUSTED exists a difference is an error (tally) that --repair fixes under the record's lock; on a table whose tally is not trusted (made before it, or untrusted by a writer that could not keep it) --repair builds it quietly and trusts it when the whole check left nothing wrong."},
 	},
 	Examples: []Example{
 		{"Check a table after a crash (read-only):", "lease fsck --root /scratch/campaign/table"},

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -353,6 +354,40 @@ func TestStatusSummary(t *testing.T) {
 		}
 	}
 	coreMust(t, 2, "", "status", "--summary", "--live", "--root", root)
+	coreMust(t, 2, "", "status", "--full", "--root", root)
+	// The same counts from the tally and from the shards' listings; a
+	// table whose tally is not trusted (made before it) is counted from the
+	// listings until fsck --repair trusts it.
+	summary := func(args ...string) map[string]any {
+		t.Helper()
+		var m map[string]any
+		r := coreMust(t, 0, "", append([]string{"status", "--summary", "--root", root, "--now", at(70), "--json"}, args...)...)
+		if err := json.Unmarshal([]byte(r.out), &m); err != nil {
+			t.Fatal(err)
+		}
+		delete(m, "duration_s")
+		delete(m, "inodes")
+		return m
+	}
+	tally, full := summary(), summary("--full")
+	if tally["method"] != "tally" || full["method"] != "listing" {
+		t.Fatalf("methods %v and %v, want tally and listing", tally["method"], full["method"])
+	}
+	delete(tally, "method")
+	delete(full, "method")
+	if !reflect.DeepEqual(tally, full) {
+		t.Fatalf("the tally's summary %v, the listing's %v", tally, full)
+	}
+	if err := os.Remove(filepath.Join(root, "tally", "TRUSTED")); err != nil {
+		t.Fatal(err)
+	}
+	if m := summary(); m["method"] != "listing" {
+		t.Fatalf("an untrusted tally was counted from: %v", m["method"])
+	}
+	coreMust(t, 0, "", "fsck", "--repair", "--root", root, "--now", at(70))
+	if m := summary(); m["method"] != "tally" {
+		t.Fatalf("fsck --repair did not trust the tally: %v", m["method"])
+	}
 }
 
 // TestFsckQueue: fsck reports and repairs what is wrong in queue/, and a

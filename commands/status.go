@@ -37,6 +37,7 @@ var statusCommand = &cli.Command{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json); with --summary: table, json or prometheus"},
 		&cli.BoolFlag{Name: "no-headers", Usage: "leave out the header line of table and wide"},
 		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner"},
+		&cli.BoolFlag{Name: "full", Usage: "with --summary: count from the shards' listings and records, not from the tally (what a table the tally does not vouch for gets anyway)"},
 	}),
 	Action: runStatus,
 }
@@ -55,17 +56,21 @@ var statusManual = Manual{
 		"path, attempts (failed runs counted), exit_status and stderr_tail (of the last failed run, when known). These fields are stable: new ones may be added, none is renamed or removed. With -v a line of " +
 		"counts goes to stderr: records read, shown, live, expired, corrupt, and the duration.\n\n" +
 		"--summary: queued counts the entries of queue/ and free the queued items without a record, both " +
-		"by listing directories only. A done or failed record is counted from its shard's listing too: when " +
-		"lease writes a record done or failed it gives it a second name, a status marker ID.STATUS.ATTEMPTS " +
-		"(a hard link), and a marker that the listing shows with the record's own inode number is exactly that " +
-		"record. Every other record is read: those of queued items (leased, expired, committing, released), " +
-		"and any whose marker is missing or belongs to an older version of the record (rewritten by another " +
-		"program, by lease retry): the counts are always those of reading every record, and lease fsck --repair " +
-		"gives unmarked done and failed records their markers so that the next summary need not read them. " +
-		"Measured at 1,000,000 items, 98% done (bench/results/operator.md), on a machine shared at load 13 to 36: 3 to 8 s " +
-		"on journaled ext4 (4 s of CPU; reading every record took 94 s, 35 s of CPU, in the same run), 86 to 95 s through " +
-		"FUSE with 2 ms round trips (246 s before); listing the shards, two names per finished item, is the cost that is " +
-		"left. -o prometheus prints the counts in the Prometheus text format for node_exporter's textfile " +
+		"by listing directories only. The finished items are counted from the tally (docs/design.md#tally): when " +
+		"lease writes a record done or failed it also links it into tally/B/, B the time it finished rounded down " +
+		"to 5 minutes, and a bucket whose time is past is listed once and then kept, with its directory's stat, in " +
+		"tally/CHECKPOINT: later summaries stat it and list only the buckets of the last minutes. Every unfinished " +
+		"item is found from the queue (and the flags tally/unqueued/ID of items claimed by name without a queue " +
+		"entry) and its record read. So the cost follows the items in flight and those finished lately, not the " +
+		"items finished: at 1,000,000 items, 98% done, see bench/results/operator.md. The tally is used while " +
+		"tally/TRUSTED exists: lease init makes it, a writer that cannot keep the tally removes it, and lease fsck " +
+		"--repair checks a table's tally and trusts it (a table made before the tally gets it that way). Without it, " +
+		"and with --full, the summary counts from the shards' listings instead: a done or failed record whose status " +
+		"marker ID.STATUS.ATTEMPTS (a second name beside it) has the record's own inode number is counted from the " +
+		"listing, every other record is read, so those counts are those of reading every record whoever wrote the " +
+		"table, at the cost of listing two names per finished item. -v says which way the counts were made, and " +
+		"--json has it as method (tally or listing). " +
+		"-o prometheus prints the counts in the Prometheus text format for node_exporter's textfile " +
 		"collector: lease_items{state} with the states free, leased, expired, committing, released, done, failed " +
 		"and corrupt (they partition the items), lease_queue_entries, lease_records, lease_attempts_total (a counter; lease retry " +
 		"resets an item's), lease_retried_items, lease_owners, lease_owner_live_leases{owner}, " +
@@ -124,6 +129,9 @@ type statusRow struct {
 func runStatus(c *cli.Context) error {
 	if c.Bool("summary") {
 		return runStatusSummary(c)
+	}
+	if c.Bool("full") {
+		return usageErr("--full is for --summary: it says how the counts are made")
 	}
 	opts, err := parseStatus(c)
 	if err != nil {

@@ -146,7 +146,7 @@ _lease() {
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary -h --help"
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary --full -h --help"
         valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output "
         dirs=" --root "
         files=" --config "

@@ -346,6 +346,7 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expi
 complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json); with --summary: table, json or prometheus'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
 complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner'
+complete -c lease -n '__fish_seen_subcommand_from status' -l full -d 'with --summary: count from the shards\' listings and records, not from the tally (what a table the tally does not vouch for gets anyway)'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
 

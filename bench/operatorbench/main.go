@@ -60,6 +60,8 @@ func gen(args []string) {
 	released := fs.Int("released", 0, "released items with one failed run")
 	free := fs.Int("free", 0, "queued items never claimed")
 	unmarked := fs.Bool("unmarked", false, "make no status markers")
+	noTally := fs.Bool("no-tally", false, "make no links in the tally (and remove tally/TRUSTED)")
+	span := fs.Duration("span", 48*time.Hour, "the finished items finished evenly over this span before now (their renewed_at)")
 	fs.Parse(args)
 	var hdr struct {
 		WorkShards int `json:"work_shards"`
@@ -96,6 +98,10 @@ func gen(args []string) {
 		i int
 		k kind
 	}
+	finished := max(1, *done+*failed)
+	if *noTally {
+		os.Remove(filepath.Join(*root, "tally", "TRUSTED"))
+	}
 	jobs := make(chan job, 1024)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -105,7 +111,11 @@ func gen(args []string) {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if err := genOne(*root, shard, j.i, j.k.status, j.k.attempts, j.k.queued, j.k.record, !*unmarked, now); err != nil {
+				fin := now - 200
+				if j.k.status == "done" || j.k.status == "failed" {
+					fin = now - span.Seconds()*(1-float64(j.i)/float64(finished))
+				}
+				if err := genOne(*root, shard, j.i, j.k.status, j.k.attempts, j.k.queued, j.k.record, !*unmarked, !*noTally, now, fin); err != nil {
 					mu.Lock()
 					firstErr = err
 					mu.Unlock()
@@ -130,7 +140,7 @@ func gen(args []string) {
 	fmt.Fprintf(os.Stderr, "operatorbench gen: %d items\n", i)
 }
 
-func genOne(root string, shard func(string) string, i int, status string, attempts int, queued, record, mark bool, now float64) error {
+func genOne(root string, shard func(string) string, i int, status string, attempts int, queued, record, mark, tally bool, now, fin float64) error {
 	id := ID(i)
 	sh := shard(id)
 	if queued {
@@ -155,13 +165,28 @@ func genOne(root string, shard func(string) string, i int, status string, attemp
 		}
 	}
 	rec := fmt.Sprintf(`{"schema":"lease.work/v1","id":"%s","status":"%s","owner":"bench-%d","token":1,"claimed_at":%.0f,"renewed_at":%.0f,"expires_at":%.0f%s}`+"\n",
-		id, status, i%64, now-200, now-200, exp, extra)
+		id, status, i%64, min(now-200, fin-10), fin, exp, extra)
 	p := filepath.Join(root, "work", sh, id+".json")
 	if err := os.WriteFile(p, []byte(rec), 0o644); err != nil {
 		return err
 	}
-	if mark && (status == "done" || status == "failed") {
-		return os.Link(p, filepath.Join(root, "work", sh, fmt.Sprintf("%s.%s.%d", id, status, attempts)))
+	if status != "done" && status != "failed" {
+		return nil
+	}
+	name := fmt.Sprintf("%s.%s.%d", id, status, attempts)
+	if mark {
+		if err := os.Link(p, filepath.Join(root, "work", sh, name)); err != nil {
+			return err
+		}
+	}
+	if tally {
+		// As the engine links it: tally/B/, B the renewed_at rounded down
+		// to 300 s (commit/tally.go).
+		b := filepath.Join(root, "tally", strconv.FormatInt(int64(fin)/300*300, 10))
+		if err := os.MkdirAll(b, 0o755); err != nil {
+			return err
+		}
+		return os.Link(p, filepath.Join(b, name))
 	}
 	return nil
 }
