@@ -141,6 +141,10 @@ type bucketCounts struct {
 	Attempts int64      `json:"attempts"`
 }
 
+// maxCheckpoint bounds what a summary reads of tally/CHECKPOINT: years of
+// buckets.
+const maxCheckpoint = 64 << 20
+
 // checkpointSchema names the format of tally/CHECKPOINT.
 const checkpointSchema = "lease.tally-checkpoint/v1"
 
@@ -247,8 +251,14 @@ func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
 // or cannot be read or decoded (it is only a cache).
 func (s *Store) readCheckpoint() checkpoint {
 	var cp checkpoint
-	data, err := s.fs.ReadFile(CheckpointFile, 64<<20)
-	if err != nil || len(data) > 64<<20 || json.Unmarshal(data, &cp) != nil || cp.Schema != checkpointSchema {
+	// ReadFile allocates what it may read: ask for the file's size (a
+	// checkpoint holds about 150 bytes a bucket, 12 a day).
+	fi, err := s.fs.Lstat(CheckpointFile)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCheckpoint {
+		return checkpoint{}
+	}
+	data, err := s.fs.ReadFile(CheckpointFile, int(fi.Size())+4096)
+	if err != nil || len(data) > maxCheckpoint || json.Unmarshal(data, &cp) != nil || cp.Schema != checkpointSchema {
 		return checkpoint{}
 	}
 	return cp

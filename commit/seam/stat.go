@@ -55,8 +55,10 @@ func inodeOf(fi fs.FileInfo) (fileKey, bool) {
 // Stamp is what a directory's stat says of its content: when two stats of
 // one directory give the same Stamp, no entry was made or removed in
 // between, on a filesystem that updates a directory's change time (POSIX
-// does, for every entry made or removed).
+// does, for every entry made or removed). It leaves out the device number,
+// which differs between the clients of one shared filesystem (each mount
+// has its own), so that a Stamp taken through one client holds for all.
 type Stamp struct {
-	Dev, Ino, Size   uint64
+	Ino, Size        uint64
 	MtimeNS, CtimeNS int64
 }

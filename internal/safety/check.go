@@ -6,8 +6,10 @@ package safety
 // invariants.go.
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 
@@ -243,7 +245,38 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 	if claimAfter {
 		v = append(v, c.claimAfter(after, acks)...)
 	}
+	// 9. The summary counts what the records say: from the tally (when it
+	// is trusted after the repair) as from the shards' listings.
+	if c.x.Repair != nil {
+		v = append(v, c.censusInvariant(after)...)
+	}
 	return v
+}
+
+// censusInvariant compares the tally's census of t with the listing's.
+func (c *checker) censusInvariant(t *Tree) []string {
+	st, err := commit.Open(Root, commit.WithFS(NewRecorder(t)), commit.WithClock(commit.FixedClock(c.sc.Now)))
+	if err != nil {
+		return nil // no table to count (the checks above say why)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	tally, err := st.Census(ctx, 1)
+	if err != nil {
+		return []string{fmt.Sprintf("census after recovery: %v", err)}
+	}
+	if tally.Method != commit.MethodTally {
+		return nil
+	}
+	listing, err := st.ListingCensus(ctx, 1)
+	if err != nil {
+		return []string{fmt.Sprintf("listing census after recovery: %v", err)}
+	}
+	tally.Method = listing.Method
+	if !reflect.DeepEqual(tally, listing) {
+		return []string{fmt.Sprintf("after recovery the tally counts %+v, the records %+v", tally, listing)}
+	}
+	return nil
 }
 
 // skew is the clock skew of the scenario's stores (none: 0).

@@ -32,6 +32,7 @@ var tableName = regexp.MustCompile(`^(` +
 	`|public(/[^/\x00]+)*` +
 	`|lost\+found(/[^/\x00]+)?` +
 	`|reserve(/(\.lock|spare\.(0|[1-9][0-9]{0,5})|\.spare\.tmp\.[0-9a-f]+))?` +
+	`|tally(/(TRUSTED|TRUSTED\.pending|CHECKPOINT|\.CHECKPOINT\.tmp\.[0-9a-f]+|unqueued(/[0-9a-f]{64})?|(0|[1-9][0-9]*)(/[0-9a-f]{64}\.(done|failed)\.(0|[1-9][0-9]*))?))?` + // docs/design.md#tally
 	`)$`)
 
 // TestNamesFromValidatedIDs: every name any explored operation (claims,
