@@ -253,6 +253,8 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 		return res
 	}
 	remaining := map[int]*atomic.Int32{}
+	var left atomic.Int32
+	left.Store(int32(len(items)))
 	for _, it := range items {
 		sh := it.ID.Shard(n)
 		if remaining[sh] == nil {
@@ -302,7 +304,13 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 			fail(i, err)
 		}
 		dir := path.Dir(s.RecordPath(k, it.ID))
-		if remaining[it.ID.Shard(n)].Add(-1) == 0 && batch.Pending(dir) {
+		// A shard's barrier goes as soon as its last record is renamed,
+		// except the batch's last shard: Flush takes that one, concurrently
+		// with the directories still pending (the tally's bucket), so a
+		// batch of one shard waits for one round of directory fsyncs, not
+		// two.
+		last := left.Add(-1) == 0
+		if remaining[it.ID.Shard(n)].Add(-1) == 0 && !last && batch.Pending(dir) {
 			if err := batch.SyncDir(dir); err != nil {
 				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}

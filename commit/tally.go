@@ -114,12 +114,15 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 	}
 	tp := TallyPath(next)
 	dir := path.Dir(tp)
-	if err := s.disk.EnsureDir(dir); err != nil {
-		s.Untrust()
-		return
-	}
 	rp := s.RecordPath(leasefmt.Work, next.ID)
+	// The link first: its bucket exists but once every 5 minutes, and a
+	// lookup of it would be one more round trip on a network filesystem.
 	err := l.Link(rp, tp)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = s.disk.EnsureDir(dir); err == nil {
+			err = l.Link(rp, tp)
+		}
+	}
 	if errors.Is(err, fs.ErrExist) {
 		// An older version's link of the same name (the record was
 		// written again): the name must be this file.
