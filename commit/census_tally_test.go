@@ -182,3 +182,19 @@ func TestTallyUntrustedWhenALinkFails(t *testing.T) {
 		t.Fatalf("census %+v %v, want the listing's, 1 done", c, err)
 	}
 }
+
+// A result published with the record done (lease run --complete, lease work,
+// complete --publish) is in the tally like any other done record.
+func TestTallyCountsPublishedResults(t *testing.T) {
+	st, log := hookedTable(t, 4)
+	a := claimOne(t, st, shardID(1, 1), 10)
+	stageTree(t, st, a, afl)
+	if r, err := at(st, 11).CompleteStage(context.Background(), a); err != nil || r.Outcome != commit.OK {
+		t.Fatalf("CompleteStage: %v %s", err, r.Detail)
+	}
+	rec, _ := st.Read(context.Background(), leasefmt.Work, a.ID)
+	if _, err := os.Lstat(st.Abs(commit.TallyPath(rec))); err != nil {
+		t.Fatalf("a published done record is not in the tally: %v", err)
+	}
+	bothCensuses(t, st, log, 20)
+}

@@ -543,10 +543,18 @@ func (s *Store) WriteOne(rec *leasefmt.Record) error {
 	if err := s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data); err != nil {
 		return err
 	}
-	if rec.Kind == leasefmt.Work && marks(rec.Status) {
-		s.retally(nil, rec, s.syncNow) // the caller holds the record's lock
-	}
+	s.finishedOne(rec)
 	return nil
+}
+
+// finishedOne gives rec, a record just written on its own (WriteOne,
+// writeHeld) under its lock, its status marker and its link in the tally
+// when it is a finished work record.
+func (s *Store) finishedOne(rec *leasefmt.Record) {
+	if rec.Kind == leasefmt.Work && marks(rec.Status) {
+		s.mark(rec)
+		s.retally(nil, rec, s.syncNow)
+	}
 }
 
 // TopUpReserve makes spares in the table's reserve until it holds want of
@@ -562,7 +570,11 @@ func (s *Store) writeHeld(rec *leasefmt.Record) error {
 	if err != nil {
 		return err
 	}
-	return s.Disk().WriteHeld(s.RecordPath(rec.Kind, rec.ID), data)
+	if err := s.Disk().WriteHeld(s.RecordPath(rec.Kind, rec.ID), data); err != nil {
+		return err
+	}
+	s.finishedOne(rec)
+	return nil
 }
 
 // stageBytes writes data, the encoding of rec, to a temp file and moves it
