@@ -32,6 +32,12 @@ type Census struct {
 	Corrupt    int64 `json:"corrupt"`  // records that do not validate (lease fsck)
 	// Owners counts the live leases (leased or committing) per owner.
 	Owners map[string]int64 `json:"owners"`
+	// OwnerRenewed is each owner's last renewal: the newest renewed_at
+	// (seconds since the epoch) of its live leases (census_watch.go).
+	OwnerRenewed map[string]float64 `json:"owner_renewed"`
+	// MostFailed are the items with the most failed runs, most first, at
+	// most MostFailedK of them (census_watch.go).
+	MostFailed []FailedItem `json:"most_failed"`
 }
 
 // censusChunk is how many names a census reads from a directory at once.
@@ -77,6 +83,7 @@ func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 		for o, n := range part.Owners {
 			c.Owners[o] += n
 		}
+		c.mergeWatch(&part)
 	})
 	return c, firstErr
 }
@@ -259,6 +266,7 @@ func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, e
 		if !q && l.marker != 0 && l.marker == l.record {
 			c.Records++
 			c.Attempts += l.attempts
+			c.noteMarked(k, l.failed, l.attempts)
 			if l.failed {
 				c.Failed++
 			} else {
@@ -303,6 +311,7 @@ func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, e
 		if live {
 			c.Owners[rec.Owner]++
 		}
+		c.noteRead(rec, live)
 	}
 	return c, nil
 }
