@@ -37,6 +37,10 @@ var statusCommand = &cli.Command{
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json); with --summary: table, json or prometheus"},
 		&cli.BoolFlag{Name: "no-headers", Usage: "leave out the header line of table and wide"},
 		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner"},
+		&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "count again every --interval (implies --summary): redrawn in place on a terminal, one line per count otherwise, one JSON object per count with --json; until SIGINT, SIGTERM or SIGHUP"},
+		&cli.StringFlag{Name: "interval", Value: "2s", Usage: "with --watch: start a count at most every `DURATION` (500ms, 2s, 1m, or seconds: 0.5); a count that takes longer is followed by the next when it ends"},
+		&cli.IntFlag{Name: "count", Usage: "with --watch: stop after `N` counts", DefaultText: "no limit"},
+		&cli.BoolFlag{Name: "until-done", Usage: "with --watch: stop when no item is queued, leased or committing any more"},
 	}),
 	Action: runStatus,
 }
@@ -122,7 +126,14 @@ type statusRow struct {
 }
 
 func runStatus(c *cli.Context) error {
-	if c.Bool("summary") {
+	if !c.Bool("watch") {
+		for _, f := range []string{"interval", "count", "until-done"} {
+			if c.IsSet(f) {
+				return usageErr("--%s is for --watch", f)
+			}
+		}
+	}
+	if c.Bool("summary") || c.Bool("watch") {
 		return runStatusSummary(c)
 	}
 	opts, err := parseStatus(c)
