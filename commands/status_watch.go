@@ -319,7 +319,9 @@ func (w *statusWatch) show(cen commit.Census, started time.Time, took time.Durat
 			f.screenW, f.screenH = cw, ch
 		}
 		b.WriteString(ttyHome)
-		for _, l := range watchScreen(f) {
+		lines := watchScreen(f)
+		lines = lines[:min(len(lines), f.screenH-1)] // a line more would scroll the screen
+		for _, l := range lines {
 			b.WriteString(fitWidth(l, f.screenW))
 			b.WriteString(ttyClearLine + "\n")
 		}
