@@ -346,6 +346,10 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expi
 complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json); with --summary: table, json or prometheus'
 complete -c lease -n '__fish_seen_subcommand_from status' -l no-headers -d 'leave out the header line of table and wide'
 complete -c lease -n '__fish_seen_subcommand_from status' -l summary -d 'print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner'
+complete -c lease -n '__fish_seen_subcommand_from status' -s w -l watch -d 'count again every --interval (implies --summary): redrawn in place on a terminal, one line per count otherwise, one JSON object per count with --json; until SIGINT, SIGTERM or SIGHUP'
+complete -c lease -n '__fish_seen_subcommand_from status' -l interval -x -d 'with --watch: start a count at most every DURATION (500ms, 2s, 1m, or seconds: 0.5); a count that takes longer is followed by the next when it ends'
+complete -c lease -n '__fish_seen_subcommand_from status' -l count -x -d 'with --watch: stop after N counts'
+complete -c lease -n '__fish_seen_subcommand_from status' -l until-done -d 'with --watch: stop when no item is queued, leased or committing any more'
 complete -c lease -n '__fish_seen_subcommand_from status' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from status' -a '(__lease_ids work)'
 
