@@ -97,7 +97,7 @@ var statusManual = Manual{
 		"count for a log: the time (UTC, RFC 3339), then key=value fields queued, free, leased, expired, committing, " +
 		"released, done, failed, corrupt, left, rate_1m and rate_5m (items/s, - when not known), eta (- when not known), " +
 		"owners (how many hold live leases) and census (the count's duration). With --json it prints one JSON object " +
-		"per count per line: the fields of --summary --json (among them owner_renewed, each owner's last renewal in " +
+		"per count per line: the fields of --summary --json (now is when the count started, the clock it counted at; among them owner_renewed, each owner's last renewal in " +
 		"seconds since the epoch, and most_failed, up to 10 objects {id, attempts, state} with the most attempts " +
 		"first, ties by ID), and refresh (the count's number, from 1), left (items neither done nor failed), rate_1m " +
 		"and rate_5m (items finished per second; null before the second count) and eta_s (seconds; null when the rate " +

@@ -114,14 +114,15 @@ type rateSample struct {
 	finished int64
 }
 
-// rateWindow holds the samples the rates need: at most one a second
-// (besides the newest) over the longest window, and the newest one older
-// than it, so that its memory is bounded whatever the interval.
+// rateWindow holds the samples the rates need: a second apart at least
+// (but for the newest, which moves on until it is), over the longest
+// window, and the newest one older than it, so that its memory is bounded
+// whatever the interval.
 type rateWindow struct{ samples []rateSample }
 
 func (r *rateWindow) add(at time.Time, finished int64) {
 	s := rateSample{at, finished}
-	if n := len(r.samples); n >= 2 && at.Sub(r.samples[n-2].at) < time.Second {
+	if n := len(r.samples); n >= 2 && r.samples[n-1].at.Sub(r.samples[n-2].at) < time.Second {
 		r.samples[n-1] = s
 	} else {
 		r.samples = append(r.samples, s)
@@ -184,7 +185,7 @@ type watchJSON struct {
 // watchFigures are what a count shows beside the census.
 type watchFigures struct {
 	cen              commit.Census
-	now              float64 // the store's clock after the count
+	now              float64 // the store's clock when the count started: what it counted at
 	took             time.Duration
 	left             int64
 	rate1, rate5     float64
@@ -232,7 +233,7 @@ func runStatusWatch(c *cli.Context, format string) error {
 	}
 	var last commit.Census
 	for {
-		started := time.Now()
+		started, clock := time.Now(), st.Now()
 		cen, err := st.Census(ctx, censusWorkers)
 		if ctx.Err() != nil {
 			break // stopped: the count is cut short, the last screen stays
@@ -242,7 +243,7 @@ func runStatusWatch(c *cli.Context, format string) error {
 		}
 		last = cen
 		w.refresh++
-		if err := w.show(cen, started, time.Since(started)); err != nil {
+		if err := w.show(cen, started, clock, time.Since(started)); err != nil {
 			return cli.Exit(fmt.Sprintf("lease status: stdout: %v", err), exitcode.IO)
 		}
 		if o.count > 0 && w.refresh >= o.count || o.untilDone && campaignOver(cen) {
@@ -280,9 +281,9 @@ func itemsLeft(c commit.Census) int64 {
 }
 
 // show writes one count: a screen, a line or a JSON object.
-func (w *statusWatch) show(cen commit.Census, started time.Time, took time.Duration) error {
+func (w *statusWatch) show(cen commit.Census, started time.Time, clock float64, took time.Duration) error {
 	w.rates.add(started, cen.Done+cen.Failed)
-	f := watchFigures{cen: cen, now: w.st.Now(), took: took, left: itemsLeft(cen), started: started,
+	f := watchFigures{cen: cen, now: clock, took: took, left: itemsLeft(cen), started: started,
 		refresh: w.refresh, interval: w.o.interval, root: w.st.Root()}
 	f.rate1, f.span1, f.rate1ok = w.rates.rate(rateShort)
 	f.rate5, f.span5, f.rate5ok = w.rates.rate(rateLong)
