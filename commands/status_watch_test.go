@@ -22,6 +22,7 @@ import (
 
 	"github.com/creack/pty"
 
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -259,7 +260,7 @@ func TestStatusWatchTerminal(t *testing.T) {
 	cmd := h.command("status", "--watch", "--interval", "100ms")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 132})
 	if err != nil {
-		t.Skipf("no pseudo-terminal: %v", err)
+		testenv.Missing(t, "pty", fmt.Sprintf("no pseudo-terminal: %v", err))
 	}
 	defer tty.Close()
 	t.Cleanup(func() { cmd.Process.Kill() })
