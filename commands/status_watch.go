@@ -194,7 +194,6 @@ type watchFigures struct {
 	eta              float64
 	etaOK            bool
 	inodes           *qualify.Inodes
-	started          time.Time
 	refresh          int
 	interval         time.Duration
 	root             string
@@ -283,7 +282,7 @@ func itemsLeft(c commit.Census) int64 {
 // show writes one count: a screen, a line or a JSON object.
 func (w *statusWatch) show(cen commit.Census, started time.Time, clock float64, took time.Duration) error {
 	w.rates.add(started, cen.Done+cen.Failed)
-	f := watchFigures{cen: cen, now: clock, took: took, left: itemsLeft(cen), started: started,
+	f := watchFigures{cen: cen, now: clock, took: took, left: itemsLeft(cen),
 		refresh: w.refresh, interval: w.o.interval, root: w.st.Root()}
 	f.rate1, f.span1, f.rate1ok = w.rates.rate(rateShort)
 	f.rate5, f.span5, f.rate5ok = w.rates.rate(rateLong)
