@@ -6,6 +6,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/creack/pty v1.1.24
 	github.com/emer/empi v1.0.17
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/prometheus/client_model v0.6.3

@@ -38,6 +38,10 @@ var statusCommand = &cli.Command{
 		&cli.BoolFlag{Name: "no-headers", Usage: "leave out the header line of table and wide"},
 		&cli.BoolFlag{Name: "summary", Usage: "print counts instead of records: queued, free, leased, expired, committing, released, done, failed, retried, attempts, and live leases per owner"},
 		&cli.BoolFlag{Name: "full", Usage: "with --summary: count from the shards' listings and records, not from the tally (what a table the tally does not vouch for gets anyway)"},
+		&cli.BoolFlag{Name: "watch", Aliases: []string{"w"}, Usage: "count again every --interval (implies --summary): redrawn in place on a terminal, one line per count otherwise, one JSON object per count with --json; until SIGINT, SIGTERM or SIGHUP"},
+		&cli.StringFlag{Name: "interval", Value: "2s", Usage: "with --watch: start a count at most every `DURATION` (500ms, 2s, 1m, or seconds: 0.5); a count that takes longer is followed by the next when it ends"},
+		&cli.IntFlag{Name: "count", Usage: "with --watch: stop after `N` counts", DefaultText: "no limit"},
+		&cli.BoolFlag{Name: "until-done", Usage: "with --watch: stop when no item is queued, leased or committing any more"},
 	}),
 	Action: runStatus,
 }
@@ -82,13 +86,40 @@ var statusManual = Manual{
 		"inodes long before bytes (a 1 GiB ext4 has 65,536; per-user inode quotas, as Lustre and GPFS sites set, are " +
 		"not in statfs); in --json as inodes {known, free, total, room_items}. An add, claim or publish that runs out of " +
 		"space says so once, with the count of what was not done and whether inodes or bytes ran out, and lease add " +
-		"warns before it queues more items than the free inodes hold.",
+		"warns before it queues more items than the free inodes hold.\n\n" +
+		"--watch (-w; implies --summary) counts the table again and again, as watch(1) or top do, for an operator " +
+		"watching a campaign: one count at a time, each started --interval after the start of the one before (2s by " +
+		"default), or as soon as the one before ends when it took longer, so that a watch never loads the " +
+		"filesystem with more than one summary per interval. On a terminal it redraws one screen in place (the " +
+		"cursor to the top left corner, the screen cleared below): the count of each state (queued, free, leased, " +
+		"expired, committing, released, done, failed, corrupt), the rate of items finished (done and failed) per second " +
+		"over the last minute and the last five, from the differences of successive counts (over the time since the " +
+		"first count while the watch is younger), the ETA (the items left, neither done nor failed, at the last " +
+		"minute's rate; - while the rate is 0 or not known), the owners with their live leases and their last renewal " +
+		"(the newest renewed_at of their live leases, as an age; the one that renewed longest ago first, so that a " +
+		"worker that stopped renewing shows at the top), and the items that failed most (up to 10, by attempts: their " +
+		"state and ID), the lists cut to the terminal's height. When stdout is not a terminal it prints one line per " +
+		"count for a log: the time (UTC, RFC 3339), then key=value fields queued, free, leased, expired, committing, " +
+		"released, done, failed, corrupt, left, rate_1m and rate_5m (items/s, - when not known), eta (- when not known), " +
+		"owners (how many hold live leases) and census (the count's duration). With --json it prints one JSON object " +
+		"per count per line: the fields of --summary --json (now is when the count started, the clock it counted at; among them owner_renewed, each owner's last renewal in " +
+		"seconds since the epoch, and most_failed, up to 10 objects {id, attempts, state} with the most attempts " +
+		"first, ties by ID), and refresh (the count's number, from 1), left (items neither done nor failed), rate_1m " +
+		"and rate_5m (items finished per second; null before the second count) and eta_s (seconds; null when the rate " +
+		"is 0 or not known, 0 when nothing is left). These fields are stable: new ones may be added, none is renamed " +
+		"or removed. The attempts of the items counted from their status markers are the markers' names, so the two " +
+		"lists cost no read more than the counts. --count N stops after N counts; --until-done stops once no item is " +
+		"queued, leased or committing any more: the campaign is over (a table with nothing queued is over at once). " +
+		"SIGINT, SIGTERM or SIGHUP stop it as they stop renew-batch --watch, with exit status 0: the count in progress " +
+		"is dropped, the last screen stays and the cursor is given back. docs/status-watch.txt shows a screen of a " +
+		"campaign.",
 	Exit: []Item{
 		{"0", "Every record read was shown or filtered out, and every ID given has a record."},
 		{"1", "An ID given has no record (reported on stderr as `missing ID 0 no record (PATH)`)."},
 		{"2", "Usage, configuration or input error (a bad ID, no table at ROOT)."},
 		{"3", "A record that does not validate was met; it is reported on stderr and left for lease fsck."},
 		{"4", "The table could not be read."},
+		{"", "With --watch: 0 when stopped by a signal, --count or --until-done; 3 when the last count met a record that does not validate; 4 as soon as a count cannot read the table."},
 	},
 	Examples: []Example{
 		{"Show what is held now, soonest expiry first:", "lease status --live --sort expires"},
@@ -96,6 +127,8 @@ var statusManual = Manual{
 		{"The leases that ran out (their holders are gone), as IDs for lease revoke or a new claim:", "lease status --expired -o id"},
 		{"Recover the held set of one worker as `ID TOKEN` lines:", "lease status --live --owner \"$LEASE_OWNER\" -o id-token > held"},
 		{"Count done items with jq:", "lease status --json | jq -s 'map(select(.status == \"done\")) | length'"},
+		{"Watch a campaign on the terminal, counting every 5 seconds, until it is over:", "lease status --watch --interval 5s --until-done"},
+		{"Log the progress of a campaign from its job script, one line a minute:", "lease status --watch --interval 1m --until-done | tee progress.log"},
 		{"Feed node_exporter's textfile collector every minute (cron); the file is written whole, then renamed, so the collector never reads half of it:",
 			"lease status --summary -o prometheus > /var/lib/node_exporter/textfile/lease.prom.$$ && mv /var/lib/node_exporter/textfile/lease.prom.$$ /var/lib/node_exporter/textfile/lease.prom"},
 	},
@@ -127,7 +160,14 @@ type statusRow struct {
 }
 
 func runStatus(c *cli.Context) error {
-	if c.Bool("summary") {
+	if !c.Bool("watch") {
+		for _, f := range []string{"interval", "count", "until-done"} {
+			if c.IsSet(f) {
+				return usageErr("--%s is for --watch", f)
+			}
+		}
+	}
+	if c.Bool("summary") || c.Bool("watch") {
 		return runStatusSummary(c)
 	}
 	if c.Bool("full") {

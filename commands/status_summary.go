@@ -44,7 +44,7 @@ const censusWorkers = 16
 
 func runStatusSummary(c *cli.Context) error {
 	if c.NArg() > 0 {
-		return usageErr("status --summary counts the whole table; it takes no IDs")
+		return usageErr("status --summary and --watch count the whole table; they take no IDs")
 	}
 	for _, f := range []string{"live", "expired", "groups", "owner", "sort", "no-headers"} {
 		if c.IsSet(f) {
@@ -60,6 +60,9 @@ func runStatusSummary(c *cli.Context) error {
 		case c.Bool("json") && format != "json":
 			return usageErr("--json and --output %s exclude each other", format)
 		}
+	}
+	if c.Bool("watch") {
+		return runStatusWatch(c, format)
 	}
 	e, err := newEnv(c)
 	if err != nil {

@@ -35,6 +35,12 @@ type Census struct {
 	// Method says how the finished items were counted: MethodTally or
 	// MethodListing.
 	Method string `json:"method"`
+	// OwnerRenewed is each owner's last renewal: the newest renewed_at
+	// (seconds since the epoch) of its live leases (census_watch.go).
+	OwnerRenewed map[string]float64 `json:"owner_renewed"`
+	// MostFailed are the items with the most failed runs, most first, at
+	// most MostFailedK of them (census_watch.go).
+	MostFailed []FailedItem `json:"most_failed"`
 }
 
 // The methods of a census.
@@ -271,6 +277,7 @@ func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, e
 		if !q && l.marker != 0 && l.marker == l.record {
 			c.Records++
 			c.Attempts += l.attempts
+			c.noteMarked(k, l.failed, l.attempts)
 			if l.failed {
 				c.Failed++
 			} else {
@@ -322,6 +329,7 @@ func (c *Census) count(rec *leasefmt.Record, now float64) {
 	if live {
 		c.Owners[rec.Owner]++
 	}
+	c.noteRead(rec, live)
 }
 
 // add adds the counts of part to c.
@@ -341,4 +349,5 @@ func (c *Census) add(part Census) {
 	for o, n := range part.Owners {
 		c.Owners[o] += n
 	}
+	c.mergeWatch(&part)
 }

@@ -139,6 +139,9 @@ type bucketCounts struct {
 	Done     int64      `json:"done"`
 	Failed   int64      `json:"failed"`
 	Attempts int64      `json:"attempts"`
+	// MostFailed are the bucket's items that failed most (at most
+	// MostFailedK), for Census.MostFailed.
+	MostFailed []FailedItem `json:"most_failed,omitempty"`
 }
 
 // maxCheckpoint bounds what a summary reads of tally/CHECKPOINT: years of
@@ -192,20 +195,23 @@ func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
 			return
 		}
 		var n bucketCounts
+		var top Census
 		err = s.scanDir(dir, func(name []byte, _ uint64) {
-			if _, failed, a, ok := parseMarker(name); ok {
+			if k, failed, a, ok := parseMarker(name); ok {
 				if failed {
 					n.Failed++
 				} else {
 					n.Done++
 				}
 				n.Attempts += a
+				top.noteMarked(k, failed, a)
 			}
 		})
 		if err != nil {
 			errs[i] = err
 			return
 		}
+		n.MostFailed = top.MostFailed
 		counts[i] = n
 		b, _ := ParseBucket(names[i])
 		if !stamped || float64(b+TallyBucket+TallySettle) > now {
@@ -228,6 +234,9 @@ func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
 		c.Done += n.Done
 		c.Failed += n.Failed
 		c.Attempts += n.Attempts
+		for _, it := range n.MostFailed {
+			c.offerFailed(it)
+		}
 		if settled[i] {
 			cp.Buckets[names[i]] = n
 		}

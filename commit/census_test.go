@@ -22,7 +22,7 @@ import (
 // all, as it was before markers.
 func readAll(t *testing.T, st *commit.Store, now float64) commit.Census {
 	t.Helper()
-	c := commit.Census{Owners: map[string]int64{}}
+	c := commit.Census{Owners: map[string]int64{}, OwnerRenewed: map[string]float64{}, MostFailed: []commit.FailedItem{}}
 	for sh := range st.Table().WorkShards {
 		ents, _ := os.ReadDir(st.Abs(st.ShardDir(leasefmt.Work, sh)))
 		for _, e := range ents {
@@ -36,6 +36,7 @@ func readAll(t *testing.T, st *commit.Store, now float64) commit.Census {
 			}
 			c.Records++
 			c.Attempts += rec.Attempts
+			watchCount(&c, rec, now)
 			if rec.Attempts > 0 && rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed {
 				c.Retried++
 			}

@@ -146,8 +146,8 @@ _lease() {
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary --full -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary --full -w --watch --interval --count --until-done -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output --interval --count "
         dirs=" --root "
         files=" --config "
         args=ids
