@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
@@ -37,6 +38,7 @@ var addCommand = &cli.Command{
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "content", Usage: "the arguments are files: store each one's content as its item's input (ROOT/input/SS/ID) and queue its SHA-256"},
 		&cli.BoolFlag{Name: "null", Usage: "with --content -: the paths on stdin end with NUL, not newline"},
+		progressFlag(),
 	}),
 	Action: runAdd,
 }
@@ -64,11 +66,20 @@ func runAdd(c *cli.Context) error {
 	if c.Bool("null") {
 		return usageErr("--null is for the paths of --content -")
 	}
+	mode := c.String("progress")
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
+	}
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			return st.Enqueue(e.ctx(), items)
 		}}
 	spec.before = warnInodes
+	spec.stream = &streamSpec{progress: mode, bar: "adding", units: "IDs",
+		scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formQueue, sp) },
+		interrupted: func(done, total, ok int) string {
+			return fmt.Sprintf("lease add: interrupted after %d of %d IDs: %d added durably; run the same add again to finish (it is idempotent)", done, total, ok)
+		}}
 	spec.idOnly = true
 	spec.silent = func(r commit.Result) bool { return r.Outcome == commit.Queued || r.Outcome == commit.Done }
 	spec.code = addCode

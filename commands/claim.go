@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
@@ -42,6 +44,7 @@ var claimCommand = &cli.Command{
 		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},
 		&cli.IntFlag{Name: "next", Usage: "claim up to `N` free items of the table's queue (lease add), without a candidate list", DefaultText: "claim the IDs given"},
 		waitFlag("the queue is busy (--next)"),
+		progressFlag(),
 	}),
 	Action: runClaim,
 }
@@ -65,6 +68,10 @@ func init() {
 }
 
 func runClaim(c *cli.Context) error {
+	mode := c.String("progress")
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
+	}
 	if c.IsSet("next") {
 		return runClaimNext(c, c.Int("next"))
 	}
@@ -75,12 +82,30 @@ func runClaim(c *cli.Context) error {
 	if c.IsSet("first") && first < 1 {
 		return usageErr("--first %d: want at least 1", first)
 	}
+	// got counts the grants of --first over the chunks; stop is set once
+	// the batch must end early (its N granted, or an I/O error).
+	got, stop := 0, false
 	spec := batchSpec{name: "claim", kind: leasefmt.Work, spread: !c.IsSet("first"), input: idArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			if c.IsSet("first") {
-				return st.ClaimFirst(e.ctx(), items, first, e.set.Owner, e.set.TTL)
+			if !c.IsSet("first") {
+				return st.Claim(e.ctx(), items, e.set.Owner, e.set.TTL)
 			}
-			return st.Claim(e.ctx(), items, e.set.Owner, e.set.TTL)
+			res := st.ClaimFirst(e.ctx(), items, first-got, e.set.Owner, e.set.TTL)
+			for _, r := range res {
+				switch r.Outcome {
+				case commit.OK:
+					got++
+				case commit.IOError:
+					stop = true
+				}
+			}
+			return res
+		}}
+	spec.stream = &streamSpec{progress: mode, bar: "claiming", units: "IDs", unique: true,
+		scan:   claimScan,
+		enough: func() bool { return stop || c.IsSet("first") && got >= first },
+		interrupted: func(done, total, ok int) string {
+			return fmt.Sprintf("lease claim: interrupted after %d of %d IDs: %d granted (the lines printed); the rest were not tried", done, total, ok)
 		}}
 	if c.IsSet("first") {
 		spec.code, spec.silent = firstCode, passedOver
@@ -118,4 +143,23 @@ func firstCode(res []commit.Result) int {
 		return exitcode.Negative
 	}
 	return code
+}
+
+// claimScan spools the candidates of a claim: the ID arguments, or the
+// lines of stdin with - or no argument.
+func claimScan(c *cli.Context, sp *spool) error {
+	args := c.Args().Slice()
+	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
+		return spoolInput(c, []string{"-"}, formIDs, sp)
+	}
+	items, err := idArgs(c)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		if err := sp.add(it, "argument", i+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }

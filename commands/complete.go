@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -45,6 +46,7 @@ var completeCommand = &cli.Command{
 		"spares_used). A --publish whose result cannot move into public/ for want of space fails (exit 4)\n" +
 		"with the record still committing, as any failed publish.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
+		progressFlag(),
 		&cli.StringFlag{Name: "publish", Usage: "publish ROOT/stage/ID.TOKEN/`NAME` (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/", TakesFile: true},
 	}),
 	Action: runComplete,
@@ -74,6 +76,21 @@ func init() {
 }
 
 func runComplete(c *cli.Context) error {
+	mode := c.String("progress")
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
+	}
+	if !c.IsSet("publish") {
+		return runBatch(c, batchSpec{name: "complete", kind: leasefmt.Work, spread: true, input: tokenLines,
+			run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
+				return st.Complete(e.ctx(), items)
+			},
+			stream: &streamSpec{progress: mode, bar: "completing", units: "leases", unique: true,
+				scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formTokens, sp) },
+				interrupted: func(done, total, ok int) string {
+					return fmt.Sprintf("lease complete: interrupted after %d of %d leases: %d completed durably (the lines printed); the rest were not tried", done, total, ok)
+				}}})
+	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err
@@ -85,13 +102,6 @@ func runComplete(c *cli.Context) error {
 	items, err := parseItems(lines, true)
 	if err != nil {
 		return err
-	}
-	if !c.IsSet("publish") {
-		st, err := e.open(false)
-		if err != nil {
-			return err
-		}
-		return e.report("complete", st.Complete(e.ctx(), items), e.snapshot(st))
 	}
 	if len(items) != 1 {
 		return usageErr("--publish takes exactly one ID TOKEN line, got %d", len(items))

@@ -1,8 +1,7 @@
 package commands
 
 import (
-	"io"
-	"time"
+	"fmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -134,40 +133,16 @@ func renewSpec(c *cli.Context, mode string) batchSpec {
 	}
 	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
 			return st.Renew(e.ctx(), items, e.renewTTL())
-		}}
-}
-
-// renewProgress draws a progress bar of a renew batch on w, from the
-// store's count of attempted items, until the returned function is called;
-// the bar is then cleared. Only for one process: under mpirun each rank
-// renews a share, and their bars would interleave on one terminal.
-func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func() {
-	if launch().Distributed() || total == 0 || !showProgress(mode, w) {
-		return func() {}
-	}
-	base := st.Stats().Attempted.Load()
-	bar := newBar(w, total, "renewing", "leases")
-	bar.RenderBlank() // at once, not only after the first tick: the batch may end before it
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				bar.Set(int(st.Stats().Attempted.Load() - base))
-			case <-stop:
-				bar.Set(int(st.Stats().Attempted.Load() - base))
-				bar.Finish()
-				return
-			}
-		}
-	}()
-	return func() {
-		close(stop)
-		<-done
-	}
+		},
+		stream: &streamSpec{progress: mode, bar: "renewing", units: "leases", unique: true,
+			scan: func(c *cli.Context, sp *spool) error {
+				if err := checkOutput(c); err != nil {
+					return err
+				}
+				return spoolInput(c, c.Args().Slice(), formTokens, sp)
+			},
+			interrupted: func(done, total, ok int) string {
+				return fmt.Sprintf("lease renew-batch: interrupted after %d of %d leases: %d renewed (the lines printed); the rest were not tried", done, total, ok)
+			}}}
 }
