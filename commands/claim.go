@@ -28,13 +28,22 @@ var claimCommand = &cli.Command{
 		"passes over (held or done) are not failures and print nothing (counted with -v and in --json).\n" +
 		"--first is for a candidate list you keep yourself; for a campaign, enqueue the work with\n" +
 		"lease add and claim with --next instead: a --first claim reads the record of every\n" +
-		"candidate it passes over, so its cost grows with the work already done.\n\n" +
+		"candidate it passes over, so its cost grows with the work already done.\n" +
+		"The candidates are validated whole (a malformed or repeated ID anywhere is exit 2, nothing\n" +
+		"written) into a temporary file, then claimed in chunks of 16384, each one group commit whose\n" +
+		"grants are printed once it is durable, so memory does not grow with the input; SIGINT or\n" +
+		"SIGTERM stops the claim after the chunk in flight (its grants printed, a line on stderr saying\n" +
+		"how far it got, exit 130 or 143). A progress bar goes to stderr when it is a terminal and\n" +
+		"the claim runs longer than a second (--progress always|never overrides; not under mpirun,\n" +
+		"where the batch runs in one piece).\n\n" +
 		"With --next N the claim takes up to N free items of the table's own queue (queue/SS/ID,\n" +
 		"filled by lease add) with no candidate list. Its cost does not grow with the number of\n" +
 		"items done or queued: it visits the queue shards in random order, reads a few directory\n" +
 		"blocks (128 names) at a time and tries them in random order, so workers that start\n" +
 		"together do not collide; held items are passed over and the entries of done items are\n" +
-		"removed as they are met, silently (counted with -v and in --json). When it gets nothing it\n" +
+		"removed as they are met, silently (counted with -v and in --json). A large N is claimed and\n" +
+		"printed at most 16384 at a time, each lot once it is durable (a signal stops it after the\n" +
+		"lot in flight, as above). When it gets nothing it\n" +
 		"exits 1 with a stderr line that starts with the answer: `empty:` (nothing left to do: every\n" +
 		"queued item is done; stop) or `busy:` (items remain but all are held; try again later).\n" +
 		"--wait waits for a busy queue, with backoff (50 ms doubling to 2 s, with jitter, and woken\n" +
@@ -101,7 +110,7 @@ func runClaim(c *cli.Context) error {
 			}
 			return res
 		}}
-	spec.stream = &streamSpec{progress: mode, bar: "claiming", units: "IDs", unique: true,
+	spec.stream = &streamSpec{progress: mode, bar: "claiming", units: "IDs", unique: true, chunk: recordChunk(),
 		scan:   claimScan,
 		enough: func() bool { return stop || c.IsSet("first") && got >= first },
 		interrupted: func(done, total, ok int) string {

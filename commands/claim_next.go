@@ -63,7 +63,7 @@ func claimNextEach(ctx context.Context, e *env, st *commit.Store, n int, wait bo
 	}
 	chunk := 0
 	if each != nil {
-		chunk = chunkSize
+		chunk = recordChunk()
 	}
 	cl := worker.ClaimNextEach(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline, chunk, each)
 	out := nextClaim{Next: cl.Next, started: cl.Started}

@@ -19,7 +19,13 @@ var completeCommand = &cli.Command{
 	ArgsUsage: "[FILE...]",
 	Description: "For each `ID TOKEN` line whose token is current and live, writes the record as `committing`\n" +
 		"and then as `done`, each step durable. Completing again with the token that completed it\n" +
-		"succeeds (a retry is safe).\n" +
+		"succeeds (a retry is safe). The input is validated whole (a malformed or repeated line is\n" +
+		"exit 2, nothing written) into a temporary file, then completed in chunks of 16384, each chunk\n" +
+		"two group commits whose lines are printed once they are durable, so memory does not grow\n" +
+		"with the input; SIGINT or SIGTERM stops it after the chunk in flight, with a line on stderr\n" +
+		"saying how far it got (exit 130 or 143); the same complete run again finishes it. A progress\n" +
+		"bar goes to stderr when it is a terminal and the run takes longer than a second (--progress\n" +
+		"always|never overrides).\n" +
 		"\n" +
 		"With --publish NAME (exactly one input line) the result is published exactly once (fenced\n" +
 		"staging): the holder of token TOKEN of ID stages it as ROOT/stage/ID.TOKEN/NAME (the directory\n" +
@@ -85,7 +91,7 @@ func runComplete(c *cli.Context) error {
 			run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 				return st.Complete(e.ctx(), items)
 			},
-			stream: &streamSpec{progress: mode, bar: "completing", units: "leases", unique: true,
+			stream: &streamSpec{progress: mode, bar: "completing", units: "leases", unique: true, chunk: recordChunk(),
 				scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formTokens, sp) },
 				interrupted: func(done, total, ok int) string {
 					return fmt.Sprintf("lease complete: interrupted after %d of %d leases: %d completed durably (the lines printed); the rest were not tried", done, total, ok)

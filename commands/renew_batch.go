@@ -23,9 +23,13 @@ var renewBatchCommand = &cli.Command{
 		"exactly the lines renewed, in input order, so `lease renew-batch < held > held.new` keeps the\n" +
 		"held set current (exit 1 when some lease was lost: its line is simply left out), and --in-place\n" +
 		"FILE does it in one step, replacing FILE durably unless nothing could be renewed (exit 2 or 4);\n" +
-		"each other line goes to stderr as `REASON ID TOKEN detail`. While it runs,\n" +
-		"a progress bar goes to stderr when stderr is a terminal, and is cleared at the end (--progress\n" +
-		"always|never overrides; no bar with --watch or under mpirun).\n" +
+		"each other line goes to stderr as `REASON ID TOKEN detail`. The input is validated whole into\n" +
+		"a temporary file, then renewed in chunks of 16384 leases, each chunk one group commit whose\n" +
+		"lines are printed once it is durable, so memory does not grow with the input; SIGINT or\n" +
+		"SIGTERM stops it after the chunk in flight, with a line on stderr saying how far it got (exit\n" +
+		"130 or 143). When it runs longer than a second a progress bar goes to stderr if stderr is a\n" +
+		"terminal, and is cleared at the end (--progress always|never overrides; no bar with --watch\n" +
+		"or under mpirun, where the batch runs in one piece).\n" +
 		"\n" +
 		"With --watch it keeps the leases alive like `etcdctl lease keep-alive`: one round every\n" +
 		"renewal interval (--interval) until SIGINT, SIGTERM, SIGHUP or SIGUSR1. Each round re-reads\n" +
@@ -135,7 +139,7 @@ func renewSpec(c *cli.Context, mode string) batchSpec {
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			return st.Renew(e.ctx(), items, e.renewTTL())
 		},
-		stream: &streamSpec{progress: mode, bar: "renewing", units: "leases", unique: true,
+		stream: &streamSpec{progress: mode, bar: "renewing", units: "leases", unique: true, chunk: recordChunk(),
 			scan: func(c *cli.Context, sp *spool) error {
 				if err := checkOutput(c); err != nil {
 					return err

@@ -35,9 +35,14 @@ import (
 
 // chunkSize is how many items a streamed batch commits at a time: big
 // enough that a chunk shares each shard directory's fsync among many
-// entries (at the default 256 shards, about 128 each), small enough that
-// its results stay a few megabytes.
+// entries (at the default 256 shards, about 128 each for lease add),
+// small enough that its results stay a few megabytes. The commands that
+// write records (claim, renew-batch, complete) take half as many: each
+// result holds its record, and complete holds two steps' results.
 var chunkSize = 1 << 15
+
+// recordChunk is the chunk of the commands that write records.
+func recordChunk() int { return max(1, chunkSize/2) }
 
 // streamMemory is the soft memory limit of a streamed batch (see
 // runtime/debug.SetMemoryLimit): the garbage collector works harder near
@@ -54,6 +59,8 @@ type streamSpec struct {
 	scan func(c *cli.Context, sp *spool) error
 	// unique: a repeated ID is a usage error (ID TOKEN commands).
 	unique bool
+	// chunk is the number of items of a chunk (default chunkSize).
+	chunk int
 	// enough, when set, is true once no further chunk should run (claim
 	// --first has its N).
 	enough func() bool
@@ -103,7 +110,11 @@ func runStream(c *cli.Context, spec batchSpec, ss streamSpec) error {
 	stopBar := startProgress(c.App.ErrWriter, ss, st, sp.n, &done)
 	var stopped os.Signal
 	var repErr error
-	err = sp.chunks(chunkSize, func(items []commit.Item) bool {
+	size := ss.chunk
+	if size == 0 {
+		size = chunkSize
+	}
+	err = sp.chunks(size, func(items []commit.Item) bool {
 		select {
 		case stopped = <-sigc:
 			return false

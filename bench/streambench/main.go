@@ -6,7 +6,7 @@
 // no-fsync floor (the same empty queue files from one process, one
 // syncfs). It prints one JSON document on stdout.
 //
-// usage: streambench -old BIN -new BIN -dir-old DIR -dir-new DIR -dir-floor DIR [-items N] [-shards K]
+// usage: streambench -old BIN -new BIN -dir-old DIR -dir-new DIR -dir-floor DIR [-items N] [-record-items M] [-shards K]
 //
 // Each DIR should be a fresh filesystem of its own (bench/stream makes
 // three journaled ext4 loop images). Peak RSS is the rusage of wait4: this
@@ -44,12 +44,13 @@ type step struct {
 }
 
 type result struct {
-	Items  int     `json:"items"`
-	Shards int     `json:"shards"`
-	Steps  []step  `json:"steps"`
-	FloorS float64 `json:"floor_s"`
-	Start  string  `json:"start"`
-	End    string  `json:"end"`
+	Items   int     `json:"items"`
+	Records int     `json:"record_items"`
+	Shards  int     `json:"shards"`
+	Steps   []step  `json:"steps"`
+	FloorS  float64 `json:"floor_s"`
+	Start   string  `json:"start"`
+	End     string  `json:"end"`
 }
 
 func main() {
@@ -60,13 +61,17 @@ func main() {
 	dirFloor := flag.String("dir-floor", "", "the floor's filesystem")
 	md := flag.String("md", "", "also write the results as a Markdown table to `FILE`")
 	items := flag.Int("items", 1000000, "IDs")
+	records := flag.Int("record-items", 0, "leases for claim --next, renew-batch and complete (default: -items)")
 	shards := flag.Int("shards", 256, "work shards of the tables")
 	flag.Parse()
 	if *oldBin == "" || *newBin == "" || *dirOld == "" || *dirNew == "" || *dirFloor == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	r, err := bench(*oldBin, *newBin, *dirOld, *dirNew, *dirFloor, *items, *shards)
+	if *records == 0 {
+		*records = *items
+	}
+	r, err := bench(*oldBin, *newBin, *dirOld, *dirNew, *dirFloor, *items, *records, *shards)
 	json.NewEncoder(os.Stdout).Encode(r)
 	if *md != "" {
 		if werr := os.WriteFile(*md, []byte(markdown(r)), 0o644); werr != nil && err == nil {
@@ -79,8 +84,8 @@ func main() {
 	}
 }
 
-func bench(oldBin, newBin, dirOld, dirNew, dirFloor string, n, k int) (result, error) {
-	r := result{Items: n, Shards: k, Start: time.Now().UTC().Format(time.RFC3339)}
+func bench(oldBin, newBin, dirOld, dirNew, dirFloor string, n, m, k int) (result, error) {
+	r := result{Items: n, Records: m, Shards: k, Start: time.Now().UTC().Format(time.RFC3339)}
 	defer func() { r.End = time.Now().UTC().Format(time.RFC3339) }()
 	bins := []struct{ name, bin, dir string }{{"old", oldBin, dirOld}, {"new", newBin, dirNew}}
 	ids := filepath.Join(dirFloor, "ids")
@@ -99,15 +104,16 @@ func bench(oldBin, newBin, dirOld, dirNew, dirFloor string, n, k int) (result, e
 	r.FloorS = d.Seconds()
 	fmt.Fprintf(os.Stderr, "streambench: floor %.1fs\n", r.FloorS)
 	cmds := []struct {
-		name string
-		in   string // input file, relative to the binary's dir ("" for the IDs)
-		out  string
-		args []string
+		name  string
+		in    string // input file, relative to the binary's dir ("" for the IDs)
+		out   string
+		lines int
+		args  []string
 	}{
-		{"add", "", "added", []string{"add"}},
-		{"claim --next", "-", "held", []string{"claim", "--next", strconv.Itoa(n), "--ttl", "86400"}},
-		{"renew-batch", "held", "renewed", []string{"renew-batch", "--ttl", "86400"}},
-		{"complete", "held", "completed", []string{"complete"}},
+		{"add", "", "added", n, []string{"add"}},
+		{"claim --next", "-", "held", m, []string{"claim", "--next", strconv.Itoa(m), "--ttl", "86400"}},
+		{"renew-batch", "held", "renewed", m, []string{"renew-batch", "--ttl", "86400"}},
+		{"complete", "held", "completed", m, []string{"complete"}},
 	}
 	for _, c := range cmds {
 		for _, b := range bins {
@@ -128,8 +134,8 @@ func bench(oldBin, newBin, dirOld, dirNew, dirFloor string, n, k int) (result, e
 			if err != nil {
 				return r, fmt.Errorf("%s %s: %w", b.name, c.name, err)
 			}
-			if p.Exit != 0 || p.Lines != n {
-				return r, fmt.Errorf("%s %s: exit %d, %d lines of %d", b.name, c.name, p.Exit, p.Lines, n)
+			if p.Exit != 0 || p.Lines != c.lines {
+				return r, fmt.Errorf("%s %s: exit %d, %d lines of %d", b.name, c.name, p.Exit, p.Lines, c.lines)
 			}
 		}
 	}
@@ -263,7 +269,8 @@ func floorCreate(dir string, n, k int) (time.Duration, error) {
 // peak RSS with their ratios, and add against the floor.
 func markdown(r result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| command (%d IDs, %d shards) | old wall s | new wall s | new/old | old peak RSS MiB | new peak RSS MiB | new/old | load1 before (old, new) |\n", r.Items, r.Shards)
+	fmt.Fprintf(&b, "add of %d IDs; claim --next, renew-batch and complete of %d leases; %d shards.\n\n", r.Items, r.Records, r.Shards)
+	b.WriteString("| command | old wall s | new wall s | new/old | old peak RSS MiB | new peak RSS MiB | new/old | load1 before (old, new) |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---|\n")
 	by := map[string]map[string]step{}
 	var order []string
@@ -276,6 +283,9 @@ func markdown(r result) string {
 	}
 	for _, c := range order {
 		o, n := by[c]["old"], by[c]["new"]
+		if o.WallS == 0 || n.WallS == 0 {
+			continue // not run: an earlier step failed
+		}
 		fmt.Fprintf(&b, "| %s | %.1f | %.1f | %.2f | %.1f | %.1f | %.3f | %.1f, %.1f |\n", c, o.WallS, n.WallS, ratio(n.WallS, o.WallS),
 			float64(o.RSSKiB)/1024, float64(n.RSSKiB)/1024, ratio(float64(n.RSSKiB), float64(o.RSSKiB)), o.Load1, n.Load1)
 	}
