@@ -137,6 +137,7 @@ func runStream(c *cli.Context, spec batchSpec, ss streamSpec) error {
 	})
 	stopBar()
 	if err != nil {
+		flush() // what was reported, as for any other failure
 		return err
 	}
 	if repErr != nil {

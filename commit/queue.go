@@ -196,20 +196,22 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 // listWorkShards lists the work shard directories in which many entries
 // were created, when listing costs less than a lookup per entry would (the
 // directory's size says about how many names it holds): the names of
-// records there, by shard. A shard that cannot be listed is left out (its
-// records are read one by one).
+// records there, by shard; a shard whose directory does not exist has
+// none. A shard that cannot be listed is left out (its records are read
+// one by one).
 func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 	const minEntries = 256 // fewer: look each record up
 	var shards []int
 	out := map[int]map[string]bool{}
 	for sh, c := range created {
-		if c < minEntries {
-			continue
-		}
+		// A shard with no directory has no records, whatever the count: a
+		// new table's add, chunked (a few hundred entries a shard), reads
+		// no record then.
 		fi, err := s.fs.Lstat(s.ShardDir(leasefmt.Work, sh))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out[sh] = map[string]bool{} // no records in it
+		case c < minEntries:
 		case err != nil || !fi.IsDir() || fi.Size()/64 > int64(4*c):
 		default:
 			shards = append(shards, sh)
