@@ -54,6 +54,7 @@ var addCommand = &cli.Command{
 
 // addManual is the hand-written part of lease-add(1).
 var addManual = Manual{
+	Exit: withInterrupt(commonExit),
 	Examples: []Example{
 		{"Start a campaign from a corpus directory (one ID per seed file, its SHA-256):", "sha256sum corpus/* | cut -c1-64 | lease add > /dev/null"},
 		{"Add the children a fuzzer found, deduplicated by content:", "sha256sum out/queue/* | cut -c1-64 | lease add"},

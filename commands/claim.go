@@ -60,7 +60,7 @@ var claimCommand = &cli.Command{
 
 // claimManual is the hand-written part of lease-claim(1).
 var claimManual = Manual{
-	Exit: claimExit,
+	Exit: withInterrupt(claimExit),
 	Examples: []Example{
 		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},
 		{"Use a file of candidate IDs as a work queue: take the first free one (exit 1 when none is free):", "lease claim --first 1 - < todo >> held"},

@@ -60,6 +60,7 @@ var completeCommand = &cli.Command{
 
 // completeManual is the hand-written part of lease-complete(1).
 var completeManual = Manual{
+	Exit: withInterrupt(commonExit),
 	Files: []Item{
 		{"ROOT/stage/ID.TOKEN/NAME", "A result staged by the holder of token TOKEN of ID (same filesystem as the table); only that holder's directory is ever published from."},
 		{"ROOT/public/NAME", "The published result; never replaced."},

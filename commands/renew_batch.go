@@ -86,7 +86,7 @@ var renewBatchCommand = &cli.Command{
 
 // renewBatchManual is the hand-written part of lease-renew-batch(1).
 var renewBatchManual = Manual{
-	Exit: append(append([]Item(nil), commonExit...),
+	Exit: append(withInterrupt(commonExit),
 		Item{"", "With --watch: 0 when stopped by SIGINT, SIGTERM, SIGHUP or SIGUSR1 after a round without failures, whatever was lost along the way (losses are reported on stderr and counted in the statistics); otherwise the most serious status of the last round's failures. With stdin as the only input, 1 when it stopped because every lease was lost."}),
 	Examples: []Example{
 		{"Keep the held set current: the lines still held replace the file, also when some lease was lost (exit 1); it stays as it was on exit 2 or 4:", "lease renew-batch --in-place held"},

@@ -138,18 +138,18 @@ func TestStreamBoundedMemory(t *testing.T) {
 	if rss > limitKiB {
 		t.Errorf("lease complete of 20,000 leases: peak RSS %d KiB, want at most %d", rss, limitKiB)
 	}
-	if n := queueCount(t, root); n != 220_000 {
+	if n := queueCount(t, root); n != 180_000 {
 		t.Errorf("queue holds %d entries after 20,000 of 200,000 were completed, want 180000", n)
 	}
 }
 
-// TestStreamMalformedLast: a malformed line at the very end of 20,000
+// TestStreamMalformedLast: a malformed line at the very end of 100,000
 // good ones is exit 2 and nothing is queued: the whole input is validated
 // before the first chunk is written. A duplicate ID far apart is refused
 // the same way by the commands that take ID TOKEN lines.
 func TestStreamMalformedLast(t *testing.T) {
 	root := coreRoot(t)
-	ids := streamIDs("bad", 20_000)
+	ids := streamIDs("bad", 100_000)
 	before := coreSnapshot(t, root)
 	r := coreLease(t, ids+"not-an-id\n", "add", "--root", root)
 	if r.code != 2 || !strings.Contains(r.errOut, "stdin:100001:") || r.out != "" {
