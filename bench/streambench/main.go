@@ -9,24 +9,25 @@
 // usage: streambench -old BIN -new BIN -dir-old DIR -dir-new DIR -dir-floor DIR [-items N] [-record-items M] [-shards K]
 //
 // Each DIR should be a fresh filesystem of its own (bench/stream makes
-// three journaled ext4 loop images). Peak RSS is the rusage of wait4: this
-// launcher keeps no input in memory, so the little it holds itself (which
-// a child started by vfork and exec is charged too) stays far below the
-// figures measured.
+// three journaled ext4 loop images). Peak RSS is the child's own high
+// water mark, VmHWM of /proc/PID/status, read every 10 ms while it runs:
+// the rusage of wait4 will not do, since a child started by vfork and exec
+// (as os/exec starts it) is charged this launcher's own peak as well.
 package main
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -167,11 +168,31 @@ func run(in, out, bin string, args ...string) (step, error) {
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	start := time.Now()
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		return p, err
+	}
+	stop, polled := make(chan struct{}), make(chan int64)
+	go func() {
+		var peak int64
+		status := fmt.Sprintf("/proc/%d/status", cmd.Process.Pid)
+		for {
+			if kb := vmHWM(status); kb > peak {
+				peak = kb
+			}
+			select {
+			case <-stop:
+				polled <- peak
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	err := cmd.Wait()
 	p.WallS = time.Since(start).Seconds()
+	close(stop)
+	p.RSSKiB = <-polled
 	if cmd.ProcessState != nil {
 		p.Exit = cmd.ProcessState.ExitCode()
-		p.RSSKiB = cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 	}
 	if _, ok := err.(*exec.ExitError); ok {
 		err = nil
@@ -180,13 +201,52 @@ func run(in, out, bin string, args ...string) (step, error) {
 		fmt.Fprintf(os.Stderr, "streambench: %s %s: %s\n", bin, strings.Join(args, " "), firstLines(errb.String(), 5))
 	}
 	if out != "" {
-		data, rerr := os.ReadFile(out)
+		n, rerr := countLines(out)
 		if rerr != nil {
 			return p, rerr
 		}
-		p.Lines = strings.Count(string(data), "\n")
+		p.Lines = n
 	}
 	return p, err
+}
+
+// vmHWM is the VmHWM of a /proc/PID/status file in KiB, 0 when unread.
+func vmHWM(status string) int64 {
+	data, err := os.ReadFile(status)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb
+			}
+		}
+	}
+	return 0
+}
+
+// countLines counts the lines of file without holding it.
+func countLines(file string) (int, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<16)
+	n := 0
+	for {
+		k, err := f.Read(buf)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 func firstLines(s string, n int) string {
