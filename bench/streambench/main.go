@@ -87,7 +87,13 @@ func main() {
 
 func bench(oldBin, newBin, dirOld, dirNew, dirFloor string, n, m, k int) (result, error) {
 	r := result{Items: n, Records: m, Shards: k, Start: time.Now().UTC().Format(time.RFC3339)}
-	defer func() { r.End = time.Now().UTC().Format(time.RFC3339) }()
+	r, err := steps(r, oldBin, newBin, dirOld, dirNew, dirFloor, n, m, k)
+	r.End = time.Now().UTC().Format(time.RFC3339)
+	return r, err
+}
+
+// steps runs the measurements of bench into r.
+func steps(r result, oldBin, newBin, dirOld, dirNew, dirFloor string, n, m, k int) (result, error) {
 	bins := []struct{ name, bin, dir string }{{"old", oldBin, dirOld}, {"new", newBin, dirNew}}
 	ids := filepath.Join(dirFloor, "ids")
 	if err := writeIDs(ids, n); err != nil {
