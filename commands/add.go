@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/urfave/cli/v2"
@@ -23,10 +24,19 @@ var addCommand = &cli.Command{
 		"and `lease run --next` take work. Idempotent: an ID already queued, or whose record is\n" +
 		"done, is not added again, and a line repeated in the input adds its ID once. Prints each\n" +
 		"ID added, in input order; IDs passed over print nothing (counted with -v and in --json).\n" +
-		"The whole input is validated before anything is written (a malformed line is exit 2).\n" +
-		"Entries are created by the writer pool without a file fsync (the name is the content),\n" +
-		"and each touched queue shard directory is fsynced once per batch (group commit) before\n" +
-		"any ID is reported added. Under mpirun the batch runs as one program, split by shard.\n" +
+		"The whole input is read and validated before anything is written (a malformed line anywhere\n" +
+		"is exit 2 and nothing changes), into a temporary file in $TMPDIR, unlinked at once (48 bytes\n" +
+		"an ID), so that memory does not grow with the input. The IDs are then added in chunks of\n" +
+		"32768: entries are created by the writer pool without a file fsync (the name is the\n" +
+		"content), each queue shard directory a chunk touched is fsynced once (group commit: a\n" +
+		"chunk, not the whole input, is the unit), and only then are the chunk's IDs printed. A\n" +
+		"crash midway leaves the IDs printed durable and the rest not started, or made but not yet\n" +
+		"durable; the same add run again finishes it (it is idempotent). SIGINT or SIGTERM stops it\n" +
+		"after the chunk in flight, with `lease add: interrupted after N of M IDs: K added durably;\n" +
+		"...` on stderr, and exit 130 or 143. A progress bar goes to stderr when it is a terminal and\n" +
+		"the add runs longer than a second (--progress always|never overrides). Under mpirun the\n" +
+		"batch runs as one program, split by shard, in one piece (not chunked: rank 0 holds the\n" +
+		"input).\n" +
 		"\n" +
 		"With --content, the arguments are files whose content is each item's input: the ID is the\n" +
 		"SHA-256 of the content (as lease id --content prints it), and the content is stored in the\n" +
@@ -37,12 +47,14 @@ var addCommand = &cli.Command{
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.BoolFlag{Name: "content", Usage: "the arguments are files: store each one's content as its item's input (ROOT/input/SS/ID) and queue its SHA-256"},
 		&cli.BoolFlag{Name: "null", Usage: "with --content -: the paths on stdin end with NUL, not newline"},
+		progressFlag(),
 	}),
 	Action: runAdd,
 }
 
 // addManual is the hand-written part of lease-add(1).
 var addManual = Manual{
+	Exit: withInterrupt(commonExit),
 	Examples: []Example{
 		{"Start a campaign from a corpus directory (one ID per seed file, its SHA-256):", "sha256sum corpus/* | cut -c1-64 | lease add > /dev/null"},
 		{"Add the children a fuzzer found, deduplicated by content:", "sha256sum out/queue/* | cut -c1-64 | lease add"},
@@ -64,11 +76,20 @@ func runAdd(c *cli.Context) error {
 	if c.Bool("null") {
 		return usageErr("--null is for the paths of --content -")
 	}
+	mode := c.String("progress")
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
+	}
 	spec := batchSpec{name: "add", kind: leasefmt.Work, spread: true, input: queueInput,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			return st.Enqueue(e.ctx(), items)
 		}}
 	spec.before = warnInodes
+	spec.stream = &streamSpec{progress: mode, bar: "adding", units: "IDs",
+		scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formQueue, sp) },
+		interrupted: func(done, total, ok int) string {
+			return fmt.Sprintf("lease add: interrupted after %d of %d IDs: %d added durably; run the same add again to finish (it is idempotent)", done, total, ok)
+		}}
 	spec.idOnly = true
 	spec.silent = func(r commit.Result) bool { return r.Outcome == commit.Queued || r.Outcome == commit.Done }
 	spec.code = addCode

@@ -29,9 +29,13 @@ type batchSpec struct {
 	input func(c *cli.Context) ([]commit.Item, error)
 	// run applies the command to this rank's items.
 	run func(e *env, st *commit.Store, items []commit.Item) []commit.Result
-	// before, when set, sees the whole input once the table is open,
-	// before anything is written (rank 0 only; lease add's warning).
-	before func(e *env, st *commit.Store, items []commit.Item)
+	// before, when set, is told the number of distinct IDs of the input
+	// once the table is open, before anything is written (rank 0 only;
+	// lease add's warning).
+	before func(e *env, st *commit.Store, distinct int)
+	// stream, when set, runs the batch in chunks from a spool of its
+	// input (stream.go), except under mpirun.
+	stream *streamSpec
 	reportOpts
 }
 
@@ -40,6 +44,9 @@ type batchSpec struct {
 func runBatch(c *cli.Context, spec batchSpec) error {
 	if launch().Distributed() {
 		return runDistributed(c, spec)
+	}
+	if spec.stream != nil {
+		return runStream(c, spec, *spec.stream)
 	}
 	e, err := newEnv(c)
 	if err != nil {
@@ -54,7 +61,7 @@ func runBatch(c *cli.Context, spec batchSpec) error {
 		return err
 	}
 	if spec.before != nil {
-		spec.before(e, st, items)
+		spec.before(e, st, distinctIDs(items))
 	}
 	flush := bufferedOutput(c, e)
 	res := spec.run(e, st, items)
@@ -180,7 +187,7 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 		return ranked(c, w, err)
 	}
 	if spec.before != nil && w.Rank() == 0 {
-		spec.before(e, sess.Store, items)
+		spec.before(e, sess.Store, distinctIDs(items))
 	}
 	res, err := sess.Batch(e.ctx(), cluster.Batch{Kind: spec.kind, Spread: spec.spread, Records: e.json,
 		Run: func(_ context.Context, mine []commit.Item) []commit.Result { return spec.run(e, sess.Store, mine) }}, items)
@@ -207,4 +214,13 @@ func runDistributed(c *cli.Context, spec batchSpec) error {
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// distinctIDs is the number of distinct IDs of items.
+func distinctIDs(items []commit.Item) int {
+	ids := make(map[leasefmt.ID]bool, len(items))
+	for _, it := range items {
+		ids[it.ID] = true
+	}
+	return len(ids)
 }

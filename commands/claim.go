@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"fmt"
+
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
@@ -26,13 +28,22 @@ var claimCommand = &cli.Command{
 		"passes over (held or done) are not failures and print nothing (counted with -v and in --json).\n" +
 		"--first is for a candidate list you keep yourself; for a campaign, enqueue the work with\n" +
 		"lease add and claim with --next instead: a --first claim reads the record of every\n" +
-		"candidate it passes over, so its cost grows with the work already done.\n\n" +
+		"candidate it passes over, so its cost grows with the work already done.\n" +
+		"The candidates are validated whole (a malformed or repeated ID anywhere is exit 2, nothing\n" +
+		"written) into a temporary file, then claimed in chunks of 16384, each one group commit whose\n" +
+		"grants are printed once it is durable, so memory does not grow with the input; SIGINT or\n" +
+		"SIGTERM stops the claim after the chunk in flight (its grants printed, a line on stderr saying\n" +
+		"how far it got, exit 130 or 143). A progress bar goes to stderr when it is a terminal and\n" +
+		"the claim runs longer than a second (--progress always|never overrides; not under mpirun,\n" +
+		"where the batch runs in one piece).\n\n" +
 		"With --next N the claim takes up to N free items of the table's own queue (queue/SS/ID,\n" +
 		"filled by lease add) with no candidate list. Its cost does not grow with the number of\n" +
 		"items done or queued: it visits the queue shards in random order, reads a few directory\n" +
 		"blocks (128 names) at a time and tries them in random order, so workers that start\n" +
 		"together do not collide; held items are passed over and the entries of done items are\n" +
-		"removed as they are met, silently (counted with -v and in --json). When it gets nothing it\n" +
+		"removed as they are met, silently (counted with -v and in --json). A large N is claimed and\n" +
+		"printed at most 16384 at a time, each lot once it is durable (a signal stops it after the\n" +
+		"lot in flight, as above). When it gets nothing it\n" +
 		"exits 1 with a stderr line that starts with the answer: `empty:` (nothing left to do: every\n" +
 		"queued item is done; stop) or `busy:` (items remain but all are held; try again later).\n" +
 		"--wait waits for a busy queue, with backoff (50 ms doubling to 2 s, with jitter, and woken\n" +
@@ -42,13 +53,14 @@ var claimCommand = &cli.Command{
 		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},
 		&cli.IntFlag{Name: "next", Usage: "claim up to `N` free items of the table's queue (lease add), without a candidate list", DefaultText: "claim the IDs given"},
 		waitFlag("the queue is busy (--next)"),
+		progressFlag(),
 	}),
 	Action: runClaim,
 }
 
 // claimManual is the hand-written part of lease-claim(1).
 var claimManual = Manual{
-	Exit: claimExit,
+	Exit: withInterrupt(claimExit),
 	Examples: []Example{
 		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},
 		{"Use a file of candidate IDs as a work queue: take the first free one (exit 1 when none is free):", "lease claim --first 1 - < todo >> held"},
@@ -65,6 +77,10 @@ func init() {
 }
 
 func runClaim(c *cli.Context) error {
+	mode := c.String("progress")
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
+	}
 	if c.IsSet("next") {
 		return runClaimNext(c, c.Int("next"))
 	}
@@ -75,12 +91,30 @@ func runClaim(c *cli.Context) error {
 	if c.IsSet("first") && first < 1 {
 		return usageErr("--first %d: want at least 1", first)
 	}
+	// got counts the grants of --first over the chunks; stop is set once
+	// the batch must end early (its N granted, or an I/O error).
+	got, stop := 0, false
 	spec := batchSpec{name: "claim", kind: leasefmt.Work, spread: !c.IsSet("first"), input: idArgs,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			if c.IsSet("first") {
-				return st.ClaimFirst(e.ctx(), items, first, e.set.Owner, e.set.TTL)
+			if !c.IsSet("first") {
+				return st.Claim(e.ctx(), items, e.set.Owner, e.set.TTL)
 			}
-			return st.Claim(e.ctx(), items, e.set.Owner, e.set.TTL)
+			res := st.ClaimFirst(e.ctx(), items, first-got, e.set.Owner, e.set.TTL)
+			for _, r := range res {
+				switch r.Outcome {
+				case commit.OK:
+					got++
+				case commit.IOError:
+					stop = true
+				}
+			}
+			return res
+		}}
+	spec.stream = &streamSpec{progress: mode, bar: "claiming", units: "IDs", unique: true, chunk: recordChunk(),
+		scan:   claimScan,
+		enough: func() bool { return stop || c.IsSet("first") && got >= first },
+		interrupted: func(done, total, ok int) string {
+			return fmt.Sprintf("lease claim: interrupted after %d of %d IDs: %d granted (the lines printed); the rest were not tried", done, total, ok)
 		}}
 	if c.IsSet("first") {
 		spec.code, spec.silent = firstCode, passedOver
@@ -118,4 +152,23 @@ func firstCode(res []commit.Result) int {
 		return exitcode.Negative
 	}
 	return code
+}
+
+// claimScan spools the candidates of a claim: the ID arguments, or the
+// lines of stdin with - or no argument.
+func claimScan(c *cli.Context, sp *spool) error {
+	args := c.Args().Slice()
+	if len(args) == 0 || len(args) == 1 && args[0] == "-" {
+		return spoolInput(c, []string{"-"}, formIDs, sp)
+	}
+	items, err := idArgs(c)
+	if err != nil {
+		return err
+	}
+	for i, it := range items {
+		if err := sp.add(it, "argument", i+1); err != nil {
+			return err
+		}
+	}
+	return nil
 }

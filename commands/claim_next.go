@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,12 +50,22 @@ type nextClaim struct {
 // tried again with backoff until an item is granted, the queue is empty,
 // the deadline passes, ctx is done or a signal (SIGINT, SIGTERM) comes.
 func claimNext(ctx context.Context, e *env, st *commit.Store, n int, wait bool, deadline time.Time) nextClaim {
+	return claimNextEach(ctx, e, st, n, wait, deadline, nil)
+}
+
+// claimNextEach is claimNext handing the items granted to each, a chunk at
+// a time, as soon as each chunk is durable (worker.ClaimNextEach).
+func claimNextEach(ctx context.Context, e *env, st *commit.Store, n int, wait bool, deadline time.Time, each func([]commit.Result) bool) nextClaim {
 	if wait {
 		sctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		ctx = sctx
 	}
-	cl := worker.ClaimNext(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline)
+	chunk := 0
+	if each != nil {
+		chunk = recordChunk()
+	}
+	cl := worker.ClaimNextEach(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline, chunk, each)
 	out := nextClaim{Next: cl.Next, started: cl.Started}
 	out.q = queueJSON{Answer: cl.Answer.String(), Held: cl.Held, Cleaned: cl.Cleaned, Foreign: cl.Foreign,
 		Read: cl.Read, Shards: cl.Shards, Tries: cl.Tries, WaitedS: cl.Waited.Seconds()}
@@ -87,13 +98,55 @@ func runClaimNext(c *cli.Context, n int) error {
 	if err != nil {
 		return err
 	}
-	nx := claimNext(c.Context, e, st, n, wait, deadline)
+	// The grants are printed a chunk at a time, each as soon as it is
+	// durable (stream.go); a signal stops the claim after the chunk in
+	// flight. Only a try that grants something calls each, so the signal
+	// that ends a --wait before anything was granted still ends it busy.
+	var q queueJSON
+	o := reportOpts{queue: &q}
+	rep := newStreamReport(e, "claim", o)
+	sigc := make(chan os.Signal, 1)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigc)
+	var done atomic.Int64
+	stopBar := startProgress(e.errw, streamSpec{progress: c.String("progress"), bar: "claiming", units: "items"}, st, n, &done)
+	var stopped os.Signal
+	var repErr error
+	nx := claimNextEach(c.Context, e, st, n, wait, deadline, func(granted []commit.Result) bool {
+		done.Add(int64(len(granted)))
+		if repErr = rep.chunk(granted); repErr != nil {
+			return false
+		}
+		select {
+		case stopped = <-sigc:
+			return false
+		default:
+			return true
+		}
+	})
+	stopBar()
+	if repErr != nil {
+		return repErr
+	}
+	q = nx.q
 	if !e.json {
 		if msg := answerLine(st, nx); msg != "" {
 			fmt.Fprintln(e.errw, msg)
 		}
 	}
-	return e.reportWith("claim", nx.Results, e.snapshot(st), reportOpts{code: nextCode(nx.Answer), queue: &nx.q})
+	if err := rep.chunk(nx.Results); err != nil {
+		return err
+	}
+	rep.o.code = nextCode(nx.Answer)
+	code := rep.code()
+	if stopped != nil {
+		code = 128 + int(stopped.(syscall.Signal))
+	}
+	reported := rep.finish(e.snapshot(st), code)
+	if stopped != nil {
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease claim: interrupted after %d granted of --next %d (the lines printed, each durable); the rest were not claimed", done.Load(), n)))
+	}
+	return reported
 }
 
 // answerLine is the stderr line of a claim that got nothing: it starts

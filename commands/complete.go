@@ -2,6 +2,7 @@ package commands
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -18,7 +19,13 @@ var completeCommand = &cli.Command{
 	ArgsUsage: "[FILE...]",
 	Description: "For each `ID TOKEN` line whose token is current and live, writes the record as `committing`\n" +
 		"and then as `done`, each step durable. Completing again with the token that completed it\n" +
-		"succeeds (a retry is safe).\n" +
+		"succeeds (a retry is safe). The input is validated whole (a malformed or repeated line is\n" +
+		"exit 2, nothing written) into a temporary file, then completed in chunks of 16384, each chunk\n" +
+		"two group commits whose lines are printed once they are durable, so memory does not grow\n" +
+		"with the input; SIGINT or SIGTERM stops it after the chunk in flight, with a line on stderr\n" +
+		"saying how far it got (exit 130 or 143); the same complete run again finishes it. A progress\n" +
+		"bar goes to stderr when it is a terminal and the run takes longer than a second (--progress\n" +
+		"always|never overrides).\n" +
 		"\n" +
 		"With --publish NAME (exactly one input line) the result is published exactly once (fenced\n" +
 		"staging): the holder of token TOKEN of ID stages it as ROOT/stage/ID.TOKEN/NAME (the directory\n" +
@@ -45,6 +52,7 @@ var completeCommand = &cli.Command{
 		"spares_used). A --publish whose result cannot move into public/ for want of space fails (exit 4)\n" +
 		"with the record still committing, as any failed publish.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
+		progressFlag(),
 		&cli.StringFlag{Name: "publish", Usage: "publish ROOT/stage/ID.TOKEN/`NAME` (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/", TakesFile: true},
 	}),
 	Action: runComplete,
@@ -52,6 +60,7 @@ var completeCommand = &cli.Command{
 
 // completeManual is the hand-written part of lease-complete(1).
 var completeManual = Manual{
+	Exit: withInterrupt(commonExit),
 	Files: []Item{
 		{"ROOT/stage/ID.TOKEN/NAME", "A result staged by the holder of token TOKEN of ID (same filesystem as the table); only that holder's directory is ever published from."},
 		{"ROOT/public/NAME", "The published result; never replaced."},
@@ -74,6 +83,21 @@ func init() {
 }
 
 func runComplete(c *cli.Context) error {
+	mode := c.String("progress")
+	if err := checkProgress(mode); err != nil {
+		return usageErr("%v", err)
+	}
+	if !c.IsSet("publish") {
+		return runBatch(c, batchSpec{name: "complete", kind: leasefmt.Work, spread: true, input: tokenLines,
+			run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
+				return st.Complete(e.ctx(), items)
+			},
+			stream: &streamSpec{progress: mode, bar: "completing", units: "leases", unique: true, chunk: recordChunk(),
+				scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formTokens, sp) },
+				interrupted: func(done, total, ok int) string {
+					return fmt.Sprintf("lease complete: interrupted after %d of %d leases: %d completed durably (the lines printed); the rest were not tried", done, total, ok)
+				}}})
+	}
 	e, err := newEnv(c)
 	if err != nil {
 		return err
@@ -85,13 +109,6 @@ func runComplete(c *cli.Context) error {
 	items, err := parseItems(lines, true)
 	if err != nil {
 		return err
-	}
-	if !c.IsSet("publish") {
-		st, err := e.open(false)
-		if err != nil {
-			return err
-		}
-		return e.report("complete", st.Complete(e.ctx(), items), e.snapshot(st))
 	}
 	if len(items) != 1 {
 		return usageErr("--publish takes exactly one ID TOKEN line, got %d", len(items))

@@ -92,6 +92,19 @@ var commonExit = []Item{
 	{"", "A batch goes on past records that are lost or corrupt and exits with the most serious outcome met: " + exitcode.Order() + "."},
 }
 
+// interruptExit is the exit status of a streamed batch (add, claim,
+// renew-batch, complete) stopped by a signal.
+var interruptExit = Item{"130, 143", "Stopped by SIGINT (130) or SIGTERM (143) after the chunk in flight: what was printed is durable, the rest was not started, and a line on stderr says how far it got."}
+
+// withInterrupt is exits with interruptExit before its closing remark.
+func withInterrupt(exits []Item) []Item {
+	out := append([]Item(nil), exits...)
+	if n := len(out); n > 0 && out[n-1].Tag == "" {
+		return append(append(out[:n-1:n-1], interruptExit), out[n-1:]...)
+	}
+	return append(out, interruptExit)
+}
+
 // claimExit are the exit statuses of lease claim: the common ones, with
 // what success means for --first.
 var claimExit = append([]Item{

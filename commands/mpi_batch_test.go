@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/leasefmt"
 )
 
 // TestMPIRenewBatchMatchesOneProcess: `mpirun -np 1..4 lease renew-batch`
@@ -237,5 +239,48 @@ func TestMPIStdinGoesToRank0(t *testing.T) {
 				t.Errorf("np %d: rank %d printed %q %q", np, r+1, mpiClip(rr.out), mpiClip(rr.err))
 			}
 		}
+	}
+}
+
+// TestMPIAddMatchesOneProcess: lease add under mpirun (split by shard, in
+// one piece) prints and queues exactly what one process does (streamed in
+// chunks), repeated IDs and IDs already queued included.
+func TestMPIAddMatchesOneProcess(t *testing.T) {
+	bin := mpiBinary(t)
+	dir := t.TempDir()
+	ids := coreIDs("mpi-add", 500)
+	input := coreJoin(append(append([]leasefmt.ID{}, ids...), ids[3], ids[400]), "")
+	var want mpiRankOutcome
+	var wantTable map[string]string
+	for _, np := range []int{0, 3} {
+		root := filepath.Join(dir, fmt.Sprintf("np%d", np))
+		if out, errOut, code := mpiExec(t, bin, "", "init", "--root", root, "--shards", "16"); code != 0 {
+			t.Fatalf("lease init: exit %d\n%s%s", code, out, errOut)
+		}
+		if _, errOut, code := mpiExec(t, bin, string(ids[7])+"\n", "add", "--root", root); code != 0 {
+			t.Fatalf("lease add of one ID: exit %d\n%s", code, errOut)
+		}
+		got := mpiRunBatch(t, bin, np, input, "add", "--root", root)
+		table := map[string]string{} // the queue: TABLE differs by its creation time
+		for k, v := range mpiTree(t, root) {
+			if strings.HasPrefix(k, "queue/") {
+				table[k] = v
+			}
+		}
+		if len(table) != 500 {
+			t.Errorf("add np %d: %d queue entries, want 500", np, len(table))
+		}
+		if np == 0 {
+			want, wantTable = got, table
+			if got.code != 0 || strings.Count(got.stdout, "\n") != 499 {
+				t.Fatalf("add, one process: exit %d, %d lines; want 0 and 499\n%s", got.code, strings.Count(got.stdout, "\n"), got.stderr)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("add np %d: exit %d stdout %d bytes stderr %q; one process: exit %d stdout %d bytes stderr %q",
+				np, got.code, len(got.stdout), mpiClip(got.stderr), want.code, len(want.stdout), mpiClip(want.stderr))
+		}
+		mpiSameTree(t, "add np 3", wantTable, table)
 	}
 }

@@ -106,18 +106,14 @@ func bytesText(b uint64) string {
 // inodes left on the table's filesystem can hold (each takes two: its
 // queue entry and, once claimed, its record). IDs already queued or done
 // take none, so it counts an upper bound: the distinct IDs of the input.
-func warnInodes(e *env, st *commit.Store, items []commit.Item) {
+func warnInodes(e *env, st *commit.Store, distinct int) {
 	n, err := qualify.InodesOf(st.Root())
 	if err != nil || !n.Known {
 		return
 	}
-	ids := make(map[leasefmt.ID]bool, len(items))
-	for _, it := range items {
-		ids[it.ID] = true
-	}
-	if want := uint64(len(ids)) * qualify.ItemInodes; want > n.Free {
+	if want := uint64(distinct) * qualify.ItemInodes; want > n.Free {
 		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease add: warning: %d IDs to add need up to %d inodes (%d each: a queue entry and a record), "+
 			"but the table's filesystem at %s has %d of %d free: room for about %d more items; the rest will fail, out of inodes",
-			len(ids), want, qualify.ItemInodes, st.Root(), n.Free, n.Total, n.Room())))
+			distinct, want, qualify.ItemInodes, st.Root(), n.Free, n.Total, n.Room())))
 	}
 }

@@ -1,10 +1,10 @@
 package commands
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -49,7 +49,26 @@ func checkOutput(c *cli.Context) error {
 }
 
 // replaceFile replaces path with data durably and atomically.
-func replaceFile(path string, data []byte) (err error) {
+func replaceFile(path string, data []byte) error {
+	r, err := newReplacement(path)
+	if err != nil {
+		return err
+	}
+	if _, err := r.f.Write(data); err != nil {
+		r.abort()
+		return err
+	}
+	return r.commit()
+}
+
+// replacement is the temp file that replaces path once committed: a file
+// of a unique name in path's directory.
+type replacement struct {
+	path, dir, tmp string
+	f              *os.File
+}
+
+func newReplacement(path string) (*replacement, error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
 		dir = "."
@@ -59,26 +78,36 @@ func replaceFile(path string, data []byte) (err error) {
 	tmp := filepath.Join(dir, "."+base+".tmp."+hex.EncodeToString(nonce[:]))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	return &replacement{path: path, dir: dir, tmp: tmp, f: f}, nil
+}
+
+// abort removes the temp file; path stays as it was.
+func (r *replacement) abort() {
+	r.f.Close()
+	os.Remove(r.tmp)
+}
+
+// commit fsyncs the temp file, renames it over path and fsyncs the
+// directory; on an error the temp file is removed.
+func (r *replacement) commit() (err error) {
 	defer func() {
 		if err != nil {
-			os.Remove(tmp)
+			os.Remove(r.tmp)
 		}
 	}()
-	if _, err = f.Write(data); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
+	err = r.f.Sync()
+	if cerr := r.f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return err
 	}
-	if err = os.Rename(tmp, path); err != nil {
+	if err = os.Rename(r.tmp, r.path); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
+	d, err := os.Open(r.dir)
 	if err != nil {
 		return err
 	}
@@ -91,18 +120,23 @@ func outputErr(path string, err error) error {
 	return cli.Exit(leasefmt.Bound(fmt.Sprintf("--output %s: %v", path, err)), exitcode.IO)
 }
 
-// bufferedOutput sends e's stdout into a buffer when --output is given;
-// the returned function writes the buffer to the file (call it once the
+// bufferedOutput sends e's stdout into a temp file beside the --output
+// FILE when it is given (so that a big batch's lines are not held in
+// memory); the returned function replaces FILE with it (call it once the
 // report is written) and returns its error, nil without --output.
 func bufferedOutput(c *cli.Context, e *env) func() error {
 	path := c.String("output")
 	if path == "" || e == nil {
 		return func() error { return nil }
 	}
-	var buf bytes.Buffer
-	e.out = &buf
+	r, err := newReplacement(path)
+	if err != nil {
+		e.out = io.Discard
+		return func() error { return outputErr(path, err) }
+	}
+	e.out = r.f
 	return func() error {
-		if err := replaceFile(path, buf.Bytes()); err != nil {
+		if err := r.commit(); err != nil {
 			return outputErr(path, err)
 		}
 		return nil

@@ -7,13 +7,20 @@ import (
 	"time"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// The --progress option of fsck and renew-batch: auto (a bar when stderr is
-// a terminal), always or never.
+// The --progress option of fsck and the batch commands: auto (a bar when
+// stderr is a terminal), always or never.
+
+// progressFlag is the --progress flag of the streamed batches (add, claim,
+// complete; renew-batch has its own words for --watch).
+func progressFlag() cli.Flag {
+	return &cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress bar on stderr for a run longer than a second: auto (when stderr is a terminal), always, never; not under mpirun"}
+}
 
 // checkProgress refuses a --progress value other than auto, always or never.
 func checkProgress(mode string) error {

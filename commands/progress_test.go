@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/leasetool/lease/commands"
 )
@@ -57,9 +58,18 @@ func TestRenewBatchProgress(t *testing.T) {
 	if data, _ := io.ReadAll(pr); len(data) > 0 {
 		t.Errorf("--progress auto into a pipe: %q on stderr", data)
 	}
+	// A short run on a terminal draws nothing: the bar starts only once
+	// the batch has run for a second (here made 0 for a bar, else 1 h).
+	restore := commands.SetProgressDelay(time.Hour)
+	if data := onTerminal(t, func(tty *os.File) { renew("", tty) }); len(data) > 0 {
+		t.Errorf("a short renew-batch drew on a terminal stderr: %q", data)
+	}
+	restore()
+	restore = commands.SetProgressDelay(0)
 	if data := onTerminal(t, func(tty *os.File) { renew("", tty) }); !bytes.Contains(data, []byte("renewing")) {
 		t.Errorf("no progress bar on a terminal stderr by default: %q", data)
 	}
+	restore()
 
 	before := coreSnapshot(t, root)
 	r := coreLease(t, held, "renew-batch", "--root", root, "--now", "5000", "--progress", "sometimes")

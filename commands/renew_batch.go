@@ -1,8 +1,7 @@
 package commands
 
 import (
-	"io"
-	"time"
+	"fmt"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,9 +23,13 @@ var renewBatchCommand = &cli.Command{
 		"exactly the lines renewed, in input order, so `lease renew-batch < held > held.new` keeps the\n" +
 		"held set current (exit 1 when some lease was lost: its line is simply left out), and --in-place\n" +
 		"FILE does it in one step, replacing FILE durably unless nothing could be renewed (exit 2 or 4);\n" +
-		"each other line goes to stderr as `REASON ID TOKEN detail`. While it runs,\n" +
-		"a progress bar goes to stderr when stderr is a terminal, and is cleared at the end (--progress\n" +
-		"always|never overrides; no bar with --watch or under mpirun).\n" +
+		"each other line goes to stderr as `REASON ID TOKEN detail`. The input is validated whole into\n" +
+		"a temporary file, then renewed in chunks of 16384 leases, each chunk one group commit whose\n" +
+		"lines are printed once it is durable, so memory does not grow with the input; SIGINT or\n" +
+		"SIGTERM stops it after the chunk in flight, with a line on stderr saying how far it got (exit\n" +
+		"130 or 143). When it runs longer than a second a progress bar goes to stderr if stderr is a\n" +
+		"terminal, and is cleared at the end (--progress always|never overrides; no bar with --watch\n" +
+		"or under mpirun, where the batch runs in one piece).\n" +
 		"\n" +
 		"With --watch it keeps the leases alive like `etcdctl lease keep-alive`: one round every\n" +
 		"renewal interval (--interval) until SIGINT, SIGTERM, SIGHUP or SIGUSR1. Each round re-reads\n" +
@@ -83,7 +86,7 @@ var renewBatchCommand = &cli.Command{
 
 // renewBatchManual is the hand-written part of lease-renew-batch(1).
 var renewBatchManual = Manual{
-	Exit: append(append([]Item(nil), commonExit...),
+	Exit: append(withInterrupt(commonExit),
 		Item{"", "With --watch: 0 when stopped by SIGINT, SIGTERM, SIGHUP or SIGUSR1 after a round without failures, whatever was lost along the way (losses are reported on stderr and counted in the statistics); otherwise the most serious status of the last round's failures. With stdin as the only input, 1 when it stopped because every lease was lost."}),
 	Examples: []Example{
 		{"Keep the held set current: the lines still held replace the file, also when some lease was lost (exit 1); it stays as it was on exit 2 or 4:", "lease renew-batch --in-place held"},
@@ -134,40 +137,16 @@ func renewSpec(c *cli.Context, mode string) batchSpec {
 	}
 	return batchSpec{name: "renew-batch", kind: leasefmt.Work, spread: true, input: input,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
-			defer renewProgress(c.App.ErrWriter, mode, st, len(items))()
 			return st.Renew(e.ctx(), items, e.renewTTL())
-		}}
-}
-
-// renewProgress draws a progress bar of a renew batch on w, from the
-// store's count of attempted items, until the returned function is called;
-// the bar is then cleared. Only for one process: under mpirun each rank
-// renews a share, and their bars would interleave on one terminal.
-func renewProgress(w io.Writer, mode string, st *commit.Store, total int) func() {
-	if launch().Distributed() || total == 0 || !showProgress(mode, w) {
-		return func() {}
-	}
-	base := st.Stats().Attempted.Load()
-	bar := newBar(w, total, "renewing", "leases")
-	bar.RenderBlank() // at once, not only after the first tick: the batch may end before it
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-tick.C:
-				bar.Set(int(st.Stats().Attempted.Load() - base))
-			case <-stop:
-				bar.Set(int(st.Stats().Attempted.Load() - base))
-				bar.Finish()
-				return
-			}
-		}
-	}()
-	return func() {
-		close(stop)
-		<-done
-	}
+		},
+		stream: &streamSpec{progress: mode, bar: "renewing", units: "leases", unique: true, chunk: recordChunk(),
+			scan: func(c *cli.Context, sp *spool) error {
+				if err := checkOutput(c); err != nil {
+					return err
+				}
+				return spoolInput(c, c.Args().Slice(), formTokens, sp)
+			},
+			interrupted: func(done, total, ok int) string {
+				return fmt.Sprintf("lease renew-batch: interrupted after %d of %d leases: %d renewed (the lines printed); the rest were not tried", done, total, ok)
+			}}}
 }

@@ -242,6 +242,11 @@ func (e *env) printCounts(cmd string, rows []row) {
 	for _, r := range rows {
 		counts[r.Outcome]++
 	}
+	e.printCountsOf(cmd, counts)
+}
+
+// printCountsOf prints the counts of printCounts.
+func (e *env) printCountsOf(cmd string, counts map[commit.Outcome]int) {
 	var b strings.Builder
 	for o := commit.OK; o <= commit.Queued; o++ {
 		if counts[o] > 0 {

@@ -196,20 +196,22 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 // listWorkShards lists the work shard directories in which many entries
 // were created, when listing costs less than a lookup per entry would (the
 // directory's size says about how many names it holds): the names of
-// records there, by shard. A shard that cannot be listed is left out (its
-// records are read one by one).
+// records there, by shard; a shard whose directory does not exist has
+// none. A shard that cannot be listed is left out (its records are read
+// one by one).
 func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 	const minEntries = 256 // fewer: look each record up
 	var shards []int
 	out := map[int]map[string]bool{}
 	for sh, c := range created {
-		if c < minEntries {
-			continue
-		}
+		// A shard with no directory has no records, whatever the count: a
+		// new table's add, chunked (a few hundred entries a shard), reads
+		// no record then.
 		fi, err := s.fs.Lstat(s.ShardDir(leasefmt.Work, sh))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out[sh] = map[string]bool{} // no records in it
+		case c < minEntries:
 		case err != nil || !fi.IsDir() || fi.Size()/64 > int64(4*c):
 		default:
 			shards = append(shards, sh)
@@ -297,6 +299,17 @@ type Next struct {
 // whole queue only when everything in it is held or done. An I/O error
 // stops it.
 func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64, rnd *rand.Rand) Next {
+	return s.ClaimNextEach(ctx, n, owner, ttl, rnd, 0, nil)
+}
+
+// ClaimNextEach is ClaimNext for a large n: the items granted are handed
+// to each, at most chunk at a time, as soon as their group commit is
+// durable, instead of being kept in Results, so that its memory is
+// bounded by a chunk; it reads at most chunk queue names at a time. When
+// each returns false no further claim is made (an interrupted claim; the
+// answer is then Granted if anything was). With a nil each it is
+// ClaimNext.
+func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl float64, rnd *rand.Rand, chunk int, each func(granted []Result) bool) Next {
 	var nx Next
 	got := 0
 	blocked, stopped := false, false
@@ -317,8 +330,12 @@ func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64,
 			return nx
 		}
 		nx.Shards++
-		for chunk := FirstChunk; got < n; chunk = NextChunk {
-			names, err := d.ReadNames(max(chunk, n-got))
+		for read := FirstChunk; got < n && !stopped; read = NextChunk {
+			want := n - got
+			if chunk > 0 {
+				want = min(want, chunk)
+			}
+			names, err := d.ReadNames(max(read, want))
 			if err == io.EOF {
 				break
 			}
@@ -340,17 +357,25 @@ func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64,
 				cands = append(cands, id)
 			}
 			rnd.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
-			for len(cands) > 0 && got < n {
+			for len(cands) > 0 && got < n && !stopped {
 				w := min(n-got, len(cands))
+				if chunk > 0 {
+					w = min(w, chunk)
+				}
 				items := make([]Item, w)
 				for i := range items {
 					items[i] = Item{ID: cands[i]}
 				}
 				cands = cands[w:]
+				var granted []Result
 				for _, r := range s.Claim(ctx, items, owner, ttl) {
 					switch r.Outcome {
 					case OK:
 						got++
+						if each != nil {
+							granted = append(granted, r)
+							continue
+						}
 						nx.Results = append(nx.Results, r)
 					case Held, LockTimeout, Expired:
 						nx.Held++
@@ -371,6 +396,9 @@ func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64,
 						}
 					case IOError:
 						d.Close()
+						if len(granted) > 0 {
+							each(granted)
+						}
 						nx.Results = append(nx.Results, r)
 						nx.Answer = Blocked
 						if got > 0 {
@@ -382,10 +410,13 @@ func (s *Store) ClaimNext(ctx context.Context, n int, owner string, ttl float64,
 						nx.Results = append(nx.Results, r)
 					}
 				}
+				if len(granted) > 0 && !each(granted) {
+					stopped = true
+				}
 			}
 		}
 		d.Close()
-		if got >= n {
+		if got >= n || stopped {
 			break
 		}
 	}

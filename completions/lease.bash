@@ -55,15 +55,15 @@ _lease() {
         args=none
         ;;
     add)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --content --null -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --content --null --progress -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --progress "
         dirs=" --root "
         files=" --config "
         args=files
         ;;
     claim)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait --progress -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --progress "
         dirs=" --root "
         files=" --config "
         args=free-ids
@@ -97,8 +97,8 @@ _lease() {
         args=ids
         ;;
     complete)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --publish -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --publish "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --progress --publish -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --progress --publish "
         dirs=" --root "
         files=" --config --publish "
         args=files
@@ -215,6 +215,14 @@ _lease() {
             COMPREPLY=($(compgen -W "group all 0660 0664" -- "$cur"))
             return
             ;;
+        add:--progress)
+            COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            return
+            ;;
+        claim:--progress)
+            COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            return
+            ;;
         renew-batch:-o)
             COMPREPLY=($(compgen -W "table wide id id-token json" -- "$cur"))
             return
@@ -224,6 +232,10 @@ _lease() {
             return
             ;;
         renew-batch:--progress)
+            COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            return
+            ;;
+        complete:--progress)
             COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
             return
             ;;

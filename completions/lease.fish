@@ -74,6 +74,7 @@ complete -c lease -n '__fish_seen_subcommand_from add' -l writers -x -d 'concurr
 complete -c lease -n '__fish_seen_subcommand_from add' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from add' -l content -d 'the arguments are files: store each one\'s content as its item\'s input (ROOT/input/SS/ID) and queue its SHA-256'
 complete -c lease -n '__fish_seen_subcommand_from add' -l null -d 'with --content -: the paths on stdin end with NUL, not newline'
+complete -c lease -n '__fish_seen_subcommand_from add' -l progress -x -a 'auto always never' -d 'progress bar on stderr for a run longer than a second: auto (when stderr is a terminal), always, never; not under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from add' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from add' -F
 
@@ -96,6 +97,7 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'u
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l next -x -d 'claim up to N free items of the table\'s queue (lease add), without a candidate list'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l progress -x -a 'auto always never' -d 'progress bar on stderr for a run longer than a second: auto (when stderr is a terminal), always, never; not under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids free)'
 
@@ -200,6 +202,7 @@ complete -c lease -n '__fish_seen_subcommand_from complete' -l target-timeout -x
 complete -c lease -n '__fish_seen_subcommand_from complete' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l writers -x -d 'concurrent record writers of a batch (env LEASE_WRITERS)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
+complete -c lease -n '__fish_seen_subcommand_from complete' -l progress -x -a 'auto always never' -d 'progress bar on stderr for a run longer than a second: auto (when stderr is a terminal), always, never; not under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l publish -r -F -d 'publish ROOT/stage/ID.TOKEN/NAME (a file or a directory) as ROOT/public/NAME between committing and done (NAME or that path); . publishes the whole staging directory as ROOT/public/ID/'
 complete -c lease -n '__fish_seen_subcommand_from complete' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from complete' -F

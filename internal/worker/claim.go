@@ -36,12 +36,20 @@ func NewRand() *rand.Rand {
 // an item is granted, the queue is empty, the deadline (zero: none)
 // passes or ctx is done; the last try's answer is then Busy.
 func ClaimNext(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time) Claimed {
+	return ClaimNextEach(ctx, st, rnd, n, owner, ttl, wait, deadline, 0, nil)
+}
+
+// ClaimNextEach is ClaimNext handing the items granted to each, at most
+// chunk at a time, as commit.Store.ClaimNextEach does. A try that grants
+// anything is the last, so each sees the grants of one try only.
+func ClaimNextEach(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time,
+	chunk int, each func(granted []commit.Result) bool) Claimed {
 	var out Claimed
 	var b *Backoff
 	start := time.Now()
 	for {
 		out.Started = time.Now()
-		nx := st.ClaimNext(ctx, n, owner, ttl, rnd)
+		nx := st.ClaimNextEach(ctx, n, owner, ttl, rnd, chunk, each)
 		out.Next = nx
 		out.Tries++
 		out.Cleaned += nx.Cleaned
