@@ -50,6 +50,29 @@ func queueEntryRemoval(op seam.Op, name string) bool {
 	return op == seam.OpRemove && ok
 }
 
+// tallyCall reports whether a call keeps the tally or a status marker
+// (docs/design.md#tally): a link, a lookup, a removal, a directory made in
+// tally/, a marker's link beside its record, the lookup of a queue entry
+// before a flag. A writer that cannot keep the tally untrusts it instead of
+// failing: its failure changes no outcome (the summary then reads the
+// shards, and fsck --repair trusts the tally again).
+func tallyCall(op seam.Op, name string) bool {
+	if name == commit.TallyDir || strings.HasPrefix(name, commit.TallyDir+"/") {
+		return true
+	}
+	if _, _, _, ok := commit.ParseMarkerName(path.Base(name)); ok {
+		return true
+	}
+	_, ok := queueEntryID(name)
+	return op == seam.OpLstat && ok
+}
+
+// bestEffort reports whether a failed call is one whose failure changes no
+// outcome.
+func bestEffort(op seam.Op, name string) bool {
+	return stageDirRemoval(op, name) || queueEntryRemoval(op, name) || markerRemoval(op, name) || tallyCall(op, name)
+}
+
 // hooked reports whether a call of the Recorder's log went through the
 // seam's hook, so that a fault can be injected at it: the capability calls
 // it logs (seam.OpPrepareLock, seam.OpSyncfs) are found past the hook.
@@ -86,7 +109,7 @@ func runWithFaultWrap(sc *Scenario, base *Tree, at int, errno syscall.Errno, sti
 			fr.rec.Injected(op, name, err)
 			mu.Lock()
 			fr.fired++
-			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) || markerRemoval(op, name) || fr.run != nil && fr.run.inCleanup() {
+			if bestEffort(op, name) || fr.run != nil && fr.run.inCleanup() {
 				fr.cleanup++
 			}
 			mu.Unlock()

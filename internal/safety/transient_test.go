@@ -66,7 +66,7 @@ func runWithTransient(sc *Scenario, base *Tree, f transientFault, at int, sticky
 			fr.rec.Injected(op, name, err)
 			mu.Lock()
 			fr.fired++
-			if stageDirRemoval(op, name) || queueEntryRemoval(op, name) {
+			if bestEffort(op, name) {
 				fr.cleanup++
 			}
 			mu.Unlock()
