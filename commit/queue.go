@@ -118,12 +118,17 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 	// many new entries is listed once instead of looked up per ID (its
 	// names are read after its entries were made, so a complete that
 	// finishes later removes the entry itself).
-	listed := s.listWorkShards(created)
+	listed, bad := s.listWorkShards(created)
 	check := make([]int, 0, len(items))
 	for i := range res {
-		if res[i].Outcome == OK {
-			check = append(check, i)
+		if res[i].Outcome != OK {
+			continue
 		}
+		if err := bad[items[i].ID.Shard(n)]; err != nil {
+			res[i].Outcome, res[i].Cause, res[i].Detail = IOError, err, durable.Describe(err)
+			continue
+		}
+		check = append(check, i)
 	}
 	s.parallel(check, func(i int) {
 		it, r := items[i], &res[i]
@@ -199,10 +204,11 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 // records there, by shard; a shard whose directory does not exist has
 // none. A shard that cannot be listed is left out (its records are read
 // one by one).
-func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
+func (s *Store) listWorkShards(created map[int]int) (map[int]map[string]bool, map[int]error) {
 	const minEntries = 256 // fewer: look each record up
 	var shards []int
 	out := map[int]map[string]bool{}
+	bad := map[int]error{}
 	for sh, c := range created {
 		// A shard with no directory has no records, whatever the count: a
 		// new table's add, chunked (a few hundred entries a shard), reads
@@ -211,6 +217,10 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			out[sh] = map[string]bool{} // no records in it
+		case c < minEntries && err != nil:
+			// Where each record would be looked up, the directory's
+			// lookup failing is that shard's I/O error.
+			bad[sh] = &durable.OpError{Op: "stat the shard directory", Path: s.Abs(s.ShardDir(leasefmt.Work, sh)), Err: err}
 		case c < minEntries:
 		case err != nil || !fi.IsDir() || fi.Size()/64 > int64(4*c):
 		default:
@@ -227,7 +237,7 @@ func (s *Store) listWorkShards(created map[int]int) map[int]map[string]bool {
 		out[sh] = names
 		mu.Unlock()
 	})
-	return out
+	return out, bad
 }
 
 // dequeue removes the queue entry of an item whose record is durably done.

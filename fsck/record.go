@@ -200,12 +200,14 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 	fixed(f, "moved to "+dest)
 	if t.kind == leasefmt.Work {
 		// Home now, it needs what the tally keeps of it (tally.go).
-		if data, err := c.readRecord(dest); err == nil {
-			if rec, err := decodeRecord(data, leasefmt.Work, id); err == nil {
-				if err := c.retallyLocked(rec); err != nil {
-					failed(f, fmt.Errorf("moved to %s, but the tally could not be kept: %w", dest, err))
-				}
+		data, err := c.readRecord(dest)
+		if err == nil {
+			if rec, derr := decodeRecord(data, leasefmt.Work, id); derr == nil {
+				err = c.retallyLocked(rec)
 			}
+		}
+		if err != nil {
+			failed(f, fmt.Errorf("moved to %s, but the tally could not be kept: %w", dest, err))
 		}
 	}
 	return f

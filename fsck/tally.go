@@ -26,7 +26,11 @@ import (
 // tally while the repair walks removes it, and the repair then does not
 // trust what it built.
 func (c *checker) beginTally() {
-	c.tallyTrusted, _ = c.st.TallyTrusted()
+	trusted, err := c.st.TallyTrusted()
+	if err != nil {
+		c.emit(c.settleTally(c.ioFinding(commit.TrustedFile, "look up", err)))
+	}
+	c.tallyTrusted = trusted
 	if !c.opt.Repair || len(c.opt.Shards) > 0 {
 		return
 	}
@@ -65,7 +69,9 @@ func (c *checker) endTally() {
 		return
 	}
 	if c.tallyLeft.Load() > 0 || c.partial.Load() {
-		_ = c.fs.Remove(commit.TrustPending)
+		if err := c.fs.Remove(commit.TrustPending); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.emit(c.ioFinding(commit.TrustPending, "remove", err))
+		}
 		return
 	}
 	if err := c.fs.Rename(commit.TrustPending, commit.TrustedFile); err != nil {
@@ -107,7 +113,9 @@ func (c *checker) tallyRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Fin
 	if t.kind != leasefmt.Work {
 		return nil
 	}
-	if p, err := c.tallyProblem(id, rec); err == nil && p == tallyFine {
+	if p, err := c.tallyProblem(id, rec); err != nil {
+		return c.settleTally(c.ioFinding(c.st.RecordPath(leasefmt.Work, id), "check the tally", err))
+	} else if p == tallyFine {
 		return nil
 	}
 	unlock, err := c.lockAt(t.dir, id)
@@ -184,7 +192,12 @@ func (c *checker) tallyProblem(id leasefmt.ID, rec *leasefmt.Record) (int, error
 			return tallyFine, err
 		}
 		rfi, err := c.fs.Lstat(c.st.RecordPath(leasefmt.Work, id))
-		if err != nil || seam.SameFile(lfi, rfi) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return tallyFine, nil // removed meanwhile
+		case err != nil:
+			return tallyFine, err
+		case seam.SameFile(lfi, rfi):
 			return tallyFine, nil
 		}
 		return tallyOtherFile, nil
@@ -367,22 +380,38 @@ func (c *checker) checkFlags() {
 func (c *checker) dropFlag(rel string, id leasefmt.ID) {
 	shardDir := path.Dir(c.st.RecordPath(leasefmt.Work, id))
 	unlock, err := c.lockAt(shardDir, id)
+	if errors.Is(err, commit.ErrLockTimeout) {
+		return // a live writer holds it: the next repair looks again
+	}
 	if err != nil {
+		c.emit(c.ioFinding(path.Join(shardDir, commit.LockFile), "lock the record of the flag", err))
 		return
 	}
 	defer unlock()
-	if _, err := c.fs.Lstat(c.st.QueuePath(id)); err != nil {
+	_, err = c.fs.Lstat(c.st.QueuePath(id))
+	switch {
+	case err == nil:
+	case !errors.Is(err, fs.ErrNotExist):
+		c.emit(c.ioFinding(c.st.QueuePath(id), "look up the queue entry", err))
+		return
+	default:
 		data, err := c.readRecord(c.st.RecordPath(leasefmt.Work, id))
-		if err == nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			c.emit(c.ioFinding(c.st.RecordPath(leasefmt.Work, id), "cannot read", err))
+			return
+		default:
 			rec, err := decodeRecord(data, leasefmt.Work, id)
 			if err != nil || (rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed) {
 				return // still needed (or the record check reports it)
 			}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return
 		}
 	}
-	_ = c.fs.Remove(rel) // no fsync: a flag that comes back costs one read
+	// No fsync: a flag that comes back costs one read.
+	if err := c.fs.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		c.emit(c.ioFinding(rel, "remove", err))
+	}
 }
 
 // flagIfUnqueued makes the flag of id, whose record a repair just wrote
