@@ -22,6 +22,10 @@ import (
 type Item struct {
 	ID    leasefmt.ID
 	Token int64
+	// queued: the item was taken from the queue (ClaimNext), so its
+	// first record needs no flag in the tally (tally.go) and no lookup
+	// of its queue entry under the lock.
+	queued bool
 }
 
 // Outcome is what happened to one item.
@@ -436,7 +440,7 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		next = settled // the settled record is written even when the claim is refused
 		r.settledWrite = true
 	}
-	if k == leasefmt.Work && cur == nil && out == OK {
+	if k == leasefmt.Work && cur == nil && out == OK && !it.queued {
 		s.flagUnqueued(it.ID, batchSyncer(b)) // before the record exists: see tally.go
 	}
 	data, err := leasefmt.Encode(next)

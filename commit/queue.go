@@ -374,7 +374,7 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 				}
 				items := make([]Item, w)
 				for i := range items {
-					items[i] = Item{ID: cands[i]}
+					items[i] = Item{ID: cands[i], queued: true}
 				}
 				cands = cands[w:]
 				var granted []Result

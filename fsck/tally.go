@@ -151,6 +151,15 @@ func (c *checker) tallyRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Fin
 			Expected: "the link is the record's file", Repair: "link the record there", Debris: true}
 	case tallyUnlinked:
 		f = c.tallyFinding(commit.TallyPath(now), id, "a finished record missing from the tally", "link it into the tally")
+		if _, err := c.fs.Lstat(c.st.QueuePath(id)); err == nil {
+			// Still queued: a worker killed between its record's rename
+			// and its link. The summary counts the record from the queue
+			// meanwhile, so nothing counts wrong: debris.
+			f.Found += " (still queued: a writer killed before its link)"
+			f.Debris = true
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return c.settleTally(c.ioFinding(c.st.QueuePath(id), "look up the queue entry", err))
+		}
 	case tallyUnflagged:
 		f = c.tallyFinding(commit.UnqueuedFlag(id), id, "an unfinished record with neither a queue entry nor a flag", "flag it")
 	}
