@@ -13,10 +13,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -147,7 +147,10 @@ func TestMpirunWatchKilled(t *testing.T) {
 
 // TestLeaseMPIOverride: LEASE_MPI=off makes every rank of mpirun run on
 // its own (each prints its copy), LEASE_MPI=on makes the lease of a script
-// a rank (one program, one copy).
+// a rank (one program, one copy). Each rank's stdout is read from its own
+// file (mpirun --output-filename): mpirun forwards what ranks write to its
+// own stdout in the chunks it reads, and two ranks' chunks may meet inside
+// a line.
 func TestLeaseMPIOverride(t *testing.T) {
 	testenv.NeedTools(t, "mpirun")
 	s := jobSite(t)
@@ -155,23 +158,31 @@ func TestLeaseMPIOverride(t *testing.T) {
 	want := strings.Join(held, "\n") + "\n"
 	os.WriteFile(filepath.Join(s.dir, "held"), []byte(want), 0o644)
 	verify := "lease verify --root table --now 2000 held"
-	for _, tc := range []struct{ name, script, want string }{
-		{"off", "mpirun --stdin none -np 2 " + verify, want + want},
-		{"on", "mpirun --stdin none -np 2 sh -c '" + verify + "'", want},
-		{"auto, from a script", "mpirun --stdin none -np 2 sh -c '" + verify + "'", want + want},
+	for i, tc := range []struct {
+		name, script string
+		want         []string // each rank's stdout
+	}{
+		{"off", "mpirun --stdin none -np 2 --output-filename OUT " + verify, []string{want, want}},
+		{"on", "mpirun --stdin none -np 2 --output-filename OUT sh -c '" + verify + "'", []string{want, ""}},
+		{"auto, from a script", "mpirun --stdin none -np 2 --output-filename OUT sh -c '" + verify + "'", []string{want, want}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mode := strings.Fields(tc.name)[0]
-			mode = strings.TrimSuffix(mode, ",")
-			out, errOut, code := jobRun(t, s.dir, s.withMP, tc.script, "LEASE_MPI="+mode)
-			// Two processes' lines reach mpirun's stdout in any order.
-			sorted := func(s string) string {
-				l := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-				sort.Strings(l)
-				return strings.Join(l, "\n")
+			mode := strings.TrimSuffix(strings.Fields(tc.name)[0], ",")
+			outDir := filepath.Join(s.dir, fmt.Sprintf("out%d", i))
+			script := strings.Replace(tc.script, "OUT", outDir, 1)
+			_, errOut, code := jobRun(t, s.dir, s.withMP, script, "LEASE_MPI="+mode)
+			if code != 0 {
+				t.Fatalf("LEASE_MPI=%s %s: exit %d\n%s", mode, script, code, mpiClip(errOut))
 			}
-			if code != 0 || sorted(out) != sorted(tc.want) {
-				t.Errorf("LEASE_MPI=%s %s: exit %d, %d lines, want %d\n%s", mode, tc.script, code, strings.Count(out, "\n"), strings.Count(tc.want, "\n"), mpiClip(errOut))
+			for rank, w := range tc.want {
+				got, err := os.ReadFile(filepath.Join(outDir, "1", fmt.Sprintf("rank.%d", rank), "stdout"))
+				if err != nil && !(w == "" && os.IsNotExist(err)) {
+					t.Fatalf("rank %d's stdout: %v", rank, err)
+				}
+				if string(got) != w {
+					t.Errorf("LEASE_MPI=%s %s: rank %d printed %d lines, want %d\n%s", mode, script, rank,
+						strings.Count(string(got), "\n"), strings.Count(w, "\n"), mpiClip(string(got)+errOut))
+				}
 			}
 		})
 	}
