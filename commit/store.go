@@ -536,25 +536,31 @@ func (s *Store) readOnce(k leasefmt.Kind, id leasefmt.ID, name string) (*leasefm
 // WriteOne durably replaces the record of rec.ID by rec on its own: temp,
 // fsync, rename, directory fsync. The caller holds the record's lock.
 func (s *Store) WriteOne(rec *leasefmt.Record) error {
+	return s.writeAlone(rec, func(b *durable.SyncBatch, name string, data []byte) error {
+		return s.Disk().Put(b, name, data, false)
+	})
+}
+
+// writeAlone writes rec on its own through put (temp, fsync, rename) and
+// gives a finished work record its status marker and its link in the
+// tally; the record's shard directory and the tally's bucket are then
+// fsynced together, concurrently, as in a batch's group commit
+// (docs/design.md#tally).
+func (s *Store) writeAlone(rec *leasefmt.Record, put func(b *durable.SyncBatch, name string, data []byte) error) error {
 	data, err := leasefmt.Encode(rec)
 	if err != nil {
 		return err
 	}
-	if err := s.Disk().WriteFile(s.RecordPath(rec.Kind, rec.ID), data); err != nil {
+	b := s.Disk().Batch()
+	if err := put(b, s.RecordPath(rec.Kind, rec.ID), data); err != nil {
+		b.Flush()
 		return err
 	}
-	s.finishedOne(rec)
-	return nil
-}
-
-// finishedOne gives rec, a record just written on its own (WriteOne,
-// writeHeld) under its lock, its status marker and its link in the tally
-// when it is a finished work record.
-func (s *Store) finishedOne(rec *leasefmt.Record) {
 	if rec.Kind == leasefmt.Work && marks(rec.Status) {
 		s.mark(rec)
-		s.retally(nil, rec, s.syncNow)
+		s.retally(nil, rec, batchSyncer(b))
 	}
+	return b.Flush()
 }
 
 // TopUpReserve makes spares in the table's reserve until it holds want of
@@ -565,17 +571,7 @@ func (s *Store) TopUpReserve(want int) (int, error) { return s.disk.TopUp(want) 
 
 // writeHeld is WriteOne for the holder's own change of its lease
 // (heldWrite): through the reserve when the filesystem is full.
-func (s *Store) writeHeld(rec *leasefmt.Record) error {
-	data, err := leasefmt.Encode(rec)
-	if err != nil {
-		return err
-	}
-	if err := s.Disk().WriteHeld(s.RecordPath(rec.Kind, rec.ID), data); err != nil {
-		return err
-	}
-	s.finishedOne(rec)
-	return nil
-}
+func (s *Store) writeHeld(rec *leasefmt.Record) error { return s.writeAlone(rec, s.Disk().PutHeld) }
 
 // stageBytes writes data, the encoding of rec, to a temp file and moves it
 // into place in batch b: over the record, or, with create, only where no
