@@ -16,8 +16,6 @@ package main
 
 import (
 	"bufio"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"math"
 	"os"
@@ -28,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/leasetool/lease/bench/internal/spread"
 	"golang.org/x/sys/unix"
 )
 
@@ -71,8 +70,7 @@ func ids(args []string) error {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	for i := 0; i < n; i++ {
-		sum := sha256.Sum256([]byte(strconv.Itoa(i)))
-		fmt.Fprintf(w, "%08x%s\n", i, hex.EncodeToString(sum[:])[8:])
+		fmt.Fprintln(w, spread.ID(i))
 	}
 	return w.Flush()
 }

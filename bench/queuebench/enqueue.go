@@ -7,8 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strconv"
-	"time"
 
+	"github.com/leasetool/lease/bench/internal/spread"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,7 +69,7 @@ func enqueue(o opts) (enqueueResult, error) {
 			return nil
 		}
 		measureFloor := func() error {
-			d, err := floorCreate(floor, o.items, o.shards)
+			d, err := spread.FloorCreate(floor, o.items, o.shards)
 			r.FloorMS = append(r.FloorMS, d.Seconds()*1e3)
 			return err
 		}
@@ -88,34 +88,6 @@ func enqueue(o opts) (enqueueResult, error) {
 	}
 	r.Ratio = median(r.AddMS) / median(r.FloorMS)
 	return r, nil
-}
-
-// floorCreate makes dir/queue/SS/ID for n IDs from one process, in ID
-// order, with no fsync, then syncs the filesystem once: what lease add does
-// without durability, locks, record reads or a writer pool.
-func floorCreate(dir string, n, k int) (time.Duration, error) {
-	start := time.Now()
-	for s := 0; s < k; s++ {
-		if err := os.MkdirAll(filepath.Join(dir, "queue", shardDir(s, k)), 0o755); err != nil {
-			return 0, err
-		}
-	}
-	for i := 0; i < n; i++ {
-		fd, err := unix.Open(filepath.Join(dir, "queue", shardDir(i, k), id(i)), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			return 0, err
-		}
-		unix.Close(fd)
-	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
 }
 
 func median(xs []float64) float64 {

@@ -26,8 +26,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -35,9 +33,10 @@ import (
 	"os"
 	"os/exec"
 	"sort"
-	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/leasetool/lease/bench/internal/spread"
 )
 
 func main() {
@@ -96,19 +95,6 @@ type opts struct {
 	lease, dir, mode, faultfs, fractions string
 	items, shards, reps, workers         int
 	fuseDelay                            time.Duration
-}
-
-// id is ID i: its first 8 hex digits are i, so N IDs spread evenly over any
-// shard count (docs/design.md#layout), the rest a SHA-256 digest of i (benchtool ids).
-func id(i int) string {
-	sum := sha256.Sum256([]byte(strconv.Itoa(i)))
-	return fmt.Sprintf("%08x%s", i, hex.EncodeToString(sum[:])[8:])
-}
-
-// shardDir is the directory name of ID i's shard among k.
-func shardDir(i, k int) string {
-	w := max(2, len(strconv.FormatInt(int64(k-1), 16)))
-	return fmt.Sprintf("%0*x", w, i%k)
 }
 
 // proc is one timed process.
@@ -186,7 +172,7 @@ func writeIDs(file string, from, to int) error {
 	}
 	b := make([]byte, 0, 1<<20)
 	for i := from; i < to; i++ {
-		b = append(b, id(i)...)
+		b = append(b, spread.ID(i)...)
 		b = append(b, '\n')
 		if len(b) > 1<<20-100 {
 			if _, err := f.Write(b); err != nil {

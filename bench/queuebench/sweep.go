@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/leasetool/lease/bench/internal/spread"
 	"golang.org/x/sys/unix"
 )
 
@@ -92,7 +93,7 @@ func sweep(o opts) (sweepResult, error) {
 		pt := point{Done: f, Remaining: o.items - done}
 		var next, byID []time.Duration
 		for rep := 0; rep < o.reps; rep++ {
-			free := id(extra)
+			free := spread.ID(extra)
 			extra++
 			steps := []func() error{
 				func() error {
@@ -132,7 +133,7 @@ func sweep(o opts) (sweepResult, error) {
 				return r, err
 			}
 			if pt.IDRequests, pt.IDOps, err = fuse.requests(5, func() error {
-				free := id(extra)
+				free := spread.ID(extra)
 				extra++
 				_, err := run("", o.lease, "claim", "--root", claimRoot, "--ttl", "86400", free)
 				return err
@@ -169,11 +170,11 @@ func markDone(root string, from, to, k int) error {
 		go func() {
 			defer wg.Done()
 			for i := from + w; i < to; i += workers {
-				sh := shardDir(i, k)
-				rec := fmt.Sprintf(`{"schema":"lease.work/v1","id":"%s","status":"done","owner":"bench","token":1,"claimed_at":1764450000,"renewed_at":1764450010,"expires_at":1764450120}`+"\n", id(i))
-				err := os.WriteFile(filepath.Join(root, "work", sh, id(i)+".json"), []byte(rec), 0o644)
+				sh := spread.ShardDir(i, k)
+				rec := fmt.Sprintf(`{"schema":"lease.work/v1","id":"%s","status":"done","owner":"bench","token":1,"claimed_at":1764450000,"renewed_at":1764450010,"expires_at":1764450120}`+"\n", spread.ID(i))
+				err := os.WriteFile(filepath.Join(root, "work", sh, spread.ID(i)+".json"), []byte(rec), 0o644)
 				if err == nil {
-					err = os.Remove(filepath.Join(root, "queue", sh, id(i)))
+					err = os.Remove(filepath.Join(root, "queue", sh, spread.ID(i)))
 				}
 				if err != nil {
 					mu.Lock()

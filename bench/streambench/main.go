@@ -17,8 +17,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -30,6 +28,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/leasetool/lease/bench/internal/spread"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,7 +103,7 @@ func steps(r result, oldBin, newBin, dirOld, dirNew, dirFloor string, n, m, k in
 			return r, fmt.Errorf("%s lease init: %v", b.name, err)
 		}
 	}
-	d, err := floorCreate(filepath.Join(dirFloor, "floor"), n, k)
+	d, err := spread.FloorCreate(filepath.Join(dirFloor, "floor"), n, k)
 	if err != nil {
 		return r, err
 	}
@@ -272,15 +271,6 @@ func load1() float64 {
 
 // id is ID i: its first 8 hex digits are i, so N IDs spread evenly over the
 // shards, the rest a SHA-256 digest of i (as bench/queuebench's).
-func id(i int) string {
-	sum := sha256.Sum256([]byte(strconv.Itoa(i)))
-	return fmt.Sprintf("%08x%s", i, hex.EncodeToString(sum[:])[8:])
-}
-
-func shardDir(i, k int) string {
-	w := max(2, len(strconv.FormatInt(int64(k-1), 16)))
-	return fmt.Sprintf("%0*x", w, i%k)
-}
 
 func writeIDs(file string, n int) error {
 	f, err := os.Create(file)
@@ -290,7 +280,7 @@ func writeIDs(file string, n int) error {
 	defer f.Close()
 	b := make([]byte, 0, 1<<20)
 	for i := range n {
-		b = append(append(b, id(i)...), '\n')
+		b = append(append(b, spread.ID(i)...), '\n')
 		if len(b) > 1<<20-100 {
 			if _, err := f.Write(b); err != nil {
 				return err
@@ -300,35 +290,6 @@ func writeIDs(file string, n int) error {
 	}
 	_, err = f.Write(b)
 	return err
-}
-
-// floorCreate makes dir/queue/SS/ID for n IDs from one process, with no
-// fsync, then syncs the filesystem once: what lease add does without
-// durability, locks, record reads or a writer pool (bench/queuebench's
-// floor).
-func floorCreate(dir string, n, k int) (time.Duration, error) {
-	start := time.Now()
-	for s := 0; s < k; s++ {
-		if err := os.MkdirAll(filepath.Join(dir, "queue", shardDir(s, k)), 0o755); err != nil {
-			return 0, err
-		}
-	}
-	for i := 0; i < n; i++ {
-		fd, err := unix.Open(filepath.Join(dir, "queue", shardDir(i, k), id(i)), unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o644)
-		if err != nil {
-			return 0, err
-		}
-		unix.Close(fd)
-	}
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
-		return 0, err
-	}
-	return time.Since(start), nil
 }
 
 // markdown is the table of r: each command's old and new wall time and
