@@ -78,6 +78,13 @@ func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 func (s *Store) ListingCensus(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
 	c := Census{Owners: map[string]int64{}, Method: MethodListing}
+	err := s.eachShardCensus(workers, &c, func(sh int) (Census, error) { return s.censusShard(ctx, sh, now) })
+	return c, err
+}
+
+// eachShardCensus adds count(sh) of every work shard sh to c, workers
+// shards at a time, and returns the first error met.
+func (s *Store) eachShardCensus(workers int, c *Census, count func(sh int) (Census, error)) error {
 	var mu sync.Mutex
 	var firstErr error
 	shards := make([]int, s.hdr.WorkShards)
@@ -85,7 +92,7 @@ func (s *Store) ListingCensus(ctx context.Context, workers int) (Census, error) 
 		shards[i] = i
 	}
 	s.parallelN(workers, shards, func(sh int) {
-		part, err := s.censusShard(ctx, sh, now)
+		part, err := count(sh)
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -96,7 +103,7 @@ func (s *Store) ListingCensus(ctx context.Context, workers int) (Census, error) 
 		}
 		c.add(part)
 	})
-	return c, firstErr
+	return firstErr
 }
 
 // listNames calls fn with every name of directory dir (none when it does

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
-	"sync"
 	"time"
 
 	"github.com/leasetool/lease/commit/durable"
@@ -52,31 +51,16 @@ func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Cens
 	if err != nil {
 		return c, err
 	}
-	var mu sync.Mutex
-	var firstErr error
-	keep := func(part Census, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			if firstErr == nil {
-				firstErr = err
-			}
-			return
-		}
-		c.add(part)
+	err = s.eachShardCensus(workers, &c, func(sh int) (Census, error) { return s.tallyShard(ctx, sh, flagged[sh], now) })
+	if err != nil {
+		return c, err
 	}
-	shards := make([]int, s.hdr.WorkShards)
-	for i := range shards {
-		shards[i] = i
+	part, err := s.tallyBuckets(workers, now)
+	if err != nil {
+		return c, err
 	}
-	s.parallelN(workers, shards, func(sh int) {
-		keep(s.tallyShard(ctx, sh, flagged[sh], now))
-	})
-	if firstErr != nil {
-		return c, firstErr
-	}
-	keep(s.tallyBuckets(workers, now))
-	return c, firstErr
+	c.add(part)
+	return c, nil
 }
 
 // tallyShard counts the items of shard sh that the tally does not: the
