@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -105,28 +104,15 @@ func runClaimNext(c *cli.Context, n int) error {
 	var q queueJSON
 	o := reportOpts{queue: &q}
 	rep := newStreamReport(e, "claim", o)
-	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigc)
-	var done atomic.Int64
-	stopBar := startProgress(e.errw, streamSpec{progress: c.String("progress"), bar: "claiming", units: "items"}, st, n, &done)
-	var stopped os.Signal
-	var repErr error
+	sr := newStreamRun(rep)
+	defer sr.stop()
+	stopBar := startProgress(e.errw, streamSpec{progress: c.String("progress"), bar: "claiming", units: "items"}, st, n, &sr.done)
 	nx := claimNextEach(c.Context, e, st, n, wait, deadline, func(granted []commit.Result) bool {
-		done.Add(int64(len(granted)))
-		if repErr = rep.chunk(granted); repErr != nil {
-			return false
-		}
-		select {
-		case stopped = <-sigc:
-			return false
-		default:
-			return true
-		}
+		return sr.reported(len(granted), granted)
 	})
 	stopBar()
-	if repErr != nil {
-		return repErr
+	if sr.err != nil {
+		return sr.err
 	}
 	q = nx.q
 	if !e.json {
@@ -138,13 +124,9 @@ func runClaimNext(c *cli.Context, n int) error {
 		return err
 	}
 	rep.o.code = nextCode(nx.Answer)
-	code := rep.code()
-	if stopped != nil {
-		code = 128 + int(stopped.(syscall.Signal))
-	}
-	reported := rep.finish(e.snapshot(st), code)
-	if stopped != nil {
-		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease claim: interrupted after %d granted of --next %d (the lines printed, each durable); the rest were not claimed", done.Load(), n)))
+	reported := rep.finish(e.snapshot(st), sr.code())
+	if sr.stopped != nil {
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease claim: interrupted after %d granted of --next %d (the lines printed, each durable); the rest were not claimed", sr.done.Load(), n)))
 	}
 	return reported
 }

@@ -102,60 +102,85 @@ func runStream(c *cli.Context, spec batchSpec, ss streamSpec) error {
 	flush := bufferedOutput(c, e)
 	rep := newStreamReport(e, spec.name, spec.reportOpts)
 
-	sigc := make(chan os.Signal, 1)
-	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigc)
-
-	var done atomic.Int64
-	stopBar := startProgress(c.App.ErrWriter, ss, st, sp.n, &done)
-	var stopped os.Signal
-	var repErr error
+	sr := newStreamRun(rep)
+	defer sr.stop()
+	stopBar := startProgress(c.App.ErrWriter, ss, st, sp.n, &sr.done)
 	size := ss.chunk
 	if size == 0 {
 		size = chunkSize
 	}
 	err = sp.chunks(size, func(items []commit.Item) bool {
-		select {
-		case stopped = <-sigc:
-			return false
-		default:
-		}
-		if ss.enough != nil && ss.enough() {
+		if sr.signalled() || ss.enough != nil && ss.enough() {
 			return false
 		}
-		res := spec.run(e, st, items)
-		done.Add(int64(len(items)))
-		if repErr = rep.chunk(res); repErr != nil {
-			return false
-		}
-		select {
-		case stopped = <-sigc:
-			return false
-		default:
-		}
-		return true
+		return sr.reported(len(items), spec.run(e, st, items))
 	})
 	stopBar()
 	if err != nil {
 		flush() // what was reported, as for any other failure
 		return err
 	}
-	if repErr != nil {
+	if sr.err != nil {
 		flush()
-		return repErr
+		return sr.err
 	}
-	code := rep.code()
-	if stopped != nil {
-		code = 128 + int(stopped.(syscall.Signal))
-	}
-	reported := rep.finish(e.snapshot(st), code)
+	reported := rep.finish(e.snapshot(st), sr.code())
 	if err := flush(); err != nil {
 		return err
 	}
-	if stopped != nil && ss.interrupted != nil {
-		fmt.Fprintln(e.errw, leasefmt.Bound(ss.interrupted(int(done.Load()), sp.n, rep.counts[commit.OK])))
+	if sr.stopped != nil && ss.interrupted != nil {
+		fmt.Fprintln(e.errw, leasefmt.Bound(ss.interrupted(int(sr.done.Load()), sp.n, rep.counts[commit.OK])))
 	}
 	return reported
+}
+
+// streamRun is what a streamed batch keeps between its chunks: its report,
+// the items done (for the progress bar) and the signal that stops it after
+// the chunk in flight.
+type streamRun struct {
+	rep     *streamReport
+	sigc    chan os.Signal
+	done    atomic.Int64
+	stopped os.Signal // the signal that stopped it, if any
+	err     error     // the report's failure to write, if any
+}
+
+func newStreamRun(rep *streamReport) *streamRun {
+	r := &streamRun{rep: rep, sigc: make(chan os.Signal, 1)}
+	signal.Notify(r.sigc, os.Interrupt, syscall.SIGTERM)
+	return r
+}
+
+func (r *streamRun) stop() { signal.Stop(r.sigc) }
+
+// signalled reports whether a signal has come to stop the batch.
+func (r *streamRun) signalled() bool {
+	if r.stopped == nil {
+		select {
+		case r.stopped = <-r.sigc:
+		default:
+		}
+	}
+	return r.stopped != nil
+}
+
+// reported writes res, the results of n items, and says whether the batch
+// goes on: not when the report could not be written or a signal came.
+func (r *streamRun) reported(n int, res []commit.Result) bool {
+	r.done.Add(int64(n))
+	if r.err = r.rep.chunk(res); r.err != nil {
+		return false
+	}
+	return !r.signalled()
+}
+
+// code is the exit status: 128 plus the signal's number when one stopped
+// the batch, else the report's.
+func (r *streamRun) code() int {
+	if r.stopped != nil {
+		return 128 + int(r.stopped.(syscall.Signal))
+	}
+	return r.rep.code()
 }
 
 // startProgress draws the bar of a streamed batch of total items on w once
