@@ -1,9 +1,6 @@
 package commands
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
@@ -117,46 +114,10 @@ func addCode(res []commit.Result) int {
 func queueInput(c *cli.Context) ([]commit.Item, error) {
 	var items []commit.Item
 	err := eachInput(c, c.Args().Slice(), func(r io.Reader, src string) error {
-		var err error
-		items, err = scanQueueLines(r, src, items)
-		return err
+		return scanItems(r, src, formQueue, func(it commit.Item, _ int) error {
+			items = append(items, it)
+			return nil
+		})
 	})
 	return items, err
-}
-
-func scanQueueLines(r io.Reader, src string, items []commit.Item) ([]commit.Item, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		if i := bytes.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		fields := bytes.Fields(line)
-		if len(fields) == 0 {
-			continue
-		}
-		if len(fields) > 2 {
-			return nil, usageErr("%s:%d: malformed line %s: want \"ID\" or \"ID TOKEN\"", src, n, leasefmt.Quote(string(bytes.Join(fields, []byte(" ")))))
-		}
-		id, err := leasefmt.ParseID(string(fields[0]))
-		if err != nil {
-			return nil, usageErr("%s:%d: %v", src, n, err)
-		}
-		if len(fields) == 2 {
-			if _, err := leasefmt.ParseToken(string(fields[1])); err != nil {
-				return nil, usageErr("%s:%d: %s: %v", src, n, id, err)
-			}
-		}
-		items = append(items, commit.Item{ID: id})
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
-		}
-		return nil, usageErr("%s: %v", src, err)
-	}
-	return items, nil
 }

@@ -6,6 +6,7 @@ package commands
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -74,28 +75,47 @@ func eachInput(c *cli.Context, args []string, read func(r io.Reader, src string)
 
 func scanLines(r io.Reader, src string) ([]inputLine, error) {
 	var out []inputLine
+	err := eachLine(r, src, func(n int, f [][]byte) error {
+		fields := make([]string, len(f))
+		for i, x := range f {
+			fields[i] = string(x)
+		}
+		out = append(out, inputLine{src: src, n: n, fields: fields})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachLine calls fn with the number and the fields of every line of r
+// (named src in messages) that has any, # comments cut off; a line longer
+// than maxLine, a read error or fn's first error ends it. fn's fields are
+// valid only during the call.
+func eachLine(r io.Reader, src string, fn func(n int, f [][]byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, maxLine), maxLine) // a larger buffer would raise the bound
 	n := 0
 	for sc.Scan() {
 		n++
-		line := sc.Text()
-		if i := strings.IndexByte(line, '#'); i >= 0 {
+		line := sc.Bytes()
+		if i := bytes.IndexByte(line, '#'); i >= 0 {
 			line = line[:i]
 		}
-		fields := strings.Fields(line)
-		if len(fields) == 0 {
-			continue
+		if f := bytes.Fields(line); len(f) > 0 {
+			if err := fn(n, f); err != nil {
+				return err
+			}
 		}
-		out = append(out, inputLine{src: src, n: n, fields: fields})
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
+			return usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
 		}
-		return nil, usageErr("%s: %v", src, err)
+		return usageErr("%s: %v", src, err)
 	}
-	return out, nil
+	return nil
 }
 
 // parseItems validates every line before anything is written: `ID TOKEN`

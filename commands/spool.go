@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -182,43 +181,24 @@ const (
 
 // spoolInput reads the FILE arguments (or stdin) line by line, validating
 // each, into sp: the same checks and messages as readInput and
-// parseItems (or, for lease add, scanQueueLines), without holding the
-// lines.
+// parseItems, without holding the lines.
 func spoolInput(c *cli.Context, args []string, form inputForm, sp *spool) error {
 	return eachInput(c, args, func(r io.Reader, src string) error {
-		return scanInto(r, src, form, sp)
+		return scanItems(r, src, form, func(it commit.Item, n int) error { return sp.add(it, src, n) })
 	})
 }
 
-func scanInto(r io.Reader, src string, form inputForm, sp *spool) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, maxLine), maxLine) // a larger buffer would raise the bound
-	n := 0
-	for sc.Scan() {
-		n++
-		line := sc.Bytes()
-		if i := bytes.IndexByte(line, '#'); i >= 0 {
-			line = line[:i]
-		}
-		f := bytes.Fields(line)
-		if len(f) == 0 {
-			continue
-		}
+// scanItems reads the lines of r (named src in messages) in form, blank
+// lines and # comments skipped, and calls add with the item of each and its
+// line number; the first bad line, or add's first error, ends it.
+func scanItems(r io.Reader, src string, form inputForm, add func(it commit.Item, n int) error) error {
+	return eachLine(r, src, func(n int, f [][]byte) error {
 		it, err := parseFields(src, n, form, f)
 		if err != nil {
 			return err
 		}
-		if err := sp.add(it, src, n); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return usageErr("%s:%d: line longer than %d bytes", src, n+1, maxLine)
-		}
-		return usageErr("%s: %v", src, err)
-	}
-	return nil
+		return add(it, n)
+	})
 }
 
 // parseFields validates the fields f of line n of src.
