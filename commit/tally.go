@@ -101,6 +101,9 @@ type syncer func(dir string) error
 // link unless next keeps the same name; a finished next gets its link. A
 // failure untrusts the tally (the counts would be wrong), never the write.
 func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
+	if !tallyWrites {
+		return
+	}
 	if cur != nil && marks(cur.Status) && !(next != nil && marks(next.Status) && TallyPath(cur) == TallyPath(next)) {
 		s.untally(cur, sync)
 	}
@@ -165,6 +168,9 @@ func (s *Store) untally(rec *leasefmt.Record, sync syncer) {
 // of a claim never reported: lease fsck --repair flags it). A failure
 // untrusts the tally.
 func (s *Store) flagUnqueued(id leasefmt.ID, sync syncer) {
+	if !tallyWrites {
+		return
+	}
 	if _, err := s.fs.Lstat(s.QueuePath(id)); err == nil {
 		return
 	} else if !errors.Is(err, fs.ErrNotExist) {
