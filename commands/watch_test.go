@@ -290,15 +290,17 @@ func TestWatchUnderMPIRun(t *testing.T) {
 	}()
 	round := p.expectErr("round 3: renewed=8 lost=0")
 	// -v reports the round's real collective time: more than nothing (the
-	// ranks exchanged their results), less than the round.
+	// ranks exchanged their results), and less than the TTL. It is the time
+	// spent in collectives since the batch before (RoundCollectives), so it
+	// may exceed this round's own time= when the last round's were slow.
 	var took, coll float64
 	if i := strings.Index(round, " time="); i < 0 || !strings.Contains(round, "ranks=2 collective_time=") {
 		t.Fatalf("round line %q: want time= and ranks=2 collective_time=", round)
 	} else if _, err := fmt.Sscanf(round[i:], " time=%fs ranks=2 collective_time=%fs", &took, &coll); err != nil {
 		t.Fatalf("round line %q: %v", round, err)
 	}
-	if !(coll > 0 && coll <= took) {
-		t.Errorf("round line %q: collective_time %g, want in (0, time %g]", round, coll, took)
+	if !(coll > 0 && coll < 30) || took < 0 {
+		t.Errorf("round line %q: collective_time %g, want in (0, 30) (the TTL); time %g", round, coll, took)
 	}
 	for _, id := range ids {
 		if rec := h.record(id); rec.RenewedAt <= before[id] {
