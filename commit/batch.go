@@ -479,8 +479,8 @@ func batchSyncer(b *durable.SyncBatch) syncer {
 	return func(dir string) error { b.Mark(dir); return nil }
 }
 
-// syncNow fsyncs dir at once: the tally's directories for a write outside
-// a batch (WriteOne).
+// syncNow fsyncs dir at once: the tally's directory for a change that must
+// be durable before the write that follows it (lease retry's unlink).
 func (s *Store) syncNow(dir string) error {
 	if err := s.fs.SyncDir(dir); err != nil {
 		return err

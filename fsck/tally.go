@@ -350,11 +350,7 @@ func (c *checker) checkLink(rel string, id leasefmt.ID, status leasefmt.Status) 
 	if !c.opt.Repair {
 		return f
 	}
-	if err := c.fs.Remove(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		failed(f, err)
-		return f
-	}
-	if err := c.fs.SyncDir(path.Dir(rel)); err != nil {
+	if err := c.removeDurably(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		failed(f, err)
 		return f
 	}
