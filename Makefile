@@ -3,7 +3,7 @@
 #   make install    install lease, its man pages and completions under PREFIX
 #                   (default /usr/local; PREFIX=$HOME/.local for your own account)
 #   make test       run every test (what .ci/run calls)
-#   make cross      build for darwin and freebsd (make vet, and so make test, does it too)
+#   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
@@ -46,9 +46,11 @@ vet: cross
 # The packages build elsewhere too (a Go program embedding leases compiles
 # on a laptop); opening a table there fails with "lease tables need Linux"
 # (commit/seam/os_other.go).
+# vet, not only build: the tests compile there too (a Linux-only test lives
+# in a _linux_test.go file or under //go:build linux).
 cross:
-	GOOS=darwin $(GO) build ./...
-	GOOS=freebsd $(GO) build ./...
+	GOOS=darwin $(GO) vet ./...
+	GOOS=freebsd $(GO) vet ./...
 
 test: vet
 	$(GO) test $(TESTFLAGS) ./...

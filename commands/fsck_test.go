@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/creack/pty"
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/internal/damaged"
@@ -219,24 +218,14 @@ func onTerminal(t *testing.T, f func(tty *os.File)) []byte {
 
 // openPTY returns a pseudo-terminal's master and slave.
 func openPTY(t *testing.T) (*os.File, *os.File) {
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err == nil {
-		if err = unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err == nil {
-			var n int
-			if n, err = unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN); err == nil {
-				var s *os.File
-				if s, err = os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0); err == nil {
-					return m, s
-				}
-			}
+	m, s, err := pty.Open()
+	if err != nil {
+		if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
+			t.Fatalf("no pseudo-terminal: %v", err)
 		}
-		m.Close()
+		t.Skipf("no pseudo-terminal: %v", err)
 	}
-	if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-		t.Fatalf("no pseudo-terminal: %v", err)
-	}
-	t.Skipf("no pseudo-terminal: %v", err)
-	return nil, nil
+	return m, s
 }
 
 // TestFsckProgress: the progress bar goes to stderr only when stderr is a

@@ -1,3 +1,5 @@
+//go:build linux
+
 package commands_test
 
 // A full filesystem keeps every live lease (issue 28;

@@ -26,7 +26,7 @@ func freeInodes(t *testing.T, path string) uint64 {
 	if err := unix.Statfs(path, &st); err != nil {
 		t.Fatal(err)
 	}
-	return st.Ffree
+	return uint64(st.Ffree) // int64 on freebsd
 }
 
 // lines splits output into its non-empty lines.

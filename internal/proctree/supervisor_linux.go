@@ -39,10 +39,6 @@ type Supervisor struct {
 	closed bool
 }
 
-// ErrSupervisorGone: the Supervisor's process is gone (killed), or was
-// closed; start another.
-var ErrSupervisorGone = errors.New("proctree: the supervisor is gone")
-
 // StartSupervisor starts a Supervisor whose commands get grace between
 // SIGTERM and SIGKILL when it stops their trees on its own (0:
 // DefaultGrace). Its messages go to the holder's stderr.
