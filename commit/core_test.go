@@ -38,17 +38,48 @@ type opLog struct {
 	mu   sync.Mutex
 	ops  []loggedOp
 	fail func(op seam.Op, name string) error // nil: fail nothing
+	// renamed, when not nil, holds back every injected failure until some
+	// rename has finished (closed at the first opRenameDone): with many
+	// writers the failure then comes after a rename however the goroutines
+	// are scheduled.
+	renamed chan struct{}
 }
 
 func (l *opLog) hook(op seam.Op, name string) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	var err error
 	if l.fail != nil {
 		err = l.fail(op, name)
 	}
 	l.ops = append(l.ops, loggedOp{op, name, err != nil})
+	wait := l.renamed
+	l.mu.Unlock()
+	if err != nil && wait != nil {
+		<-wait
+	}
 	return err
+}
+
+// holdUntilRenamed makes the failures injected from now on wait for a
+// finished rename (see opLog.renamed).
+func (l *opLog) holdUntilRenamed() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.renamed = make(chan struct{})
+}
+
+// logRenameDone records a finished rename and releases held failures.
+func (l *opLog) logRenameDone(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ops = append(l.ops, loggedOp{op: opRenameDone, name: name})
+	if l.renamed != nil {
+		select {
+		case <-l.renamed:
+		default:
+			close(l.renamed)
+		}
+	}
 }
 
 func (l *opLog) reset(fail func(op seam.Op, name string) error) {
@@ -85,9 +116,7 @@ func (r renameDoneFS) Unwrap() seam.FS { return r.FS }
 func (r renameDoneFS) Rename(o, n string) error {
 	err := r.FS.Rename(o, n)
 	if err == nil {
-		r.log.mu.Lock()
-		r.log.ops = append(r.log.ops, loggedOp{op: opRenameDone, name: n})
-		r.log.mu.Unlock()
+		r.log.logRenameDone(n)
 	}
 	return err
 }

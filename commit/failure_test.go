@@ -50,6 +50,12 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 					})
 					victim := sorted[pos].ID
 					log.reset(failAt(op, victim))
+					if writers > 1 && pos > 0 {
+						// The check below wants a rename before the
+						// failure; with many writers the victim's
+						// goroutine may otherwise fail first.
+						log.holdUntilRenamed()
+					}
 					attempted := st.Stats().Attempted.Load()
 					res := at(st, 1010).Renew(context.Background(), h, 60)
 					if got := st.Stats().Attempted.Load() - attempted; got != int64(len(h)) {
