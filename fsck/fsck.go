@@ -118,8 +118,12 @@ type checker struct {
 	committing []committingRec
 	// public holds the names of the results in public/, true once a done
 	// or committing record names it (see listPublic).
-	public  map[string]bool
-	records atomic.Int64
+	public map[string]bool
+	// movedHome holds the homes misplaced records were moved to by this
+	// run (under mu): checked where they were found, they are not checked
+	// again when their home's listing comes after the move.
+	movedHome map[string]bool
+	records   atomic.Int64
 	// marked counts the status markers a repair made (markRecord).
 	marked atomic.Int64
 	// tallyTrusted: the tally was trusted when the check began;

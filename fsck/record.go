@@ -21,6 +21,9 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		bad  string
 		berr error
 	)
+	if home && c.wasMovedHome(rel) {
+		return // checked where it was found (misplaced)
+	}
 	if !typ.IsRegular() {
 		bad = typeName(typ) + ", not a regular file"
 	} else {
@@ -185,7 +188,13 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 		failed(f, err)
 		return f
 	}
+	// Named before the move: the home's listing may see it the moment it
+	// is renamed there.
+	c.setMovedHome(dest, true)
 	err = c.disk.Move(rel, dest)
+	if err != nil {
+		c.setMovedHome(dest, false)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		if c.quarantineInto(rel, f, "a record of this ID is already at "+dest) {
 			f.Done = "a record is already in " + path.Dir(dest) + "/; moved to " + f.MovedTo
@@ -211,4 +220,25 @@ func (c *checker) misplaced(t task, rel string, id leasefmt.ID) *Finding {
 		}
 	}
 	return f
+}
+
+// wasMovedHome reports whether this run moved a misplaced record to rel:
+// whether its home's listing saw it there or not, it is counted once.
+func (c *checker) wasMovedHome(rel string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.movedHome[rel]
+}
+
+func (c *checker) setMovedHome(rel string, moved bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.movedHome == nil {
+		c.movedHome = map[string]bool{}
+	}
+	if moved {
+		c.movedHome[rel] = true
+	} else {
+		delete(c.movedHome, rel)
+	}
 }
