@@ -51,6 +51,7 @@ type statusView struct {
 	w      *bufio.Writer
 	rows   []statusRow
 	stream bool
+	lines  int // rows streamed
 }
 
 func newStatusView(e *env, o *statusOptions) *statusView {
@@ -59,12 +60,23 @@ func newStatusView(e *env, o *statusOptions) *statusView {
 	return v
 }
 
-// add takes one selected row.
+// add takes one selected row. With --limit N it keeps at most 2N rows:
+// past that it sorts them and drops all but the first N, so that the rows
+// shown of a queue of millions need memory for N.
 func (v *statusView) add(r statusRow) error {
 	if v.stream {
+		if v.o.limit > 0 && v.lines >= v.o.limit {
+			return nil
+		}
+		v.lines++
 		return v.line(r)
 	}
 	v.rows = append(v.rows, r)
+	if v.o.limit > 0 && len(v.rows) >= 2*v.o.limit {
+		sortStatusRows(v.rows, v.o.sortKey)
+		clear(v.rows[v.o.limit:])
+		v.rows = v.rows[:v.o.limit]
+	}
 	return nil
 }
 
@@ -72,6 +84,9 @@ func (v *statusView) add(r statusRow) error {
 func (v *statusView) flush() error {
 	if !v.stream {
 		sortStatusRows(v.rows, v.o.sortKey)
+		if v.o.limit > 0 && len(v.rows) > v.o.limit {
+			v.rows = v.rows[:v.o.limit]
+		}
 		if v.o.output == "table" || v.o.output == "wide" {
 			v.table()
 		} else {
@@ -138,14 +153,22 @@ func (v *statusView) table() {
 		if kinds {
 			cols = append(cols, strings.TrimSuffix(r.kind.Dir(), "s"))
 		}
+		age := humanDuration(now - rec.ClaimedAt)
+		if rec.Status == statusQueued {
+			age = "-" // never claimed
+		}
 		cols = append(cols, string(rec.ID), string(rec.Status), strconv.FormatInt(rec.Token, 10),
-			humanDuration(now-rec.ClaimedAt), remainingText(rec, now))
+			age, remainingText(rec, now))
 		if wide {
 			exit := "-"
 			if rec.ExitStatus > 0 {
 				exit = strconv.Itoa(rec.ExitStatus)
 			}
-			cols = append(cols, utcTime(rec.ClaimedAt), utcTime(rec.RenewedAt), utcTime(rec.ExpiresAt), r.path, strconv.FormatInt(rec.Attempts, 10), exit)
+			times := []string{utcTime(rec.ClaimedAt), utcTime(rec.RenewedAt), utcTime(rec.ExpiresAt)}
+			if rec.Status == statusQueued {
+				times = []string{"-", "-", "-"}
+			}
+			cols = append(append(cols, times...), r.path, strconv.FormatInt(rec.Attempts, 10), exit)
 		}
 		fmt.Fprintln(tw, strings.Join(append(cols, rec.Owner), "\t"))
 	}
@@ -191,7 +214,7 @@ func utcTime(s float64) string {
 }
 
 // statusOrder ranks statuses for --sort status: what needs attention first.
-var statusOrder = map[leasefmt.Status]int{leasefmt.Failed: -1, leasefmt.Committing: 0, leasefmt.Leased: 1, leasefmt.Released: 2, leasefmt.Done: 3}
+var statusOrder = map[leasefmt.Status]int{leasefmt.Failed: -1, leasefmt.Committing: 0, leasefmt.Leased: 1, leasefmt.Released: 2, statusQueued: 3, leasefmt.Done: 4}
 
 // held reports whether r is a lease (leased or committing), live or not.
 func held(r *leasefmt.Record) bool {
