@@ -17,7 +17,8 @@ import (
 )
 
 // TestKilledFinishLeavesOnlyDebris kills a real finisher (lease complete,
-// and lease release --failed at max_attempts) with SIGKILL after its record
+// retried or not, and lease release --failed at max_attempts) with SIGKILL
+// after its record
 // was renamed done (or failed) and before its link in the tally, at a
 // deterministic point (strace's syscall injection: the first linkat of
 // the marker, or the first linkat into the tally's bucket); then the
@@ -33,7 +34,7 @@ func TestKilledFinishLeavesOnlyDebris(t *testing.T) {
 	}
 	const now = "2000000000" // --now: the tally's bucket is known (tally/1999999800)
 	const bucket = "1999999800"
-	for _, finish := range []string{"complete", "fail"} {
+	for _, finish := range []string{"complete", "complete-retried", "fail"} {
 		for _, point := range []string{"marker", "tally"} {
 			t.Run(finish+"/"+point, func(t *testing.T) {
 				t.Parallel()
@@ -66,7 +67,7 @@ func TestKilledFinishLeavesOnlyDebris(t *testing.T) {
 					args = append(args, "-P", filepath.Join(root, commit.TallyDir, bucket))
 				}
 				args = append(args, "-e", "inject=linkat:signal=KILL:when=1", leaseBin(t))
-				if finish == "complete" {
+				if finish != "fail" {
 					args = append(args, "complete")
 				} else {
 					args = append(args, "release", "--failed", "--max-attempts", "1")
@@ -93,6 +94,13 @@ func TestKilledFinishLeavesOnlyDebris(t *testing.T) {
 					t.Fatalf("the crash point was missed: %s exists (%v)", tally, err)
 				}
 
+				if finish == "complete-retried" {
+					// The finisher's retry (its worker, a job script)
+					// succeeds again, drops the entry, and makes the link.
+					if out, e, code := lease(held, "complete"); code != 0 || out != held {
+						t.Fatalf("complete retried: exit %d, %q, %s", code, out, e)
+					}
+				}
 				// The campaign goes on, without a repair: the next claim
 				// meets the finished item's entry; the rest is completed.
 				got, e, code := lease("", "claim", "--next", "5")
