@@ -36,7 +36,7 @@ var statusCommand = &cli.Command{
 		&cli.BoolFlag{Name: "live", Usage: "only leases held now"},
 		&cli.BoolFlag{Name: "expired", Usage: "only leased or committing records whose time ran out"},
 		&cli.StringFlag{Name: "state", Usage: "only items in `STATES` (comma-separated): queued (a queue entry, no record yet), leased, committing, released, done, failed"},
-		&cli.IntFlag{Name: "limit", Usage: "show at most `N` rows (the first N in the order of --sort); the scan goes on for the counts of -v", DefaultText: "no limit"},
+		&cli.IntFlag{Name: "limit", Usage: "show at most `N` rows (the first N in the order of --sort; --json without --sort stops reading there)", DefaultText: "no limit"},
 		&cli.BoolFlag{Name: "groups", Usage: "also show group manifests and target records"},
 		&cli.StringFlag{Name: "sort", Value: "id", Usage: "order of the rows by `KEY`: id, expires (soonest first; released and done last), owner or status"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json); with --summary: table, json or prometheus"},
@@ -63,8 +63,10 @@ var statusManual = Manual{
 		"status \"queued\", token 0, the times 0, live false. An item that has a record is shown by its record " +
 		"(released, an expired lease: what the next claim takes), queued or not. lease status ID of a queued item " +
 		"shows its row, exit 0. --state queued lists the items waiting for their first claim, -v counts them " +
-		"(queued=N beside records=N). On a queue of millions, --limit N bounds the output: the first N rows in the " +
-		"order of --sort, with memory for 2N rows, while the scan still reads every shard.\n\n" +
+		"(queued=N beside records=N). The queue is listed only when queued rows can be shown (not with --live, " +
+		"--expired, --owner or a --state without queued). On a queue of millions, --limit N bounds the output: the " +
+		"first N rows in the order of --sort, with memory for 2N rows; --json without --sort stops reading at the Nth " +
+		"row (-v then counts what was read).\n\n" +
 		"--json streams one JSON object per record per line, in the order of --sort when it is given and " +
 		"else in shard order (without holding the table in memory), with the fields kind (work, targets, " +
 		"groups), id, status, owner, token, claimed_at, renewed_at, expires_at (seconds since the epoch), " +
@@ -213,6 +215,9 @@ func runStatus(c *cli.Context) error {
 	v := newStatusView(e, opts)
 	var counts statusCounts
 	code, err := selectStatus(e, st, opts, &counts, func(r statusRow) error { return v.add(r) })
+	if errors.Is(err, errStatusLimit) {
+		err = nil // --limit rows streamed: nothing more to read
+	}
 	if err == nil {
 		err = v.flush()
 	}
@@ -352,8 +357,14 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 		}
 		return code, fnErr
 	}
+	// The queue is listed only when its rows can be selected: a queued
+	// item is not live, not expired and has no owner.
+	queue := (o.states == nil || o.states[statusQueued]) && !o.live && !o.expired && o.owner == ""
 	for _, k := range o.kinds {
-		err := scanRecords(e.ctx(), st, k, func(rel string, rec *leasefmt.Record, rerr error) { visit(k, rel, rec, rerr) })
+		err := scanRecords(e.ctx(), st, k, queue && k == leasefmt.Work, func(rel string, rec *leasefmt.Record, rerr error) bool {
+			visit(k, rel, rec, rerr)
+			return fnErr == nil
+		})
 		if err != nil {
 			return code, err
 		}
@@ -365,9 +376,11 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 }
 
 // scanRecords calls fn for every record file of kind k, in shard and ID
-// order, with the record or the reason it does not validate. Files that are
-// not records (lock files, temp files) are skipped: fsck reports those.
-func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *leasefmt.Record, err error)) error {
+// order, with the record or the reason it does not validate, and with
+// queue for every item of the queue that has no record (queuedRecord).
+// Files that are not records (lock files, temp files) are skipped: fsck
+// reports those. It stops when fn returns false.
+func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, queue bool, fn func(rel string, rec *leasefmt.Record, err error) bool) error {
 	n := st.Table().Shards(k)
 	for sh := 0; sh < n; sh++ {
 		dir := st.ShardDir(k, sh)
@@ -378,7 +391,9 @@ func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func
 			}
 			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 				// A link or a file planted as the shard directory.
-				fn(dir, nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err))
+				if !fn(dir, nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err)) {
+					return nil
+				}
 				continue
 			}
 			return err
@@ -393,7 +408,7 @@ func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func
 		// The items of the queue that have no record yet are shown as
 		// queued, in the same ID order.
 		recorded := len(names)
-		if k == leasefmt.Work {
+		if queue {
 			if names, err = queuedNames(st, sh, names); err != nil {
 				return err
 			}
@@ -415,14 +430,18 @@ func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func
 				continue // misplaced: fsck reports it
 			}
 			if !has[name] {
-				fn(st.QueuePath(id), queuedRecord(id), nil)
+				if !fn(st.QueuePath(id), queuedRecord(id), nil) {
+					return nil
+				}
 				continue
 			}
 			rec, err := st.Read(ctx, k, id)
 			if rec == nil && err == nil {
 				continue // removed while scanning
 			}
-			fn(st.RecordPath(k, id), rec, err)
+			if !fn(st.RecordPath(k, id), rec, err) {
+				return nil
+			}
 		}
 	}
 	return nil

@@ -209,9 +209,9 @@ func TestStatusQueued(t *testing.T) {
 		if got := strings.Fields(r.out); fmt.Sprint(got) != fmt.Sprint(queued[:n]) {
 			t.Errorf("status --limit %d: %v, want %v", n, got, queued[:n])
 		}
-		r = coreMust(t, 0, "", append(base, "--json", "--limit", fmt.Sprint(n))...)
-		if got := strings.Count(r.out, "\n"); got != n {
-			t.Errorf("status --json --limit %d: %d lines", n, got)
+		r = coreMust(t, 0, "", append(base, "--json", "--limit", fmt.Sprint(n), "-v")...)
+		if got := strings.Count(r.out, "\n"); got != n || !strings.Contains(r.errOut, fmt.Sprintf(" shown=%d ", n)) {
+			t.Errorf("status --json --limit %d: %d lines (it stops reading there): %s", n, got, r.errOut)
 		}
 	}
 

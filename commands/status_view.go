@@ -7,6 +7,7 @@ package commands
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -60,16 +61,23 @@ func newStatusView(e *env, o *statusOptions) *statusView {
 	return v
 }
 
+// errStatusLimit stops the scan of lease status when --limit rows were
+// streamed.
+var errStatusLimit = errors.New("--limit rows shown")
+
 // add takes one selected row. With --limit N it keeps at most 2N rows:
 // past that it sorts them and drops all but the first N, so that the rows
 // shown of a queue of millions need memory for N.
 func (v *statusView) add(r statusRow) error {
 	if v.stream {
-		if v.o.limit > 0 && v.lines >= v.o.limit {
-			return nil
-		}
 		v.lines++
-		return v.line(r)
+		if err := v.line(r); err != nil {
+			return err
+		}
+		if v.o.limit > 0 && v.lines >= v.o.limit {
+			return errStatusLimit
+		}
+		return nil
 	}
 	v.rows = append(v.rows, r)
 	if v.o.limit > 0 && len(v.rows) >= 2*v.o.limit {
