@@ -63,7 +63,9 @@ var statusManual = Manual{
 		"status \"queued\", token 0, the times 0, live false. An item that has a record is shown by its record " +
 		"(released, an expired lease: what the next claim takes), queued or not. lease status ID of a queued item " +
 		"shows its row, exit 0. --state queued lists the items waiting for their first claim, -v counts them " +
-		"(queued=N beside records=N). The queue is listed only when queued rows can be shown (not with --live, " +
+		"(queued=N beside records=N). The table (and -o wide) shows at most 20 queued rows, the first in the order of " +
+		"--sort, and then one line `... and N more queued items` unless --state or --limit is given; -o id, " +
+		"-o id-token and --json list them all. The queue is listed only when queued rows can be shown (not with --live, " +
 		"--expired, --owner or a --state without queued). On a queue of millions, --limit N bounds the output: the " +
 		"first N rows in the order of --sort, with memory for 2N rows; --json without --sort stops reading at the Nth " +
 		"row (-v then counts what was read).\n\n" +

@@ -229,3 +229,36 @@ func TestStatusQueued(t *testing.T) {
 		coreMust(t, 2, "", append(base, bad...)...)
 	}
 }
+
+// TestStatusQueuedFolded: the table for people shows the first 20 queued
+// items by ID and one line for the rest; --state queued and -o id list
+// them all.
+func TestStatusQueuedFolded(t *testing.T) {
+	t.Parallel()
+	root := coreRoot(t)
+	ids := coreIDs("status-folded", 45)
+	var in strings.Builder
+	var all []string
+	for _, id := range ids {
+		in.WriteString(string(id) + "\n")
+		all = append(all, string(id))
+	}
+	sort.Strings(all)
+	coreMust(t, 0, in.String(), "add", "--root", root)
+	r := coreMust(t, 0, "", "status", "--root", root)
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(r.out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "queued" {
+			rows = append(rows, f[0])
+		}
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(all[:20]) || !strings.Contains(r.out, "... and 25 more queued items") {
+		t.Errorf("status of 45 queued items: rows %d, want the first 20 by ID and a line for 25 more\n%s", len(rows), r.out)
+	}
+	for _, args := range [][]string{{"--state", "queued", "--no-headers"}, {"-o", "id"}} {
+		r = coreMust(t, 0, "", append([]string{"status", "--root", root}, args...)...)
+		if n := strings.Count(r.out, "\n"); n != 45 || strings.Contains(r.out, "more queued") {
+			t.Errorf("status %v: %d lines, want 45\n%s", args, n, r.out)
+		}
+	}
+}

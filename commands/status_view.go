@@ -53,7 +53,17 @@ type statusView struct {
 	rows   []statusRow
 	stream bool
 	lines  int // rows streamed
+	// The table for people shows at most tableQueued queued rows unless
+	// --state or --limit asks for them: queued holds the first by the
+	// sort order, folded counts the others.
+	queued []statusRow
+	folded int
 }
+
+// tableQueued is how many rows of queued items the table shows when
+// neither --state nor --limit is given: a queue of millions is one line
+// more, not millions.
+const tableQueued = 20
 
 func newStatusView(e *env, o *statusOptions) *statusView {
 	v := &statusView{e: e, o: o, w: bufio.NewWriter(e.out)}
@@ -79,18 +89,36 @@ func (v *statusView) add(r statusRow) error {
 		}
 		return nil
 	}
-	v.rows = append(v.rows, r)
-	if v.o.limit > 0 && len(v.rows) >= 2*v.o.limit {
-		sortStatusRows(v.rows, v.o.sortKey)
-		clear(v.rows[v.o.limit:])
-		v.rows = v.rows[:v.o.limit]
+	if r.rec.Status == statusQueued && v.o.states == nil && v.o.limit == 0 && (v.o.output == "table" || v.o.output == "wide") {
+		v.queued = keepFirst(append(v.queued, r), tableQueued, v.o.sortKey, &v.folded)
+		return nil
 	}
+	var dropped int
+	v.rows = keepFirst(append(v.rows, r), v.o.limit, v.o.sortKey, &dropped)
 	return nil
+}
+
+// keepFirst bounds rows to the first n in the order of key once they
+// reach 2n, adding those dropped to *dropped; n 0 keeps every row.
+func keepFirst(rows []statusRow, n int, key string, dropped *int) []statusRow {
+	if n <= 0 || len(rows) < 2*n {
+		return rows
+	}
+	sortStatusRows(rows, key)
+	*dropped += len(rows) - n
+	clear(rows[n:])
+	return rows[:n]
 }
 
 // flush sorts and writes what add held, and flushes stdout.
 func (v *statusView) flush() error {
 	if !v.stream {
+		if len(v.queued) > tableQueued {
+			sortStatusRows(v.queued, v.o.sortKey)
+			v.folded += len(v.queued) - tableQueued
+			v.queued = v.queued[:tableQueued]
+		}
+		v.rows = append(v.rows, v.queued...)
 		sortStatusRows(v.rows, v.o.sortKey)
 		if v.o.limit > 0 && len(v.rows) > v.o.limit {
 			v.rows = v.rows[:v.o.limit]
@@ -181,6 +209,9 @@ func (v *statusView) table() {
 		fmt.Fprintln(tw, strings.Join(append(cols, rec.Owner), "\t"))
 	}
 	tw.Flush()
+	if v.folded > 0 {
+		fmt.Fprintf(v.w, "... and %d more queued items (lease status --state queued lists them, --limit N bounds a listing)\n", v.folded)
+	}
 }
 
 // remainingText is the REMAINING column: the time left on a lease that
