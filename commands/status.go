@@ -60,7 +60,7 @@ var statusManual = Manual{
 		"--json.\n\n" +
 		"QUEUED ITEMS: an item of the queue (queue/SS/ID) that has no record yet, because it was never claimed, is " +
 		"shown as a row of status queued: token 0, AGE, REMAINING and the times -, the queue entry as its path; in --json " +
-		"status \"queued\", token 0, the times 0, live false. An item that has a record is shown by its record " +
+		"status \"queued\", token 0, the times 0, live false (--summary counts these items as free, and as queued every item with a queue entry). An item that has a record is shown by its record " +
 		"(released, an expired lease: what the next claim takes), queued or not. lease status ID of a queued item " +
 		"shows its row, exit 0. --state queued lists the items waiting for their first claim, -v counts them " +
 		"(queued=N beside records=N). The table (and -o wide) shows at most 20 queued rows, the first in the order of " +
