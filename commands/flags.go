@@ -114,6 +114,7 @@ func flagString(f cli.Flag) string {
 var flagValues = map[string][]string{
 	"progress": {"auto", "always", "never"},
 	"sort":     {"id", "expires", "owner", "status"},
+	"state":    {"queued", "leased", "committing", "released", "done", "failed"},
 	"output":   {"table", "wide", "id", "id-token", "json"},
 	"shared":   {"group", "all", "0660", "0664"},
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -25,13 +25,18 @@ var statusCommand = &cli.Command{
 		"only those of the IDs given (as arguments, or `ID` or `ID TOKEN` lines on stdin with -), as a\n" +
 		"table for people: a header, then one row per record sorted by ID (--sort expires, owner or\n" +
 		"status), with the remaining time (2m3s, expired 41s ago) and the age since the claim; a\n" +
-		"`failed` record is one whose runs failed max_attempts times (lease retry puts it back).\n" +
-		"--live and --expired select leases that are or are no longer held; --owner selects one\n" +
-		"holder. A record that does not validate is reported on stderr (exit 3) and left for lease\n" +
-		"fsck; an ID given that has no record is reported as `missing ID 0 no record (PATH)` (exit 1).",
+		"`failed` record is one whose runs failed max_attempts times (lease retry puts it back). An\n" +
+		"item of the queue that has no record yet (never claimed) is shown as `queued`, with token 0\n" +
+		"and the queue entry's path. --live and --expired select leases that are or are no longer\n" +
+		"held; --state selects statuses (--state queued: the items waiting for their first claim);\n" +
+		"--owner selects one holder; --limit N bounds the rows shown. A record that does not validate\n" +
+		"is reported on stderr (exit 3) and left for lease fsck; an ID given that has neither a record\n" +
+		"nor a queue entry is reported as `missing ID 0 no record (PATH)` (exit 1).",
 	Flags: flags(withJSON(commonFlags(), "print one JSON object per record per line instead of the table (the stable fields are listed below)"), []cli.Flag{
 		&cli.BoolFlag{Name: "live", Usage: "only leases held now"},
 		&cli.BoolFlag{Name: "expired", Usage: "only leased or committing records whose time ran out"},
+		&cli.StringFlag{Name: "state", Usage: "only items in `STATES` (comma-separated): queued (a queue entry, no record yet), leased, committing, released, done, failed"},
+		&cli.IntFlag{Name: "limit", Usage: "show at most `N` rows (the first N in the order of --sort; --json without --sort stops reading there)", DefaultText: "no limit"},
 		&cli.BoolFlag{Name: "groups", Usage: "also show group manifests and target records"},
 		&cli.StringFlag{Name: "sort", Value: "id", Usage: "order of the rows by `KEY`: id, expires (soonest first; released and done last), owner or status"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: "table", Usage: "`FORMAT`: table; wide (also the times and the path); id (the IDs, one per line); id-token (\"ID TOKEN\" lines, the filter format); json (as --json); with --summary: table, json or prometheus"},
@@ -53,12 +58,23 @@ var statusManual = Manual{
 		"and OWNER, last, since an owner may contain spaces. -o wide adds CLAIMED, RENEWED and EXPIRES (UTC, " +
 		"RFC 3339), PATH, ATTEMPTS (the failed runs counted) and EXIT (the last failed run's exit status). The table is for people and may gain columns; scripts read -o id, -o id-token or " +
 		"--json.\n\n" +
+		"QUEUED ITEMS: an item of the queue (queue/SS/ID) that has no record yet, because it was never claimed, is " +
+		"shown as a row of status queued: token 0, AGE, REMAINING and the times -, the queue entry as its path; in --json " +
+		"status \"queued\", token 0, the times 0, live false (--summary counts these items as free, and as queued every item with a queue entry). An item that has a record is shown by its record " +
+		"(released, an expired lease: what the next claim takes), queued or not. lease status ID of a queued item " +
+		"shows its row, exit 0. --state queued lists the items waiting for their first claim, -v counts them " +
+		"(queued=N beside records=N). The table (and -o wide) shows at most 20 queued rows, the first in the order of " +
+		"--sort, and then one line `... and N more queued items` unless --state or --limit is given; -o id, " +
+		"-o id-token and --json list them all. The queue is listed only when queued rows can be shown (not with --live, " +
+		"--expired, --owner or a --state without queued). On a queue of millions, --limit N bounds the output: the " +
+		"first N rows in the order of --sort, with memory for 2N rows; --json without --sort stops reading at the Nth " +
+		"row (-v then counts what was read).\n\n" +
 		"--json streams one JSON object per record per line, in the order of --sort when it is given and " +
 		"else in shard order (without holding the table in memory), with the fields kind (work, targets, " +
 		"groups), id, status, owner, token, claimed_at, renewed_at, expires_at (seconds since the epoch), " +
 		"remaining_s (never negative), live, group and targets (targets and groups), publish (when set), " +
 		"path, attempts (failed runs counted), exit_status and stderr_tail (of the last failed run, when known). These fields are stable: new ones may be added, none is renamed or removed. With -v a line of " +
-		"counts goes to stderr: records read, shown, live, expired, corrupt, and the duration.\n\n" +
+		"counts goes to stderr: records read, queued items without a record, shown, live, expired, corrupt, and the duration.\n\n" +
 		"--summary: queued counts the entries of queue/ and free the queued items without a record, both " +
 		"by listing directories only. The finished items are counted from the tally (docs/design.md#tally): when " +
 		"lease writes a record done or failed it also links it into tally/B/, B the time it finished rounded down " +
@@ -114,8 +130,8 @@ var statusManual = Manual{
 		"is dropped, the last screen stays and the cursor is given back. docs/status-watch.txt shows a screen of a " +
 		"campaign.",
 	Exit: []Item{
-		{"0", "Every record read was shown or filtered out, and every ID given has a record."},
-		{"1", "An ID given has no record (reported on stderr as `missing ID 0 no record (PATH)`)."},
+		{"0", "Every record read was shown or filtered out, and every ID given has a record or a queue entry."},
+		{"1", "An ID given has neither a record nor a queue entry (reported on stderr as `missing ID 0 no record (PATH)`)."},
 		{"2", "Usage, configuration or input error (a bad ID, no table at ROOT)."},
 		{"3", "A record that does not validate was met; it is reported on stderr and left for lease fsck."},
 		{"4", "The table could not be read."},
@@ -124,6 +140,7 @@ var statusManual = Manual{
 	Examples: []Example{
 		{"Show what is held now, soonest expiry first:", "lease status --live --sort expires"},
 		{"Ask about one item, as etcdctl lease timetolive does:", "lease status \"$ID\""},
+		{"The first 20 items still waiting in the queue for their first claim:", "lease status --state queued --limit 20"},
 		{"The leases that ran out (their holders are gone), as IDs for lease revoke or a new claim:", "lease status --expired -o id"},
 		{"Recover the held set of one worker as `ID TOKEN` lines:", "lease status --live --owner \"$LEASE_OWNER\" -o id-token > held"},
 		{"Count done items with jq:", "lease status --json | jq -s 'map(select(.status == \"done\")) | length'"},
@@ -150,7 +167,16 @@ type statusOptions struct {
 	output   string
 	sorted   bool // --sort given: --json follows it too
 	noHeader bool
+	states   map[leasefmt.Status]bool // --state: only these; nil for every status
+	limit    int                      // --limit: at most this many rows; 0 for no limit
 }
+
+// statusQueued is the status lease status shows for an item of the queue
+// that has no record yet: waiting for its first claim.
+const statusQueued leasefmt.Status = "queued"
+
+// statusStates are the statuses --state takes.
+var statusStates = []leasefmt.Status{statusQueued, leasefmt.Leased, leasefmt.Committing, leasefmt.Released, leasefmt.Done, leasefmt.Failed}
 
 // statusRow is one record selected for the view.
 type statusRow struct {
@@ -191,6 +217,9 @@ func runStatus(c *cli.Context) error {
 	v := newStatusView(e, opts)
 	var counts statusCounts
 	code, err := selectStatus(e, st, opts, &counts, func(r statusRow) error { return v.add(r) })
+	if errors.Is(err, errStatusLimit) {
+		err = nil // --limit rows streamed: nothing more to read
+	}
 	if err == nil {
 		err = v.flush()
 	}
@@ -198,8 +227,8 @@ func runStatus(c *cli.Context) error {
 		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
 	if e.verbose {
-		fmt.Fprintf(e.errw, "lease status: records=%d shown=%d live=%d expired=%d corrupt=%d missing=%d duration=%.3fs\n",
-			counts.read, counts.shown, counts.live, counts.expired, counts.corrupt, counts.missing, time.Since(e.started).Seconds())
+		fmt.Fprintf(e.errw, "lease status: records=%d queued=%d shown=%d live=%d expired=%d corrupt=%d missing=%d duration=%.3fs\n",
+			counts.read, counts.queued, counts.shown, counts.live, counts.expired, counts.corrupt, counts.missing, time.Since(e.started).Seconds())
 	}
 	if code != exitcode.OK {
 		return cli.Exit("", code)
@@ -233,6 +262,19 @@ func parseStatus(c *cli.Context) (*statusOptions, error) {
 	if c.Bool("groups") {
 		o.kinds = append(o.kinds, leasefmt.Group, leasefmt.Target)
 	}
+	if c.IsSet("state") {
+		o.states = map[leasefmt.Status]bool{}
+		for _, w := range strings.Split(c.String("state"), ",") {
+			st := leasefmt.Status(strings.TrimSpace(w))
+			if !slices.Contains(statusStates, st) {
+				return nil, usageErr("--state %s: want queued, leased, committing, released, done or failed (comma-separated)", leasefmt.Quote(w))
+			}
+			o.states[st] = true
+		}
+	}
+	if o.limit = c.Int("limit"); o.limit < 0 || c.IsSet("limit") && o.limit == 0 {
+		return nil, usageErr("--limit %d: want a count of rows, at least 1", o.limit)
+	}
 	if c.NArg() > 0 {
 		items, err := idOrTokenArgs(c)
 		if err != nil {
@@ -246,7 +288,7 @@ func parseStatus(c *cli.Context) (*statusOptions, error) {
 }
 
 // statusCounts are what -v reports.
-type statusCounts struct{ read, shown, live, expired, corrupt, missing int }
+type statusCounts struct{ read, queued, shown, live, expired, corrupt, missing int }
 
 // selectStatus calls fn with every record the options select, and returns
 // the exit status of what it met (1 missing, 3 corrupt); an error is a
@@ -264,7 +306,11 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("corrupt %s (lease fsck checks it)", rerr)))
 			return
 		}
-		n.read++
+		if rec.Status == statusQueued {
+			n.queued++
+		} else {
+			n.read++
+		}
 		live := rec.Live(e.now)
 		expired := (rec.Status == leasefmt.Leased || rec.Status == leasefmt.Committing) && !live
 		if live {
@@ -273,7 +319,8 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 		if expired {
 			n.expired++
 		}
-		if o.live && !live || o.expired && !expired || o.owner != "" && rec.Owner != o.owner {
+		if o.live && !live || o.expired && !expired || o.owner != "" && rec.Owner != o.owner ||
+			o.states != nil && !o.states[rec.Status] {
 			return
 		}
 		n.shown++
@@ -294,6 +341,17 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 				visit(k, st.RecordPath(k, id), rec, err)
 			}
 			if !found {
+				// No record: an item of the queue not claimed yet?
+				_, err := st.FS().Lstat(st.QueuePath(id))
+				if err == nil {
+					visit(leasefmt.Work, st.QueuePath(id), queuedRecord(id), nil)
+					continue
+				}
+				if !isNotExist(err) {
+					return code, err
+				}
+			}
+			if !found {
 				n.missing++
 				code = exitcode.Worse(code, exitcode.Negative)
 				fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("missing %s 0 no record (%s)", id, st.Abs(st.RecordPath(leasefmt.Work, id)))))
@@ -301,8 +359,14 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 		}
 		return code, fnErr
 	}
+	// The queue is listed only when its rows can be selected: a queued
+	// item is not live, not expired and has no owner.
+	queue := (o.states == nil || o.states[statusQueued]) && !o.live && !o.expired && o.owner == ""
 	for _, k := range o.kinds {
-		err := scanRecords(e.ctx(), st, k, func(rel string, rec *leasefmt.Record, rerr error) { visit(k, rel, rec, rerr) })
+		err := scanRecords(e.ctx(), st, k, queue && k == leasefmt.Work, func(rel string, rec *leasefmt.Record, rerr error) bool {
+			visit(k, rel, rec, rerr)
+			return fnErr == nil
+		})
 		if err != nil {
 			return code, err
 		}
@@ -314,9 +378,11 @@ func selectStatus(e *env, st *commit.Store, o *statusOptions, n *statusCounts, f
 }
 
 // scanRecords calls fn for every record file of kind k, in shard and ID
-// order, with the record or the reason it does not validate. Files that are
-// not records (lock files, temp files) are skipped: fsck reports those.
-func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func(rel string, rec *leasefmt.Record, err error)) error {
+// order, with the record or the reason it does not validate, and with
+// queue for every item of the queue that has no record (queuedRecord).
+// Files that are not records (lock files, temp files) are skipped: fsck
+// reports those. It stops when fn returns false.
+func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, queue bool, fn func(rel string, rec *leasefmt.Record, err error) bool) error {
 	n := st.Table().Shards(k)
 	for sh := 0; sh < n; sh++ {
 		dir := st.ShardDir(k, sh)
@@ -327,7 +393,9 @@ func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func
 			}
 			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
 				// A link or a file planted as the shard directory.
-				fn(dir, nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err))
+				if !fn(dir, nil, fmt.Errorf("%w: %w", leasefmt.ErrCorrupt, err)) {
+					return nil
+				}
 				continue
 			}
 			return err
@@ -335,25 +403,76 @@ func scanRecords(ctx context.Context, st *commit.Store, k leasefmt.Kind, fn func
 		names := make([]string, 0, len(ents))
 		for _, ent := range ents {
 			if strings.HasSuffix(ent.Name(), ".json") && !strings.HasPrefix(ent.Name(), ".") {
-				names = append(names, ent.Name())
+				names = append(names, strings.TrimSuffix(ent.Name(), ".json"))
 			}
 		}
+		ents = nil
+		// The items of the queue that have no record yet are shown as
+		// queued, in the same ID order.
+		recorded := len(names)
+		if queue {
+			if names, err = queuedNames(st, sh, names); err != nil {
+				return err
+			}
+		}
+		has := map[string]bool{}
+		for _, name := range names[:recorded] {
+			has[name] = true
+		}
 		sort.Strings(names)
-		for _, name := range names {
-			rel := path.Join(dir, name)
-			id, err := leasefmt.ParseID(strings.TrimSuffix(name, ".json"))
+		for i, name := range names {
+			if i > 0 && names[i-1] == name {
+				continue
+			}
+			id, err := leasefmt.ParseID(name)
 			if err != nil {
 				continue // not a record name: fsck reports it
 			}
 			if id.Shard(n) != sh {
 				continue // misplaced: fsck reports it
 			}
+			if !has[name] {
+				if !fn(st.QueuePath(id), queuedRecord(id), nil) {
+					return nil
+				}
+				continue
+			}
 			rec, err := st.Read(ctx, k, id)
 			if rec == nil && err == nil {
 				continue // removed while scanning
 			}
-			fn(rel, rec, err)
+			if !fn(st.RecordPath(k, id), rec, err) {
+				return nil
+			}
 		}
 	}
 	return nil
+}
+
+// queuedNames appends to names the IDs of queue shard sh (the queue
+// shard of work shard sh) that are not among them. A queue without the
+// shard's directory has none.
+func queuedNames(st *commit.Store, sh int, names []string) ([]string, error) {
+	ents, err := st.FS().ReadDir(st.QueueShardDir(sh))
+	if err != nil {
+		if isNotExist(err) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+			return names, nil // no queue here (lease fsck reports a planted one)
+		}
+		return names, err
+	}
+	have := make(map[string]bool, len(names))
+	for _, name := range names {
+		have[name] = true
+	}
+	for _, ent := range ents {
+		if name := ent.Name(); ent.Type().IsRegular() && !have[name] {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// queuedRecord is the row of id, an item of the queue without a record.
+func queuedRecord(id leasefmt.ID) *leasefmt.Record {
+	return &leasefmt.Record{Kind: leasefmt.Work, ID: id, Status: statusQueued}
 }

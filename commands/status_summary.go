@@ -46,7 +46,7 @@ func runStatusSummary(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return usageErr("status --summary and --watch count the whole table; they take no IDs")
 	}
-	for _, f := range []string{"live", "expired", "groups", "owner", "sort", "no-headers"} {
+	for _, f := range []string{"live", "expired", "groups", "owner", "sort", "no-headers", "state", "limit"} {
 		if c.IsSet(f) {
 			return usageErr("--summary counts every record; --%s is for the list of records: give one of them", f)
 		}

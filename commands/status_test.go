@@ -133,3 +133,132 @@ func TestStatusFilters(t *testing.T) {
 	coreSame(t, "link as a shard directory", before, coreSnapshot(t, root))
 	coreSame(t, "outside the table", outsideBefore, coreSnapshot(t, outside))
 }
+
+// TestStatusQueued: an item of the queue without a record is listed as
+// queued (table, --json, -o id), --state selects statuses, lease status ID
+// of a queued item says queued with exit 0 (an ID with neither a record nor
+// an entry is still missing, exit 1), -v counts the queued items, and
+// --limit bounds the rows, in the order of --sort, also past 2N rows held.
+func TestStatusQueued(t *testing.T) {
+	t.Parallel()
+	root := coreRoot(t)
+	ids := coreIDs("status-queued", 12)
+	var in strings.Builder
+	for _, id := range ids[:11] {
+		in.WriteString(string(id) + "\n")
+	}
+	coreMust(t, 0, in.String(), "add", "--root", root)
+	held := coreMust(t, 0, "", "claim", "--root", root, "--owner", "alice", "--now", "1000", "--ttl", "100", "--next", "2").out
+	claimed := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(held), "\n") {
+		claimed[strings.Fields(l)[0]] = true
+	}
+	var queued []string
+	for _, id := range ids[:11] {
+		if !claimed[string(id)] {
+			queued = append(queued, string(id))
+		}
+	}
+	sort.Strings(queued)
+	base := []string{"status", "--root", root, "--now", "1050"}
+
+	r := coreMust(t, 0, "", append(base, "--json")...)
+	statuses := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(r.out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("status --json line %q: %v", l, err)
+		}
+		statuses[m["id"].(string)] = m["status"].(string)
+		if m["status"] == "queued" && (m["token"] != 0.0 || m["live"] != false || !strings.Contains(m["path"].(string), "/queue/")) {
+			t.Errorf("status --json of a queued item: %v", m)
+		}
+	}
+	for _, id := range ids[:11] {
+		want := "queued"
+		if claimed[string(id)] {
+			want = "leased"
+		}
+		if statuses[string(id)] != want {
+			t.Errorf("status --json: %s is %q, want %s", id.Short(), statuses[string(id)], want)
+		}
+	}
+	if len(statuses) != 11 {
+		t.Errorf("status --json listed %d items, want 11", len(statuses))
+	}
+
+	r = coreMust(t, 0, "", append(base, "--state", "queued", "-o", "id", "-v")...)
+	if got := strings.Fields(r.out); fmt.Sprint(got) != fmt.Sprint(queued) {
+		t.Errorf("status --state queued -o id: %v, want %v", got, queued)
+	}
+	if !strings.Contains(r.errOut, "records=2 queued=9 shown=9") {
+		t.Errorf("status -v: %s", r.errOut)
+	}
+	r = coreMust(t, 0, "", append(base, "--state", "leased,done", "-o", "id")...)
+	if got := strings.Fields(r.out); len(got) != 2 || !claimed[got[0]] || !claimed[got[1]] {
+		t.Errorf("status --state leased,done: %v", got)
+	}
+	r = coreMust(t, 0, "", append(base, "--state", "queued")...)
+	if n := strings.Count(r.out, " queued "); n != 9 {
+		t.Errorf("status --state queued: %d queued rows, want 9\n%s", n, r.out)
+	}
+
+	// --limit: the first N in ID order, however many rows are held before.
+	for _, n := range []int{1, 3, 4} {
+		r = coreMust(t, 0, "", append(base, "--state", "queued", "-o", "id", "--limit", fmt.Sprint(n))...)
+		if got := strings.Fields(r.out); fmt.Sprint(got) != fmt.Sprint(queued[:n]) {
+			t.Errorf("status --limit %d: %v, want %v", n, got, queued[:n])
+		}
+		r = coreMust(t, 0, "", append(base, "--json", "--limit", fmt.Sprint(n), "-v")...)
+		if got := strings.Count(r.out, "\n"); got != n || !strings.Contains(r.errOut, fmt.Sprintf(" shown=%d ", n)) {
+			t.Errorf("status --json --limit %d: %d lines (it stops reading there): %s", n, got, r.errOut)
+		}
+	}
+
+	// One queued item by ID: its row, exit 0; an ID neither queued nor
+	// recorded: missing, exit 1.
+	r = coreMust(t, 0, "", append(base, "--json", queued[0])...)
+	if !strings.Contains(r.out, `"status":"queued"`) {
+		t.Errorf("status ID of a queued item: %s", r)
+	}
+	r = coreMust(t, 1, "", append(base, string(ids[11]))...)
+	if !strings.Contains(r.errOut, "missing "+string(ids[11])) {
+		t.Errorf("status of an ID neither queued nor recorded: %s", r)
+	}
+	for _, bad := range [][]string{{"--state", "free"}, {"--limit", "0"}, {"--limit", "-1"}, {"--summary", "--state", "queued"}} {
+		coreMust(t, 2, "", append(base, bad...)...)
+	}
+}
+
+// TestStatusQueuedFolded: the table for people shows the first 20 queued
+// items by ID and one line for the rest; --state queued and -o id list
+// them all.
+func TestStatusQueuedFolded(t *testing.T) {
+	t.Parallel()
+	root := coreRoot(t)
+	ids := coreIDs("status-folded", 45)
+	var in strings.Builder
+	var all []string
+	for _, id := range ids {
+		in.WriteString(string(id) + "\n")
+		all = append(all, string(id))
+	}
+	sort.Strings(all)
+	coreMust(t, 0, in.String(), "add", "--root", root)
+	r := coreMust(t, 0, "", "status", "--root", root)
+	var rows []string
+	for _, l := range strings.Split(strings.TrimSpace(r.out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "queued" {
+			rows = append(rows, f[0])
+		}
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(all[:20]) || !strings.Contains(r.out, "... and 25 more queued items") {
+		t.Errorf("status of 45 queued items: rows %d, want the first 20 by ID and a line for 25 more\n%s", len(rows), r.out)
+	}
+	for _, args := range [][]string{{"--state", "queued", "--no-headers"}, {"-o", "id"}} {
+		r = coreMust(t, 0, "", append([]string{"status", "--root", root}, args...)...)
+		if n := strings.Count(r.out, "\n"); n != 45 || strings.Contains(r.out, "more queued") {
+			t.Errorf("status %v: %d lines, want 45\n%s", args, n, r.out)
+		}
+	}
+}

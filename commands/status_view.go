@@ -7,6 +7,7 @@ package commands
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -51,7 +52,18 @@ type statusView struct {
 	w      *bufio.Writer
 	rows   []statusRow
 	stream bool
+	lines  int // rows streamed
+	// The table for people shows at most tableQueued queued rows unless
+	// --state or --limit asks for them: queued holds the first by the
+	// sort order, folded counts the others.
+	queued []statusRow
+	folded int
 }
+
+// tableQueued is how many rows of queued items the table shows when
+// neither --state nor --limit is given: a queue of millions is one line
+// more, not millions.
+const tableQueued = 20
 
 func newStatusView(e *env, o *statusOptions) *statusView {
 	v := &statusView{e: e, o: o, w: bufio.NewWriter(e.out)}
@@ -59,19 +71,58 @@ func newStatusView(e *env, o *statusOptions) *statusView {
 	return v
 }
 
-// add takes one selected row.
+// errStatusLimit stops the scan of lease status when --limit rows were
+// streamed.
+var errStatusLimit = errors.New("--limit rows shown")
+
+// add takes one selected row. With --limit N it keeps at most 2N rows:
+// past that it sorts them and drops all but the first N, so that the rows
+// shown of a queue of millions need memory for N.
 func (v *statusView) add(r statusRow) error {
 	if v.stream {
-		return v.line(r)
+		v.lines++
+		if err := v.line(r); err != nil {
+			return err
+		}
+		if v.o.limit > 0 && v.lines >= v.o.limit {
+			return errStatusLimit
+		}
+		return nil
 	}
-	v.rows = append(v.rows, r)
+	if r.rec.Status == statusQueued && v.o.states == nil && v.o.limit == 0 && (v.o.output == "table" || v.o.output == "wide") {
+		v.queued = keepFirst(append(v.queued, r), tableQueued, v.o.sortKey, &v.folded)
+		return nil
+	}
+	var dropped int
+	v.rows = keepFirst(append(v.rows, r), v.o.limit, v.o.sortKey, &dropped)
 	return nil
+}
+
+// keepFirst bounds rows to the first n in the order of key once they
+// reach 2n, adding those dropped to *dropped; n 0 keeps every row.
+func keepFirst(rows []statusRow, n int, key string, dropped *int) []statusRow {
+	if n <= 0 || len(rows) < 2*n {
+		return rows
+	}
+	sortStatusRows(rows, key)
+	*dropped += len(rows) - n
+	clear(rows[n:])
+	return rows[:n]
 }
 
 // flush sorts and writes what add held, and flushes stdout.
 func (v *statusView) flush() error {
 	if !v.stream {
+		if len(v.queued) > tableQueued {
+			sortStatusRows(v.queued, v.o.sortKey)
+			v.folded += len(v.queued) - tableQueued
+			v.queued = v.queued[:tableQueued]
+		}
+		v.rows = append(v.rows, v.queued...)
 		sortStatusRows(v.rows, v.o.sortKey)
+		if v.o.limit > 0 && len(v.rows) > v.o.limit {
+			v.rows = v.rows[:v.o.limit]
+		}
 		if v.o.output == "table" || v.o.output == "wide" {
 			v.table()
 		} else {
@@ -138,18 +189,29 @@ func (v *statusView) table() {
 		if kinds {
 			cols = append(cols, strings.TrimSuffix(r.kind.Dir(), "s"))
 		}
+		age := humanDuration(now - rec.ClaimedAt)
+		if rec.Status == statusQueued {
+			age = "-" // never claimed
+		}
 		cols = append(cols, string(rec.ID), string(rec.Status), strconv.FormatInt(rec.Token, 10),
-			humanDuration(now-rec.ClaimedAt), remainingText(rec, now))
+			age, remainingText(rec, now))
 		if wide {
 			exit := "-"
 			if rec.ExitStatus > 0 {
 				exit = strconv.Itoa(rec.ExitStatus)
 			}
-			cols = append(cols, utcTime(rec.ClaimedAt), utcTime(rec.RenewedAt), utcTime(rec.ExpiresAt), r.path, strconv.FormatInt(rec.Attempts, 10), exit)
+			times := []string{utcTime(rec.ClaimedAt), utcTime(rec.RenewedAt), utcTime(rec.ExpiresAt)}
+			if rec.Status == statusQueued {
+				times = []string{"-", "-", "-"}
+			}
+			cols = append(append(cols, times...), r.path, strconv.FormatInt(rec.Attempts, 10), exit)
 		}
 		fmt.Fprintln(tw, strings.Join(append(cols, rec.Owner), "\t"))
 	}
 	tw.Flush()
+	if v.folded > 0 {
+		fmt.Fprintf(v.w, "... and %d more queued items (lease status --state queued lists them, --limit N bounds a listing)\n", v.folded)
+	}
 }
 
 // remainingText is the REMAINING column: the time left on a lease that
@@ -191,7 +253,7 @@ func utcTime(s float64) string {
 }
 
 // statusOrder ranks statuses for --sort status: what needs attention first.
-var statusOrder = map[leasefmt.Status]int{leasefmt.Failed: -1, leasefmt.Committing: 0, leasefmt.Leased: 1, leasefmt.Released: 2, leasefmt.Done: 3}
+var statusOrder = map[leasefmt.Status]int{leasefmt.Failed: -1, leasefmt.Committing: 0, leasefmt.Leased: 1, leasefmt.Released: 2, statusQueued: 3, leasefmt.Done: 4}
 
 // held reports whether r is a lease (leased or committing), live or not.
 func held(r *leasefmt.Record) bool {

@@ -253,7 +253,7 @@ func TestStatusJSON(t *testing.T) {
 			t.Errorf("expired lease: %s", l)
 		}
 	}
-	if !strings.Contains(r.errOut, "lease status: records=5 shown=5 live=2 expired=1 corrupt=0 missing=0 duration=") {
+	if !strings.Contains(r.errOut, "lease status: records=5 queued=0 shown=5 live=2 expired=1 corrupt=0 missing=0 duration=") {
 		t.Errorf("-v: %q", r.errOut)
 	}
 	r = uxMust(t, 0, "", "status", "--root", root, "--now", "1050", "--json", "--sort", "expires")

@@ -111,6 +111,7 @@ func (s *Store) unqueueFailed(ctx context.Context, name string, id leasefmt.ID) 
 	if err != nil || cur == nil || cur.Status != leasefmt.Failed {
 		return false
 	}
+	s.finishLeft(cur)
 	if err := s.fs.Remove(name); err != nil {
 		return false
 	}

@@ -430,6 +430,11 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 	if settled != nil && settledHow != "" {
 		r.Detail = settledHow + "; " + detail
 	}
+	if k == leasefmt.Work && settled == nil && (next == nil || out != OK) && (out == OK || it.queued) {
+		// Nothing to write: a complete retried after done, or a claim from
+		// the queue of a finished item, whose entry the caller drops next.
+		s.finishLeft(cur)
+	}
 	if out == OK && next == nil {
 		return nil, false
 	}

@@ -198,6 +198,7 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 		return r, nil
 	}
 	if next == nil { // already done with this token and name: a retry
+		s.finishLeft(cur)
 		s.dequeue(it.ID) // a complete killed after done
 		s.count(OK)
 		return r, nil

@@ -143,6 +143,33 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 	s.stats.Tallied.Add(1)
 }
 
+// finishLeft completes what a finisher killed between the rename of rec,
+// a finished work record, and its links left undone: its status marker and
+// its link in the tally. Whoever drops the queue entry of a finished item
+// calls it first, under the record's lock with rec read there: while the
+// entry exists the summary counts a finished record without its link from
+// the queue (tallyShard), so dropping the entry before the link exists
+// would lose the item from the count (docs/design.md#tally). The link is
+// fsynced before it returns, so a durable removal of the entry cannot come
+// before it. A record whose link is there costs one lookup; a link that
+// cannot be made untrusts the tally, as retally does, and the summary then
+// reads the records.
+func (s *Store) finishLeft(rec *leasefmt.Record) {
+	if !tallyWrites || rec == nil || rec.Kind != leasefmt.Work || !marks(rec.Status) {
+		return
+	}
+	_, err := s.fs.Lstat(TallyPath(rec))
+	switch {
+	case err == nil:
+		return
+	case !errors.Is(err, fs.ErrNotExist):
+		s.Untrust()
+		return
+	}
+	s.mark(rec)
+	s.retally(nil, rec, s.syncNow)
+}
+
 // untally removes the link of rec, a finished record being replaced; its
 // removal is fsynced with the operation. A link that cannot be removed
 // untrusts the tally.

@@ -146,8 +146,8 @@ _lease() {
         args=id-cmd
         ;;
     status)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --groups --sort -o --output --no-headers --summary --full -w --watch --interval --count --until-done -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --sort -o --output --interval --count "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --live --expired --state --limit --groups --sort -o --output --no-headers --summary --full -w --watch --interval --count --until-done -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --state --limit --sort -o --output --interval --count "
         dirs=" --root "
         files=" --config "
         args=ids
@@ -237,6 +237,10 @@ _lease() {
             ;;
         complete:--progress)
             COMPREPLY=($(compgen -W "auto always never" -- "$cur"))
+            return
+            ;;
+        status:--state)
+            COMPREPLY=($(compgen -W "queued leased committing released done failed" -- "$cur"))
             return
             ;;
         status:--sort)

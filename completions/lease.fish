@@ -344,6 +344,8 @@ complete -c lease -n '__fish_seen_subcommand_from status' -l target-timeout -x -
 complete -c lease -n '__fish_seen_subcommand_from status' -l clock-skew -x -d 'bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew (env LEASE_CLOCK_SKEW)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l live -d 'only leases held now'
 complete -c lease -n '__fish_seen_subcommand_from status' -l expired -d 'only leased or committing records whose time ran out'
+complete -c lease -n '__fish_seen_subcommand_from status' -l state -x -a 'queued leased committing released done failed' -d 'only items in STATES (comma-separated): queued (a queue entry, no record yet), leased, committing, released, done, failed'
+complete -c lease -n '__fish_seen_subcommand_from status' -l limit -x -d 'show at most N rows (the first N in the order of --sort; --json without --sort stops reading there)'
 complete -c lease -n '__fish_seen_subcommand_from status' -l groups -d 'also show group manifests and target records'
 complete -c lease -n '__fish_seen_subcommand_from status' -l sort -x -a 'id expires owner status' -d 'order of the rows by KEY: id, expires (soonest first; released and done last), owner or status'
 complete -c lease -n '__fish_seen_subcommand_from status' -s o -l output -x -a 'table wide id id-token json' -d 'FORMAT: table; wide (also the times and the path); id (the IDs, one per line); id-token ("ID TOKEN" lines, the filter format); json (as --json); with --summary: table, json or prometheus'

@@ -151,14 +151,19 @@ func (c *checker) tallyRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Fin
 			Expected: "the link is the record's file", Repair: "link the record there", Debris: true}
 	case tallyUnlinked:
 		f = c.tallyFinding(commit.TallyPath(now), id, "a finished record missing from the tally", "link it into the tally")
-		if _, err := c.fs.Lstat(c.st.QueuePath(id)); err == nil {
-			// Still queued: a worker killed between its record's rename
-			// and its link. The summary counts the record from the queue
-			// meanwhile, so nothing counts wrong: debris.
-			f.Found += " (still queued: a writer killed before its link)"
-			f.Debris = true
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return c.settleTally(c.ioFinding(c.st.QueuePath(id), "look up the queue entry", err))
+		// Still queued, or flagged as claimed by name: a worker killed
+		// between its record's rename and its link. The summary counts
+		// the record from its queue entry or flag meanwhile, and whoever
+		// drops the entry makes the link first, so nothing counts wrong:
+		// debris.
+		for _, p := range []string{c.st.QueuePath(id), commit.UnqueuedFlag(id)} {
+			if _, err := c.fs.Lstat(p); err == nil {
+				f.Found += " (still queued or flagged: a writer killed before its link)"
+				f.Debris = true
+				break
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return c.settleTally(c.ioFinding(p, "look up", err))
+			}
 		}
 	case tallyUnflagged:
 		f = c.tallyFinding(commit.UnqueuedFlag(id), id, "an unfinished record with neither a queue entry nor a flag", "flag it")

@@ -9,7 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -248,14 +250,76 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 	// 9. The summary counts what the records say: from the tally (when it
 	// is trusted after the repair) as from the shards' listings.
 	if c.x.Repair != nil {
-		v = append(v, c.censusInvariant(after)...)
+		v = append(v, c.censusInvariant(after, c.sc.Now)...)
 	}
 	return v
 }
 
-// censusInvariant compares the tally's census of t with the listing's.
-func (c *checker) censusInvariant(t *Tree) []string {
-	st, err := commit.Open(Root, commit.WithFS(NewRecorder(t)), commit.WithClock(commit.FixedClock(c.sc.Now)))
+// goOn is the campaign going on from t, the state a kill left (no call's
+// effect lost: Recorder.Killed), without a repair, long
+// after every lease expired: a claim from the queue takes every item it
+// can (dropping the entries of finished items it meets, as a worker's
+// claim does), and the items granted are completed. A kill at any step
+// must leave only debris: the summary then counts what the records say,
+// and fsck without a repair finds no error.
+func (c *checker) goOn(t *Tree) []string {
+	later := c.sc.Now + 1e6
+	fr := NewRecorder(t)
+	st, err := commit.Open(Root, commit.WithFS(fr), commit.WithWriters(1), commit.WithClock(commit.FixedClock(later)))
+	if err != nil {
+		return nil // no table to go on with (the checks after the repair say why)
+	}
+	ctx := context.Background()
+	nx := st.ClaimNext(ctx, 1<<10, "campaign", 10, rand.New(rand.NewPCG(1, 2)))
+	var granted []commit.Item
+	got := map[leasefmt.ID]bool{}
+	for _, r := range nx.Results {
+		if r.Outcome == commit.OK {
+			granted = append(granted, commit.Item{ID: r.ID, Token: r.Token})
+			got[r.ID] = true
+		}
+	}
+	// The items claimed by name (those of the operation, and the base's
+	// records) are claimed by name again.
+	ids := c.workIDs(c.acks)
+	for k := range c.baseRecs {
+		if k.kind == leasefmt.Work && !slices.Contains(ids, k.id) {
+			ids = append(ids, k.id)
+		}
+	}
+	slices.Sort(ids)
+	var byName []commit.Item
+	for _, id := range ids {
+		if !got[id] {
+			byName = append(byName, commit.Item{ID: id})
+		}
+	}
+	for _, r := range st.Claim(ctx, byName, "campaign", 10) {
+		if r.Outcome == commit.OK {
+			granted = append(granted, commit.Item{ID: r.ID, Token: r.Token})
+		}
+	}
+	var v []string
+	for _, r := range st.Complete(ctx, granted) {
+		if r.Outcome != commit.OK {
+			v = append(v, fmt.Sprintf("the campaign going on: complete of work/%s token %d: %s: %s", r.ID, r.Token, r.Outcome.Reason(), r.Detail))
+		}
+	}
+	st.Close()
+	after := fr.Snapshot()
+	for _, msg := range c.censusInvariant(after, later) {
+		v = append(v, "the campaign going on without a repair: "+msg)
+	}
+	if errs, err := c.x.Repair.Check(NewRecorder(after), later); err != nil || errs != 0 {
+		v = append(v, fmt.Sprintf("the campaign going on without a repair: fsck finds %d errors (%v)", errs, err))
+	}
+	return v
+}
+
+// censusInvariant compares the tally's census of t at now with the
+// listing's.
+func (c *checker) censusInvariant(t *Tree, now float64) []string {
+	st, err := commit.Open(Root, commit.WithFS(NewRecorder(t)), commit.WithClock(commit.FixedClock(now)))
 	if err != nil {
 		return nil // no table to count (the checks above say why)
 	}

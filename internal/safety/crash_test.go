@@ -85,3 +85,26 @@ func TestCrashStatesFullDisk(t *testing.T) {
 	report(t, &tally)
 	t.Logf("full-disk crash states (budget %d per crash point):\n| operation | calls | crash points | distinct states | acks | records through spares |\n|---|---|---|---|---|---|\n%s\ntotal %d (%d in scenarios that used the reserve)", x.Budget, strings.Join(rows, "\n"), total, spared)
 }
+
+// TestCrashStatesGoOn kills the operations that finish items (complete,
+// publish, release --failed, and the claims and adds that meet finished
+// items' queue entries) after each of their calls and lets the campaign go
+// on from there without a repair: a kill at any step of a finish must
+// leave only debris, so the summary counts right and fsck finds no error
+// (issue 36).
+func TestCrashStatesGoOn(t *testing.T) {
+	t.Parallel()
+	x := &Explorer{Repair: repairer(), Budget: 1, Seed: 1, GoOn: true}
+	var tally Tally
+	kills := 0
+	for _, sc := range append(append(WorkScenarios(), QueueScenarios()...), CampaignScenarios()...) {
+		res, err := x.Explore(sc)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		kills += res.CrashPoints
+		tally.Add(res.Violations...)
+	}
+	report(t, &tally)
+	t.Logf("%d kill points, the campaign gone on from each without a repair", kills)
+}

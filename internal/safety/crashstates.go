@@ -387,3 +387,16 @@ func (r *Recorder) Durable() *Tree {
 	sp := r.space(r.NumCalls())
 	return sp.materialize(r, make(choice, len(sp.ents)+len(sp.files)))
 }
+
+// Killed returns the state a kill of the process right after the first c
+// calls leaves: every call's effect survives (the kernel keeps what a
+// process wrote, synced or not), the newest value of every entry and file.
+func (r *Recorder) Killed(c int) *Tree {
+	sp := r.space(c)
+	dims := sp.dims()
+	newest := make(choice, len(dims))
+	for i, d := range dims {
+		newest[i] = d - 1
+	}
+	return sp.materialize(r, newest)
+}

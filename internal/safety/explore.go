@@ -202,6 +202,14 @@ type Explorer struct {
 	// every ID the operation touched at a far future time after recovery
 	// and check the tokens; 0 never. It costs a batch per state.
 	ClaimAfter int
+	// GoOn: instead of the crash states, the state a kill of the process
+	// leaves after every call (Recorder.Killed) is checked as the
+	// campaign goes on from it without a repair (checker.goOn): a claim
+	// from the queue and of every ID by name long after every lease
+	// expired, the items granted completed; the summary must then count
+	// what the records say and fsck without a repair find no error. It
+	// needs Repair (its Check).
+	GoOn bool
 	// Wrap, when set, wraps the recording FS the operation runs on (tests
 	// of the explorer break the protocol with it).
 	Wrap func(seam.FS) seam.FS
@@ -311,6 +319,16 @@ func (x *Explorer) Explore(sc *Scenario) (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for c := range next {
+				if x.GoOn && x.Repair != nil {
+					vs := chk.goOn(run.Rec.Killed(c))
+					mu.Lock()
+					res.States++
+					for _, v := range vs {
+						res.Violations = append(res.Violations, fmt.Sprintf("%s: killed after call %d/%d (%s): %s", sc.Name, c, res.Calls, chk.callName(c), v))
+					}
+					mu.Unlock()
+					continue
+				}
 				rng := rand.New(rand.NewPCG(x.Seed, uint64(c)))
 				for _, t := range run.Rec.CrashStates(c, budget, rng) {
 					h := t.Hash()

@@ -251,6 +251,40 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 	return v
 }
 
+// maxTokens is the largest token of each work ID the scenario knows:
+// written by the operation or in the base, acknowledged in acks, or the
+// scenario's MinToken.
+func (c *checker) maxTokens(acks []Ack) map[leasefmt.ID]int64 {
+	maxTok := map[leasefmt.ID]int64{}
+	for k := range c.versions {
+		if k.kind == leasefmt.Work {
+			maxTok[k.id] = max(maxTok[k.id], 0)
+			if b := c.baseRecs[k]; b != nil {
+				maxTok[k.id] = b.Token
+			}
+		}
+	}
+	for _, a := range acks {
+		if a.Record != nil && a.Record.Kind == leasefmt.Work {
+			maxTok[a.Record.ID] = max(maxTok[a.Record.ID], a.Record.Token)
+		}
+	}
+	for id, tok := range c.sc.MinToken {
+		maxTok[id] = max(maxTok[id], tok)
+	}
+	return maxTok
+}
+
+// workIDs is every work ID the scenario knows (maxTokens), sorted.
+func (c *checker) workIDs(acks []Ack) []leasefmt.ID {
+	var ids []leasefmt.ID
+	for id := range c.maxTokens(acks) {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // claimAfter claims every known work ID long after every lease expired:
 // nothing may be corrupt, and each token granted must exceed every token
 // acknowledged for that ID.
@@ -261,31 +295,11 @@ func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 	if err != nil {
 		return []string{fmt.Sprintf("after recovery the table does not open: %v", err)}
 	}
-	maxTok := map[leasefmt.ID]int64{}
-	ids := map[leasefmt.ID]bool{}
-	for k := range c.versions {
-		if k.kind == leasefmt.Work {
-			ids[k.id] = true
-			if b := c.baseRecs[k]; b != nil {
-				maxTok[k.id] = b.Token
-			}
-		}
-	}
-	for _, a := range acks {
-		if a.Record != nil && a.Record.Kind == leasefmt.Work {
-			ids[a.Record.ID] = true
-			maxTok[a.Record.ID] = max(maxTok[a.Record.ID], a.Record.Token)
-		}
-	}
-	for id, tok := range c.sc.MinToken {
-		ids[id] = true
-		maxTok[id] = max(maxTok[id], tok)
-	}
+	maxTok := c.maxTokens(acks)
 	var items []commit.Item
-	for id := range ids {
+	for _, id := range c.workIDs(acks) {
 		items = append(items, commit.Item{ID: id})
 	}
-	sort.Slice(items, func(a, b int) bool { return items[a].ID < items[b].ID })
 	for _, r := range at(st, c.sc.Now+1e6).Claim(context.Background(), items, "checker", 10) {
 		switch r.Outcome {
 		case commit.OK:
