@@ -48,6 +48,7 @@ var runCommand = &cli.Command{
 		&cli.BoolFlag{Name: "next", Usage: "claim the next free item of the table's queue (lease add) instead of a named ID; exit 123 when the queue is empty"},
 		waitFlag("ID is held by another lease, or the queue is busy (--next)"),
 		settingFlag("max-attempts"),
+		settingFlag("max-wait"),
 	}),
 	Action: runRun,
 }

@@ -53,6 +53,10 @@ type holder struct {
 	fin        runFinish // how CMD ended, for finishing the lease (run_finish.go)
 	notStarted bool      // CMD could not be started
 	finished   worker.Finished
+	ended      worker.End // how end finished it (finishAgain finishes it so again)
+	// supGone: the supervisor died under CMD (killed): the worker's
+	// failure, not the item's; no attempt is counted.
+	supGone bool
 
 	cmd   *proctree.Cmd
 	sup   *proctree.Supervisor // runs CMD when set (lease work), else a supervisor of CMD's own
