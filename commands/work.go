@@ -366,6 +366,10 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 			return exitcode.Of(o), "error"
 		}
 	}
+	if ctx.Err() != nil {
+		// The stop came during the last item: a stop all the same (128+n).
+		return exitcode.RunFailed, "signal"
+	}
 	return exitcode.OK, "max-items"
 }
 

@@ -381,7 +381,8 @@ func TestWorkMaxItems(t *testing.T) {
 
 // TestWorkSupervisorKilled: when the worker's supervisor is killed (not
 // the worker), the item's run ends as killed by SIGKILL, and the next item
-// gets a new supervisor: the worker goes on.
+// gets a new supervisor: the worker goes on (the killed run is released,
+// no attempt counted: see TestWorkKillPatterns).
 func TestWorkSupervisorKilled(t *testing.T) {
 	h := newHoldTable(t)
 	h.workAdd("sup", 2)

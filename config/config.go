@@ -95,7 +95,7 @@ const (
 // All is the table of settings, in the order lease config prints them.
 var All = []Setting{
 	{"root", "LEASE_ROOT", "root", String, "table root directory", DefaultRoot},
-	{"owner", "LEASE_OWNER", "owner", String, "owner name written into leases", "USER@HOST"},
+	{"owner", "LEASE_OWNER", "owner", String, "owner name written into leases", "USER@HOST; USER@HOST/PID for lease run and lease work"},
 	{"ttl", "LEASE_TTL", "ttl", Float, "lease time to live in seconds", "max(" + ftoa(DefaultMinTTL) + ", 4*target_timeout)"},
 	{"target_timeout", "LEASE_TARGET_TIMEOUT", "target-timeout", Float, "target timeout in seconds, from which the default TTL follows", ftoa(DefaultTargetTimeout)},
 	{"renew_interval", "LEASE_RENEW_INTERVAL", "renew-interval", Float, "renewal interval in seconds, less than ttl - clock_skew", "max(0.1, min(30, ttl/3))"},

@@ -106,11 +106,19 @@ type Cmd struct {
 	haveWS  bool
 	stopped bool
 
+	sentinel int // the sentinel's pid (0: none)
+	supGone  bool
+
 	// via is the Supervisor that runs this command (Supervisor.Command),
 	// nil for a supervisor of its own; served is its state then.
 	via    *Supervisor
 	served *served
 }
+
+// ErrSupervisorGone: the supervisor process is gone (killed) while it
+// ran CMD, or a Supervisor was closed; start another. What is left of
+// CMD's tree is Bury's.
+var ErrSupervisorGone = errors.New("proctree: the supervisor is gone")
 
 // StatusError is the error of Wait for a command a Supervisor ran that
 // did not exit 0; Status is its wait status.
@@ -154,17 +162,35 @@ func (c *Cmd) Start() error {
 	if env == nil {
 		env = os.Environ()
 	}
+	Subreaper() // a dead supervisor's orphans come here (Bury)
+	sent, err := startSentinel()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		stR.Close()
+		stW.Close()
+		return err
+	}
 	sup := exec.Command("/proc/self/exe", append([]string{c.Path}, c.Args...)...)
 	sup.Path = "/proc/self/exe" // the running binary, even if self was replaced on disk
 	sup.Args[0] = "lease-supervisor"
 	sup.Env = append(append([]string(nil), env...), markerEnv+"="+strconv.FormatInt(int64(grace), 10))
 	sup.Stdin, sup.Stdout, sup.Stderr = c.Stdin, c.Stdout, c.Stderr
 	sup.ExtraFiles = []*os.File{ctlR, stW} // fd 3: commands in; fd 4: status out
+	if sent != nil {
+		sup.ExtraFiles = append(sup.ExtraFiles, sent.writer) // fd 5: the sentinel's pipe
+		sup.Env = append(sup.Env, sent.env(5))
+		c.sentinel = sent.cmd.Process.Pid
+	}
 	// Its own process group: a terminal's signals reach the holder, which
 	// forwards them, never the supervisor directly.
 	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	sup.WaitDelay = c.WaitDelay
-	if err := sup.Start(); err != nil {
+	err = sup.Start()
+	if sent != nil {
+		sent.writer.Close() // the supervisor's alone now
+	}
+	if err != nil {
 		ctlR.Close()
 		ctlW.Close()
 		stR.Close()
@@ -248,8 +274,12 @@ func (c *Cmd) Wait() error {
 	if err == nil && binary.LittleEndian.Uint32(msg[:4]) == msgExited {
 		c.ws, c.haveWS = syscall.WaitStatus(binary.LittleEndian.Uint32(msg[4:])), true
 	} else if ws, ok := c.sup.ProcessState.Sys().(syscall.WaitStatus); ok {
-		// The supervisor itself was killed: its own status is all there is.
-		c.ws, c.haveWS = ws, true
+		// The supervisor itself was killed: its own status is all there
+		// is, and CMD's end is unknown.
+		c.ws, c.haveWS, c.supGone = ws, true, true
+	}
+	if c.supGone {
+		return fmt.Errorf("%w (%v)", ErrSupervisorGone, c.sup.ProcessState)
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
@@ -259,6 +289,17 @@ func (c *Cmd) Wait() error {
 		return nil
 	}
 	return &exec.ExitError{ProcessState: c.sup.ProcessState}
+}
+
+// Bury, once Wait returned ErrSupervisorGone (the supervisor was
+// killed), sends SIGKILL to every process left of CMD's tree (orphans
+// reparented to the holder, a child subreaper) and returns when none is
+// left: see Supervisor.Bury.
+func (c *Cmd) Bury() error {
+	if c.via != nil {
+		return c.via.Bury()
+	}
+	return bury(map[int]bool{c.sup.Process.Pid: true, c.sentinel: true})
 }
 
 // WaitStatus is CMD's wait status, once Wait returned.
