@@ -398,3 +398,16 @@ if [ ! -e "$LEASE_ROOT/../killed" ]; then touch "$LEASE_ROOT/../killed"; kill -K
 		t.Errorf("the runs' supervisors: %q, want a new one after the first was killed", data)
 	}
 }
+
+// TestWorkSignalInLastItem: SIGTERM while the last item of --max-items
+// runs stops the worker as any SIGTERM does, exit 143; it exited 0.
+func TestWorkSignalInLastItem(t *testing.T) {
+	h := newHoldTable(t)
+	h.workAdd("last", 2)
+	p := h.start("work", "--max-items", "1", "--grace", "1", "--", "sh", "-c", "echo ready; sleep 30 & wait")
+	p.expect("ready")
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(); code != 143 {
+		t.Errorf("lease work --max-items 1 stopped by SIGTERM in its item: exit %d, want 143\n%s", code, p.errOut)
+	}
+}
