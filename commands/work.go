@@ -73,6 +73,20 @@ var workManual = Manual{
 		"forwarded to CMD and do not stop the worker. kill -9 of lease work stops CMD's whole tree as well (the " +
 		"supervisor sees its holder die); the lease then expires after its TTL and another worker takes the item " +
 		"over, no attempt counted.\n\n" +
+		"Kills: beside its supervisor lease work starts a sentinel, a small process that leads the process group " +
+		"every CMD runs in, ignores the signals it can and, when the supervisor is gone, sends SIGKILL to that " +
+		"group; and lease work is a child subreaper (PR_SET_CHILD_SUBREAPER), as the supervisor is, so that the " +
+		"orphans of a dead supervisor come to it, not to PID 1. kill -9 of the supervisor kills CMD (its " +
+		"parent-death signal) and its group (the sentinel); lease work kills every orphan left, setsid(2) or a " +
+		"double fork included, waits until none runs, and only then releases the item, with no attempt counted " +
+		"(the worker's failure, not the item's); the next item gets a new supervisor. kill -9 of CMD: the " +
+		"supervisor stops the rest of the tree, and the run is an attempt (a signal lease work did not send). " +
+		"kill -9 of lease work and its supervisor together: the sentinel kills CMD's group. What remains " +
+		"possible: a process that left CMD's process group (setsid, setpgid) survives when lease work and its " +
+		"supervisor are killed together, and anything of the tree survives when every lease process, the " +
+		"sentinel too, is killed at once. Such a process is still fenced: its LEASE_TOKEN is no longer current " +
+		"once the lease ran out or another worker took the item over, so it cannot complete, renew or publish " +
+		"(a result staged under its token is never moved to ROOT/public/ID/; lease fsck moves it aside).\n\n" +
 		"A table that cannot be written: when its filesystem is full (ENOSPC), read-only (EROFS), failing (EIO) " +
 		"or its NFS handle stale (ESTALE), a claim or an item's finish fails, and lease work waits that out rather " +
 		"than ending: the lease it holds stays held (renewals use the table's reserve), it claims nothing, says once " +
