@@ -129,3 +129,29 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestRunSupervisorKilled: lease run --complete whose supervisor is
+// killed leaves nothing of CMD's tree running (a setsid one included),
+// counts no attempt and exits 125; it counted an attempt and left the
+// children to PID 1.
+func TestRunSupervisorKilled(t *testing.T) {
+	t.Parallel()
+	h := newHoldTable(t)
+	id := h.workAdd("run-sup", 1)[0]
+	p := h.start("run", "--complete", "--ttl", "30", "--grace", "1", "--next", "--", "sh", "-c", killScript, "sh", "setsid")
+	p.expect("ready")
+	var pids []int
+	for _, f := range strings.Fields(string(must(os.ReadFile(filepath.Join(h.dir, "pids"))))) {
+		n, _ := strconv.Atoi(f)
+		pids = append(pids, n)
+	}
+	sup := readPid(t, filepath.Join(h.dir, "sup"))
+	syscall.Kill(sup, syscall.SIGKILL)
+	treeGone(t, "kill -9 of lease run's supervisor", append([]int{sup}, pids...))
+	if code := p.wait(); code != 125 || !strings.Contains(p.errOut.String(), "no attempt counted") {
+		t.Errorf("lease run after its supervisor was killed: exit %d\n%s\nwant 125, no attempt", code, p.errOut)
+	}
+	if rec := h.must(0, "", "status", "--json", string(id)).out; !strings.Contains(rec, `"attempts":0`) {
+		t.Errorf("the item after the kill: %s", rec)
+	}
+}

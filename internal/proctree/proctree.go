@@ -95,7 +95,7 @@ type Cmd struct {
 	// supervisor stops on its own (0: DefaultGrace).
 	Grace time.Duration
 	// WaitDelay bounds the wait for CMD's output after the supervisor
-	// exited (see exec.Cmd.WaitDelay).
+	// exited (see exec.Cmd.WaitDelay; 0: one second).
 	WaitDelay time.Duration
 
 	sup     *exec.Cmd
@@ -186,6 +186,12 @@ func (c *Cmd) Start() error {
 	// forwards them, never the supervisor directly.
 	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	sup.WaitDelay = c.WaitDelay
+	if sup.WaitDelay <= 0 {
+		// The supervisor exits once nothing of the tree is left, so CMD's
+		// output ends with it; unless it was killed: then what CMD left
+		// running may hold the output open until Bury, after Wait.
+		sup.WaitDelay = time.Second
+	}
 	err = sup.Start()
 	if sent != nil {
 		sent.writer.Close() // the supervisor's alone now
