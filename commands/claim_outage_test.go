@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/leasetool/lease/faultfs"
@@ -27,11 +26,7 @@ func TestNextWaitWaitsOutReadOnly(t *testing.T) {
 			h.root = filepath.Join(m.Dir, "table")
 			h.must(0, "", "init", "--shards", "4")
 			h.workAdd("ro-"+cmd[0], 1)
-			var rules []faultfs.Rule
-			for _, op := range []faultfs.Op{faultfs.OpCreate, faultfs.OpRename, faultfs.OpWrite, faultfs.OpFsync, faultfs.OpFsyncDir} {
-				rules = append(rules, faultfs.Rule{Op: op, Errno: syscall.EROFS})
-			}
-			if err := m.SetRules(rules); err != nil {
+			if err := m.SetRules(faultfstest.ReadOnly()); err != nil {
 				t.Fatal(err)
 			}
 			// Bounded: the table error's exit once max_wait has passed.

@@ -3,7 +3,8 @@ package commands_test
 // No process of CMD's tree outlives its supervision, whatever the chaos
 // harness kills (issue 36): the supervisor alone, lease work alone, both
 // at once, CMD alone. CMD starts a background sleep (and, where a
-// subreaper is left to catch it, one that calls setsid); after the kill
+// subreaper is left to catch it, one that calls setsid and one orphaned
+// at once by a double fork); after the kill
 // none of them may run past the grace, the item's next run must find none
 // of them running, and a dead supervisor counts no attempt. Before, a
 // killed supervisor left CMD's children running under PID 1 while the
@@ -35,7 +36,8 @@ sleep 1000 & echo $! >> "$D/pids"
 want=2
 if [ "$1" = setsid ]; then
   setsid sh -c 'echo $$ >> "$0/pids"; exec sleep 1000' "$D" &
-  want=3
+  ( sleep 1000 & echo $! >> "$D/pids" ) &
+  want=4
 fi
 while [ "$(wc -l < "$D/pids")" -lt $want ]; do sleep 0.01; done
 echo ready
@@ -70,11 +72,7 @@ func TestWorkKillPatterns(t *testing.T) {
 			args := []string{"work", "--json", "--ttl", "3", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", killScript, "sh", mode}
 			p := h.start(args...)
 			p.expect("ready")
-			var pids []int
-			for _, f := range strings.Fields(string(must(os.ReadFile(filepath.Join(h.dir, "pids"))))) {
-				n, _ := strconv.Atoi(f)
-				pids = append(pids, n)
-			}
+			pids := pidsIn(t, filepath.Join(h.dir, "pids"))
 			sup := readPid(t, filepath.Join(h.dir, "sup"))
 			work := p.cmd.Process.Pid
 			switch how {
@@ -123,11 +121,22 @@ func TestWorkKillPatterns(t *testing.T) {
 	}
 }
 
-func must[T any](v T, err error) T {
+// pidsIn reads the process IDs in path, one a line.
+func pidsIn(t *testing.T, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
-		panic(err)
+		t.Fatal(err)
 	}
-	return v
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("%s: %q", path, data)
+		}
+		pids = append(pids, n)
+	}
+	return pids
 }
 
 // TestRunSupervisorKilled: lease run --complete whose supervisor is
@@ -140,11 +149,7 @@ func TestRunSupervisorKilled(t *testing.T) {
 	id := h.workAdd("run-sup", 1)[0]
 	p := h.start("run", "--complete", "--ttl", "30", "--grace", "1", "--next", "--", "sh", "-c", killScript, "sh", "setsid")
 	p.expect("ready")
-	var pids []int
-	for _, f := range strings.Fields(string(must(os.ReadFile(filepath.Join(h.dir, "pids"))))) {
-		n, _ := strconv.Atoi(f)
-		pids = append(pids, n)
-	}
+	pids := pidsIn(t, filepath.Join(h.dir, "pids"))
 	sup := readPid(t, filepath.Join(h.dir, "sup"))
 	syscall.Kill(sup, syscall.SIGKILL)
 	treeGone(t, "kill -9 of lease run's supervisor", append([]int{sup}, pids...))

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,19 +75,15 @@ func TestWorkWaitsOutOutages(t *testing.T) {
 					}
 				}
 			case "read-only":
-				// A read-only filesystem as its writers see it: every create,
-				// rename, write and sync fails with EROFS. (mount -o
-				// remount,ro is refused while a worker holds a shard's lock
-				// file open for writing: EBUSY; the kernel's own emergency
-				// remount cannot be undone while mounted.)
+				// A read-only filesystem as its writers see it
+				// (faultfstest.ReadOnly): mount -o remount,ro is refused
+				// while a worker holds a shard's lock file open for writing
+				// (EBUSY), and the kernel's own emergency remount cannot be
+				// undone while mounted.
 				m := faultfstest.Mount(t, faultfs.Options{})
 				h.root = filepath.Join(m.Dir, "table")
 				ep.begin = func() {
-					var rules []faultfs.Rule
-					for _, op := range []faultfs.Op{faultfs.OpCreate, faultfs.OpRename, faultfs.OpWrite, faultfs.OpFsync, faultfs.OpFsyncDir} {
-						rules = append(rules, faultfs.Rule{Op: op, Errno: syscall.EROFS})
-					}
-					if err := m.SetRules(rules); err != nil {
+					if err := m.SetRules(faultfstest.ReadOnly()); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,9 +23,7 @@ func readOnly(t *testing.T, m *faultfstest.Mounted, on bool) {
 	t.Helper()
 	var rules []faultfs.Rule
 	if on {
-		for _, op := range []faultfs.Op{faultfs.OpCreate, faultfs.OpRename, faultfs.OpWrite, faultfs.OpFsync, faultfs.OpFsyncDir} {
-			rules = append(rules, faultfs.Rule{Op: op, Errno: syscall.EROFS})
-		}
+		rules = faultfstest.ReadOnly()
 	}
 	if err := m.SetRules(rules); err != nil {
 		t.Fatal(err)
