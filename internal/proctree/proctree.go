@@ -22,7 +22,12 @@
 //     it, the supervisor reads end of file, and the whole tree gets
 //     SIGTERM, then SIGKILL after the grace (a pipe, not PDEATHSIG, which
 //     the kernel ties to the thread that forked);
-//   - the holder asks (its lease was lost or revoked): Terminate, Kill.
+//   - the holder asks (its lease was lost or revoked): Terminate, Kill;
+//   - the supervisor itself dies (SIGKILL): CMD dies with it (its
+//     parent-death signal), a sentinel that leads CMD's process group
+//     kills that group (sentinel_linux.go), and the holder, a child
+//     subreaper too (Subreaper), gets the orphans left and kills them
+//     (Bury) before it finishes CMD's item; Wait says ErrSupervisorGone.
 //
 // Signals go through pidfds (pidfd_open, then the process's parent is
 // checked again), so a recycled process ID is never signalled.
