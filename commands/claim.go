@@ -53,6 +53,7 @@ var claimCommand = &cli.Command{
 		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},
 		&cli.IntFlag{Name: "next", Usage: "claim up to `N` free items of the table's queue (lease add), without a candidate list", DefaultText: "claim the IDs given"},
 		waitFlag("the queue is busy (--next)"),
+		settingFlag("max-wait"),
 		progressFlag(),
 	}),
 	Action: runClaim,

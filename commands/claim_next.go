@@ -64,11 +64,25 @@ func claimNextEach(ctx context.Context, e *env, st *commit.Store, n int, wait bo
 	if each != nil {
 		chunk = recordChunk()
 	}
-	cl := worker.ClaimNextEach(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline, chunk, each)
+	var o *worker.Outage
+	if wait {
+		// A waiting claimer waits out a table that cannot be written as
+		// well (lease work does the same), up to max_wait.
+		o = e.outage("lease " + e.c.Command.Name)
+	}
+	cl := worker.ClaimNextEach(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline, chunk, each, o)
 	out := nextClaim{Next: cl.Next, started: cl.Started}
 	out.q = queueJSON{Answer: cl.Answer.String(), Held: cl.Held, Cleaned: cl.Cleaned, Foreign: cl.Foreign,
 		Read: cl.Read, Shards: cl.Shards, Tries: cl.Tries, WaitedS: cl.Waited.Seconds()}
 	return out
+}
+
+// outage is the wait of a worker (who: "lease work") for a table that
+// cannot be written: its messages on stderr, bounded by max_wait.
+func (e *env) outage(who string) *worker.Outage {
+	return &worker.Outage{MaxWait: seconds(e.set.MaxWait), Say: func(msg string) {
+		fmt.Fprintln(e.errw, leasefmt.Bound(who+": "+msg))
+	}}
 }
 
 // runClaimNext is lease claim --next.

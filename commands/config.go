@@ -19,7 +19,7 @@ var configCommand = &cli.Command{
 		"formula of a derived default). Precedence: flags > environment > file > defaults.\n" +
 		"The configuration file is --config FILE, else $LEASE_CONFIG, else ./lease.toml, else\n" +
 		"$XDG_CONFIG_HOME/lease/config.toml; its keys are the keys printed here.",
-	Flags:  flags(withJSON(commonFlags(), "print the settings as one JSON object of {value, origin} by key"), []cli.Flag{settingFlag("writers"), settingFlag("renew-interval"), settingFlag("mpi-timeout"), settingFlag("grace")}),
+	Flags:  flags(withJSON(commonFlags(), "print the settings as one JSON object of {value, origin} by key"), []cli.Flag{settingFlag("writers"), settingFlag("renew-interval"), settingFlag("mpi-timeout"), settingFlag("grace"), settingFlag("max-wait")}),
 	Action: runConfig,
 }
 

@@ -80,7 +80,7 @@ func withJSON(fl []cli.Flag, usage string) []cli.Flag {
 var placeholders = map[string]string{
 	"root": "DIR", "config": "FILE", "owner": "NAME", "ttl": "SECONDS", "now": "SECONDS",
 	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "renew-interval": "SECONDS", "grace": "SECONDS",
-	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N", "clock-skew": "SECONDS", "max-attempts": "N", "failed": "[STATUS]",
+	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N", "clock-skew": "SECONDS", "max-attempts": "N", "max-wait": "SECONDS", "failed": "[STATUS]",
 	"rounds": "N", "max-skew": "SECONDS", "progress": "WHEN", "wait": "[SECONDS]", "output": "FILE",
 }
 

@@ -48,6 +48,7 @@ var runCommand = &cli.Command{
 		&cli.BoolFlag{Name: "next", Usage: "claim the next free item of the table's queue (lease add) instead of a named ID; exit 123 when the queue is empty"},
 		waitFlag("ID is held by another lease, or the queue is busy (--next)"),
 		settingFlag("max-attempts"),
+		settingFlag("max-wait"),
 	}),
 	Action: runRun,
 }
@@ -93,7 +94,10 @@ var runManual = Manual{
 		"a pipe, not a signal the kernel ties to a thread) and every process of CMD's tree gets SIGTERM, then " +
 		"SIGKILL after --grace; the lease expires after its TTL. The supervisor is a child subreaper " +
 		"(PR_SET_CHILD_SUBREAPER): a process that leaves CMD's process group or session is still below it, " +
-		"and stopped with the rest.\n\n" +
+		"and stopped with the rest. If the supervisor itself is killed, CMD dies with it (its parent-death signal), " +
+		"a sentinel process that leads CMD's process group kills that group, and lease run, a child subreaper too, " +
+		"kills every orphan that came to it; then it releases the item with no attempt counted (the worker's " +
+		"failure, not the item's) and exits 125. See lease-work(1), Kills, for what remains possible.\n\n" +
 		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
 		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
 		"that last extended it (after --wait, the claim that granted it: the time spent waiting counts for nothing). When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +

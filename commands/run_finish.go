@@ -88,9 +88,18 @@ func (t *tailBuffer) bytes() []byte {
 // result's sake or the table could not be written.
 func (h *holder) end(succeeded bool) int {
 	e := worker.End{Complete: h.complete, Succeeded: succeeded, Lost: h.lost}
-	if h.complete && !succeeded && !h.fin.stopped && !h.lost && !h.notStarted && h.fin.exit != 0 {
+	if h.complete && !succeeded && !h.fin.stopped && !h.lost && !h.notStarted && h.fin.exit != 0 && !h.supGone {
 		e.Failure = &commit.Failure{ExitStatus: h.fin.exit, Stderr: h.fin.tail.bytes()}
 	}
+	h.ended = e
+	return h.finishAgain()
+}
+
+// finishAgain finishes the lease as end decided (again, after a finish
+// that failed for the machine's sake: lease work waits that out) and
+// returns end's exit status.
+func (h *holder) finishAgain() int {
+	e, succeeded := h.ended, h.ended.Succeeded
 	f := worker.Finish(h.st, h.item, e, h.e.set.MaxAttempts)
 	h.finished, h.finish = f, f.How
 	r := f.Result

@@ -53,6 +53,10 @@ type holder struct {
 	fin        runFinish // how CMD ended, for finishing the lease (run_finish.go)
 	notStarted bool      // CMD could not be started
 	finished   worker.Finished
+	ended      worker.End // how end finished it (finishAgain finishes it so again)
+	// supGone: the supervisor died under CMD (killed): the worker's
+	// failure, not the item's; no attempt is counted.
+	supGone bool
 
 	cmd   *proctree.Cmd
 	sup   *proctree.Supervisor // runs CMD when set (lease work), else a supervisor of CMD's own
@@ -173,6 +177,19 @@ loop:
 	var ee *exec.ExitError
 	var se *proctree.StatusError
 	switch {
+	case errors.Is(waitErr, proctree.ErrSupervisorGone):
+		// The supervisor was killed under CMD: the worker's failure, not
+		// the item's. CMD died with it; what CMD started came here (a
+		// child subreaper) or died with CMD's process group (the
+		// sentinel). The item is finished only once nothing of that tree
+		// runs, and counts no attempt.
+		h.supGone = true
+		code = exitcode.RunFailed
+		if err := cmd.Bury(); err != nil {
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("%s: %v", h.who, err)))
+		}
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("%s: supervisor %d of %s died (killed?); nothing of its tree runs now; %s token %d is released, no attempt counted (the worker's failure, not the item's)",
+			h.who, h.pgid, leasefmt.Quote(h.argv[0]), h.item.ID, h.item.Token)))
 	case waitErr == nil || errors.As(waitErr, &ee) || errors.As(waitErr, &se):
 		ws := cmd.WaitStatus()
 		if ws.Signaled() {

@@ -46,6 +46,9 @@ type itemRun struct {
 	h      *holder
 	code   int // lease run's exit status for it
 	status childStatus
+	// cause is the table's error that kept CMD from running (the staging
+	// directory, the input), nil when it ran.
+	cause error
 }
 
 // holdItem runs CMD for the lease a claim granted (granted, its try begun
@@ -69,12 +72,12 @@ func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, st
 	stage, err := st.MakeStage(item.ID, item.Token)
 	if err != nil {
 		h.end(false)
-		return itemRun{h: h}, cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", item.ID, item.Token, err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
+		return itemRun{h: h, cause: err}, cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", item.ID, item.Token, err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
 	}
 	h.stage = stage
 	if ok, err := st.HasInput(item.ID); err != nil {
 		h.end(false)
-		return itemRun{h: h}, cli.Exit(leasefmt.Bound(fmt.Sprintf("stored input of %s: %v; lease released, %s not run", item.ID, err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
+		return itemRun{h: h, cause: err}, cli.Exit(leasefmt.Bound(fmt.Sprintf("stored input of %s: %v; lease released, %s not run", item.ID, err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
 	} else if ok {
 		h.input = st.Abs(st.InputPath(item.ID))
 	}

@@ -39,6 +39,7 @@ var workCommand = &cli.Command{
 		settingFlag("grace"),
 		settingFlag("renew-interval"),
 		settingFlag("max-attempts"),
+		settingFlag("max-wait"),
 	}),
 	Action: runWork,
 }
@@ -72,6 +73,29 @@ var workManual = Manual{
 		"forwarded to CMD and do not stop the worker. kill -9 of lease work stops CMD's whole tree as well (the " +
 		"supervisor sees its holder die); the lease then expires after its TTL and another worker takes the item " +
 		"over, no attempt counted.\n\n" +
+		"Kills: beside its supervisor lease work starts a sentinel, a small process that leads the process group " +
+		"every CMD runs in, ignores the signals it can and, when the supervisor is gone, sends SIGKILL to that " +
+		"group; and lease work is a child subreaper (PR_SET_CHILD_SUBREAPER), as the supervisor is, so that the " +
+		"orphans of a dead supervisor come to it, not to PID 1. kill -9 of the supervisor kills CMD (its " +
+		"parent-death signal) and its group (the sentinel); lease work kills every orphan left, setsid(2) or a " +
+		"double fork included, waits until none runs, and only then releases the item, with no attempt counted " +
+		"(the worker's failure, not the item's); the next item gets a new supervisor. kill -9 of CMD: the " +
+		"supervisor stops the rest of the tree, and the run is an attempt (a signal lease work did not send). " +
+		"kill -9 of lease work and its supervisor together: the sentinel kills CMD's group. What remains " +
+		"possible: a process that left CMD's process group (setsid, setpgid) survives when lease work and its " +
+		"supervisor are killed together, and anything of the tree survives when every lease process, the " +
+		"sentinel too, is killed at once. Such a process is still fenced: its LEASE_TOKEN is no longer current " +
+		"once the lease ran out or another worker took the item over, so it cannot complete, renew or publish " +
+		"(a result staged under its token is never moved to ROOT/public/ID/; lease fsck moves it aside).\n\n" +
+		"A table that cannot be written: when its filesystem is full (ENOSPC), read-only (EROFS), failing (EIO) " +
+		"or its NFS handle stale (ESTALE), a claim or an item's finish fails, and lease work waits that out rather " +
+		"than ending: the lease it holds stays held (renewals use the table's reserve), it claims nothing, says once " +
+		"on stderr that it waits (and every minute how long it has waited), tries again after 1 s doubling to 30 s, " +
+		"and goes on when the table takes writes again, with a finish that failed tried again. --max-wait SECONDS " +
+		"(LEASE_MAX_WAIT, max_wait) bounds the wait: past it lease work exits 4, as it did at once before; 0, the " +
+		"default, waits for as long as it takes. A signal ends the wait (128+n). A lease that ran out meanwhile is " +
+		"another worker's to take over, no attempt counted. lease run --next --wait and lease claim --next --wait " +
+		"wait so too.\n\n" +
 		"The store's lock wait: claims wait for a record's lock up to --lock-timeout; the release or completion " +
 		"after CMD waits no longer than a renewal would (keepalive's bound), and the next claim again up to " +
 		"--lock-timeout.\n\n" +
@@ -90,7 +114,7 @@ var workManual = Manual{
 		{exitTag(exitcode.OK), "The queue is empty (every queued item is done or failed), or --max-items items were run."},
 		{exitTag(exitcode.Usage), "Usage or configuration error; nothing was claimed."},
 		{exitTag(exitcode.Corrupt), "Only items with corrupt records are left to claim (lease fsck repairs them), or a record turned corrupt as an item was finished."},
-		{exitTag(exitcode.IO), "An I/O error of the table (also a full or read-only filesystem): a claim, the staging directory, or the release or completion of an item failed."},
+		{exitTag(exitcode.IO), "An I/O error of the table that is no outage, or an outage (a full or read-only filesystem, EIO, ESTALE) longer than --max-wait: a claim, the staging directory, or the release or completion of an item failed."},
 		{exitTag(exitcode.LockTimeout), "An item could not be finished within the lock wait."},
 		{exitTag(exitcode.RunCannotRun), "CMD was found but could not be run."},
 		{exitTag(exitcode.RunNotFound), "CMD was not found; nothing was claimed."},
@@ -222,7 +246,7 @@ func runWork(c *cli.Context) error {
 		}
 	}()
 
-	w := &workLoop{e: e, st: st, finishes: map[string]int{}}
+	w := &workLoop{e: e, st: st, finishes: map[string]int{}, outage: e.outage("lease work")}
 	spec := itemSpec{who: "lease work", path: path, argv: argv, complete: true,
 		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: cmdSig, stop: ctx}
 	code, end := w.run(ctx, spec, maxItems)
@@ -250,6 +274,8 @@ type workLoop struct {
 	st       *commit.Store
 	items    int
 	finishes map[string]int
+	// outage waits out a table that cannot be written (claims, finishes).
+	outage *worker.Outage
 }
 
 // run claims and runs items until the queue is empty, maxItems (0: no
@@ -267,7 +293,7 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 		if ctx.Err() != nil {
 			return exitcode.RunFailed, "signal"
 		}
-		cl := worker.ClaimNext(ctx, st, rnd, 1, e.set.Owner, e.set.TTL, true, time.Time{})
+		cl := worker.ClaimNext(ctx, st, rnd, 1, e.set.Owner, e.set.TTL, true, time.Time{}, w.outage)
 		var granted *commit.Result
 		bad := exitcode.OK
 		for i, r := range cl.Results {
@@ -285,6 +311,9 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 			// Only a stop ends the wait for a busy queue.
 			return exitcode.RunFailed, "signal"
 		case commit.Blocked:
+			if worker.OutageOf(cl.Next) != nil && ctx.Err() != nil {
+				return exitcode.RunFailed, "signal" // a stop ended the wait for the table
+			}
 			fmt.Fprintln(e.errw, leasefmt.Bound("lease work: no queued item can be claimed: "+blockedWhy(cl.Results)+"; stopping"))
 			if bad == exitcode.OK {
 				bad = exitcode.IO
@@ -317,6 +346,27 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 		began := time.Now()
 		ir, err := holdItem(e, st, spec, *granted, cl.Started)
 		w.items++
+		if err != nil && worker.OutageErrno(ir.cause) {
+			// The table could not be written for CMD's staging directory
+			// or input: the item was released (or its lease runs out),
+			// and the next claim waits the outage out.
+			w.report(ir, time.Since(began))
+			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err))
+			if !w.outage.Wait(ctx, ir.cause) {
+				if ctx.Err() != nil {
+					return exitcode.RunFailed, "signal"
+				}
+				return exitcode.IO, "error"
+			}
+			continue
+		}
+		if !w.settle(ctx, ir.h) {
+			w.report(ir, time.Since(began))
+			if ctx.Err() != nil {
+				return exitcode.RunFailed, "signal"
+			}
+			return exitcode.IO, "error"
+		}
 		w.report(ir, time.Since(began))
 		if err != nil {
 			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err)+"; stopping")
@@ -330,7 +380,31 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 			return exitcode.Of(o), "error"
 		}
 	}
+	if ctx.Err() != nil {
+		// The stop came during the last item: a stop all the same (128+n).
+		return exitcode.RunFailed, "signal"
+	}
 	return exitcode.OK, "max-items"
+}
+
+// settle waits out a finish of h that failed for the machine's sake (a
+// full or read-only filesystem, an I/O error, ESTALE: worker.Outage) and
+// finishes the item again once the table takes writes; false when the
+// wait ended (max_wait, a stop) with the item still unfinished.
+func (w *workLoop) settle(ctx context.Context, h *holder) bool {
+	for {
+		cause := h.finished.Cause()
+		if cause == nil {
+			if w.outage.Waiting() {
+				w.outage.Over()
+			}
+			return true
+		}
+		if !w.outage.Wait(ctx, cause) {
+			return false
+		}
+		h.finishAgain()
+	}
 }
 
 // blockedWhy names the reasons of the results that blocked a claim.

@@ -381,7 +381,8 @@ func TestWorkMaxItems(t *testing.T) {
 
 // TestWorkSupervisorKilled: when the worker's supervisor is killed (not
 // the worker), the item's run ends as killed by SIGKILL, and the next item
-// gets a new supervisor: the worker goes on.
+// gets a new supervisor: the worker goes on (the killed run is released,
+// no attempt counted: see TestWorkKillPatterns).
 func TestWorkSupervisorKilled(t *testing.T) {
 	h := newHoldTable(t)
 	h.workAdd("sup", 2)
@@ -395,5 +396,18 @@ if [ ! -e "$LEASE_ROOT/../killed" ]; then touch "$LEASE_ROOT/../killed"; kill -K
 	data, _ := os.ReadFile(filepath.Join(h.dir, "parents"))
 	if p := strings.Fields(string(data)); len(p) != 3 || p[0] == p[1] || p[1] != p[2] {
 		t.Errorf("the runs' supervisors: %q, want a new one after the first was killed", data)
+	}
+}
+
+// TestWorkSignalInLastItem: SIGTERM while the last item of --max-items
+// runs stops the worker as any SIGTERM does, exit 143; it exited 0.
+func TestWorkSignalInLastItem(t *testing.T) {
+	h := newHoldTable(t)
+	h.workAdd("last", 2)
+	p := h.start("work", "--max-items", "1", "--grace", "1", "--", "sh", "-c", "echo ready; sleep 30 & wait")
+	p.expect("ready")
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(); code != 143 {
+		t.Errorf("lease work --max-items 1 stopped by SIGTERM in its item: exit %d, want 143\n%s", code, p.errOut)
 	}
 }

@@ -62,8 +62,8 @@ _lease() {
         args=files
         ;;
     claim)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait --progress -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --progress "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --wait --max-wait --progress -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --mpi-timeout --first --next --max-wait --progress "
         dirs=" --root "
         files=" --config "
         args=free-ids
@@ -132,15 +132,15 @@ _lease() {
         args=files
         ;;
     work)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts --max-wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --max-items --grace --renew-interval --interval --max-attempts --max-wait "
         dirs=" --root "
         files=" --config "
         args=cmd
         ;;
     run)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait --max-attempts -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --complete --grace --renew-interval --interval --token --next --wait --max-attempts --max-wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts --max-wait "
         dirs=" --root "
         files=" --config "
         args=id-cmd
@@ -160,8 +160,8 @@ _lease() {
         args=none
         ;;
     config)
-        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --renew-interval --interval --mpi-timeout --grace -h --help"
-        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --renew-interval --interval --mpi-timeout --grace "
+        flags="--root --config --owner --ttl --now --lock-timeout --json -v --verbose --shards --target-shards --target-timeout --clock-skew --writers --renew-interval --interval --mpi-timeout --grace --max-wait -h --help"
+        valued=" --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --writers --renew-interval --interval --mpi-timeout --grace --max-wait "
         dirs=" --root "
         files=" --config "
         args=none

@@ -95,7 +95,7 @@ const (
 // All is the table of settings, in the order lease config prints them.
 var All = []Setting{
 	{"root", "LEASE_ROOT", "root", String, "table root directory", DefaultRoot},
-	{"owner", "LEASE_OWNER", "owner", String, "owner name written into leases", "USER@HOST"},
+	{"owner", "LEASE_OWNER", "owner", String, "owner name written into leases", "USER@HOST; USER@HOST/PID for lease run and lease work"},
 	{"ttl", "LEASE_TTL", "ttl", Float, "lease time to live in seconds", "max(" + ftoa(DefaultMinTTL) + ", 4*target_timeout)"},
 	{"target_timeout", "LEASE_TARGET_TIMEOUT", "target-timeout", Float, "target timeout in seconds, from which the default TTL follows", ftoa(DefaultTargetTimeout)},
 	{"renew_interval", "LEASE_RENEW_INTERVAL", "renew-interval", Float, "renewal interval in seconds, less than ttl - clock_skew", "max(0.1, min(30, ttl/3))"},
@@ -107,6 +107,7 @@ var All = []Setting{
 	{"grace", "LEASE_GRACE", "grace", Float, "lease run: seconds between SIGTERM and SIGKILL when the lease is lost", ftoa(DefaultGrace)},
 	{"clock_skew", "LEASE_CLOCK_SKEW", "clock-skew", Float, "bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew", ftoa(DefaultClockSkew)},
 	{"max_attempts", "LEASE_MAX_ATTEMPTS", "max-attempts", Int, "failed runs after which an item becomes failed (lease retry puts it back); 0: never", strconv.Itoa(DefaultMaxAttempts)},
+	{"max_wait", "LEASE_MAX_WAIT", "max-wait", Float, "lease work, lease run --next --wait, lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table's error ends it (exit 4; lease run 125); 0: no limit", "0, no limit"},
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
@@ -147,6 +148,7 @@ type Settings struct {
 	Grace         float64
 	ClockSkew     float64
 	MaxAttempts   int
+	MaxWait       float64
 
 	// File is the TOML file read, "" when none.
 	File string
@@ -289,6 +291,7 @@ func (s *Settings) resolve(vals map[string]any) error {
 	s.Grace = num("grace", DefaultGrace)
 	s.ClockSkew = num("clock_skew", DefaultClockSkew)
 	s.MaxAttempts = integer("max_attempts", DefaultMaxAttempts)
+	s.MaxWait = num("max_wait", 0)
 
 	if err := leasefmt.CheckOwner(s.Owner); err != nil {
 		return usagef("owner (%s): %v", s.origin["owner"], err)
@@ -363,6 +366,8 @@ func (s *Settings) Value(key string) any {
 		return s.ClockSkew
 	case "max_attempts":
 		return s.MaxAttempts
+	case "max_wait":
+		return s.MaxWait
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/leasetool/lease/commit"
@@ -112,7 +113,9 @@ type optionFunc func(*options)
 func (f optionFunc) apply(o *options) { f(o) }
 
 // WithOwner names the holder written into the leases this table claims
-// (default: the host name).
+// (default: USER@HOST/PID, with the rank of a launcher's task when one
+// started the process, USER@HOST/rank-N/PID, as lease run and lease work
+// name theirs).
 func WithOwner(name string) Option { return optionFunc(func(o *options) { o.owner = name }) }
 
 // WithTTL is the lease duration of claims when a call gives none (default
@@ -437,4 +440,6 @@ func (t *Table) KeepAlive(ctx context.Context, l Lease, interval time.Duration) 
 	return fmt.Errorf("%w: %w", ErrLost, end.Result.Err())
 }
 
-func defaultOwner() string { return config.DefaultOwner() }
+// defaultOwner is the command line's worker owner (config.WorkerOwner):
+// the processes of one host are told apart in the records.
+func defaultOwner() string { return config.WorkerOwner(os.Getenv) }

@@ -170,7 +170,7 @@ func (t *Table) ClaimNext(ctx context.Context, ttl time.Duration) (Lease, error)
 	if ttl == 0 {
 		ttl = t.ttl
 	}
-	cl := worker.ClaimNext(ctx, t.st, worker.NewRand(), 1, t.owner, ttl.Seconds(), false, time.Time{})
+	cl := worker.ClaimNext(ctx, t.st, worker.NewRand(), 1, t.owner, ttl.Seconds(), false, time.Time{}, nil)
 	return nextLease(cl)
 }
 

@@ -53,6 +53,16 @@ type WorkOptions struct {
 	// Done, when not nil, is called after each item, from Work's
 	// goroutine.
 	Done func(ItemResult)
+	// MaxWait bounds the wait for a table that cannot be written (a full
+	// or read-only filesystem, an I/O error, a stale NFS handle): Work
+	// waits such an outage out, claiming nothing and keeping what it
+	// holds, with backoff (1 s doubling to 30 s), and then goes on; past
+	// MaxWait it ends with an error wrapping ErrIO. 0: no limit.
+	MaxWait time.Duration
+	// Waiting, when not nil, gets Work's messages of such a wait (one
+	// when it begins, one a minute, one when it ends), from Work's
+	// goroutine.
+	Waiting func(msg string)
 }
 
 // ItemResult is how one item of Work went.
@@ -72,6 +82,8 @@ type ItemResult struct {
 	// Lost: the lease was lost while the function ran (its context was
 	// cancelled with a cause wrapping ErrLost).
 	Lost bool
+
+	outage error // the table's error of an outage that kept fn from running
 }
 
 // WorkStats counts what Work did, by how each item was finished.
@@ -138,11 +150,15 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout(), ClockSkew: skew, Grace: grace}
 	kst := t.st // the keeper bounds its renewals' lock waits through their contexts
 	rnd := worker.NewRand()
+	out := &worker.Outage{MaxWait: opts.MaxWait, Say: opts.Waiting}
 	for opts.MaxItems == 0 || stats.Items < opts.MaxItems {
 		if err := ctx.Err(); err != nil {
 			return stats, err
 		}
-		cl := worker.ClaimNext(ctx, t.st, rnd, 1, t.owner, ttl.Seconds(), true, time.Time{})
+		cl := worker.ClaimNext(ctx, t.st, rnd, 1, t.owner, ttl.Seconds(), true, time.Time{}, out)
+		if worker.OutageOf(cl.Next) != nil && ctx.Err() != nil {
+			return stats, ctx.Err()
+		}
 		if cl.Answer == commit.Empty {
 			return stats, nil
 		}
@@ -165,12 +181,24 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 			worker.Finish(t.st, it, worker.End{Complete: true}, maxAttempts)
 			return stats, ctx.Err()
 		}
-		res, err := t.workOne(ctx, kst, cfg, fn, granted, cl.Started, maxAttempts)
+		res, err := t.workOne(ctx, kst, cfg, fn, granted, cl.Started, maxAttempts, out)
 		stats.Items++
 		res.Lease = l
 		stats.Finishes[res.Finish]++
 		if opts.Done != nil {
 			opts.Done(res)
+		}
+		if err != nil && res.outage != nil {
+			// The table could not be written for the item's staging
+			// directory or input: released (or left to run out); the next
+			// claim waits the outage out.
+			if !out.Wait(ctx, res.outage) {
+				if ctx.Err() != nil {
+					return stats, ctx.Err()
+				}
+				return stats, err
+			}
+			continue
 		}
 		if err != nil {
 			return stats, err
@@ -182,18 +210,18 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 // workOne runs fn for the item a claim granted (its try begun at start)
 // and finishes it; the error is a table error that ends Work.
 func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Config, fn func(context.Context, Item) error,
-	granted commit.Result, start time.Time, maxAttempts int) (ItemResult, error) {
+	granted commit.Result, start time.Time, maxAttempts int, out *worker.Outage) (ItemResult, error) {
 	it := commit.Item{ID: granted.ID, Token: granted.Token}
 	stage, err := t.st.MakeStage(it.ID, it.Token)
 	if err != nil {
 		worker.Finish(t.st, it, worker.End{Complete: true}, maxAttempts)
-		return ItemResult{Finish: commit.IOError.Reason()}, fmt.Errorf("%w: staging directory of %s token %d: %w", ErrIO, it.ID, it.Token, err)
+		return ItemResult{Finish: commit.IOError.Reason(), outage: outageErr(err)}, fmt.Errorf("%w: staging directory of %s token %d: %w", ErrIO, it.ID, it.Token, err)
 	}
 	item := Item{Stage: stage}
 	item.ID, item.Token = string(it.ID), it.Token
 	if ok, err := t.st.HasInput(it.ID); err != nil {
 		worker.Finish(t.st, it, worker.End{Complete: true}, maxAttempts)
-		return ItemResult{Finish: commit.IOError.Reason()}, fmt.Errorf("%w: stored input of %s: %w", ErrIO, it.ID, err)
+		return ItemResult{Finish: commit.IOError.Reason(), outage: outageErr(err)}, fmt.Errorf("%w: stored input of %s: %w", ErrIO, it.ID, err)
 	} else if ok {
 		item.Input = t.st.Abs(t.st.InputPath(it.ID))
 	}
@@ -225,6 +253,17 @@ func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Co
 		e.Failure = &commit.Failure{ExitStatus: exitStatusOf(ferr), Stderr: []byte(ferr.Error())}
 	}
 	f := worker.Finish(t.st, it, e, maxAttempts)
+	for cause := f.Cause(); cause != nil; cause = f.Cause() {
+		// A finish that failed for the machine's sake: wait it out and
+		// finish again (the result stays staged meanwhile).
+		if !out.Wait(ctx, cause) {
+			break
+		}
+		f = worker.Finish(t.st, it, e, maxAttempts)
+	}
+	if f.Cause() == nil {
+		out.Over()
+	}
 	res := ItemResult{Finish: f.How, Err: ferr, Lost: lost || f.How == worker.HowLost}
 	if rec := f.Result.Record; rec != nil {
 		res.Attempts = rec.Attempts
@@ -240,6 +279,14 @@ func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Co
 		return res, fmt.Errorf("%s token %d could not be finished: %w", it.ID, it.Token, cause)
 	}
 	return res, nil
+}
+
+// outageErr is err when it is an outage's (worker.OutageErrno), else nil.
+func outageErr(err error) error {
+	if worker.OutageErrno(err) {
+		return err
+	}
+	return nil
 }
 
 // exitStatusOf is the exit status an error carries, 0 when none: a

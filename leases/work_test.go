@@ -10,9 +10,11 @@ package leases_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +174,28 @@ func TestWorkTableError(t *testing.T) {
 	_, err := tb.Work(ctx, func(context.Context, leases.Item) error { return nil }, leases.WorkOptions{})
 	if !errors.Is(err, leases.ErrCorrupt) {
 		t.Fatalf("Work: %v, want an error wrapping ErrCorrupt", err)
+	}
+}
+
+// TestDefaultOwnerIsWorkers: without WithOwner a table's leases carry
+// USER@HOST/PID, as lease run's and lease work's do, so that the workers
+// of one host are told apart; it was USER@HOST.
+func TestDefaultOwnerIsWorkers(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "table")
+	tb, err := leases.Create(root, leases.WithShards(4, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := tb.Claim(context.Background(), time.Minute, strings.Repeat("0a", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(res[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(`/%d"`, os.Getpid()); !strings.Contains(string(data), want) {
+		t.Errorf("the record without WithOwner: %s\nwant an owner ending in %s", data, want)
 	}
 }

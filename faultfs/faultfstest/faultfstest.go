@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/leasetool/lease/faultfs"
@@ -74,4 +75,16 @@ func MountOn(t testing.TB, backing, dir string, opts faultfs.Options) *Mounted {
 		}
 	})
 	return &Mounted{FS: fsys, Backing: backing, Dir: dir}
+}
+
+// ReadOnly returns the rules that make a mount look read-only to its
+// writers: every create, rename, write and sync fails with EROFS (reads
+// go on). mount -o remount,ro is refused while a process holds a file
+// open for writing, as lease processes hold their shards' lock files.
+func ReadOnly() []faultfs.Rule {
+	var rules []faultfs.Rule
+	for _, op := range []faultfs.Op{faultfs.OpCreate, faultfs.OpRename, faultfs.OpWrite, faultfs.OpFsync, faultfs.OpFsyncDir} {
+		rules = append(rules, faultfs.Rule{Op: op, Errno: syscall.EROFS})
+	}
+	return rules
 }

@@ -22,7 +22,12 @@
 //     it, the supervisor reads end of file, and the whole tree gets
 //     SIGTERM, then SIGKILL after the grace (a pipe, not PDEATHSIG, which
 //     the kernel ties to the thread that forked);
-//   - the holder asks (its lease was lost or revoked): Terminate, Kill.
+//   - the holder asks (its lease was lost or revoked): Terminate, Kill;
+//   - the supervisor itself dies (SIGKILL): CMD dies with it (its
+//     parent-death signal), a sentinel that leads CMD's process group
+//     kills that group (sentinel_linux.go), and the holder, a child
+//     subreaper too (Subreaper), gets the orphans left and kills them
+//     (Bury) before it finishes CMD's item; Wait says ErrSupervisorGone.
 //
 // Signals go through pidfds (pidfd_open, then the process's parent is
 // checked again), so a recycled process ID is never signalled.
@@ -95,7 +100,7 @@ type Cmd struct {
 	// supervisor stops on its own (0: DefaultGrace).
 	Grace time.Duration
 	// WaitDelay bounds the wait for CMD's output after the supervisor
-	// exited (see exec.Cmd.WaitDelay).
+	// exited (see exec.Cmd.WaitDelay; 0: one second).
 	WaitDelay time.Duration
 
 	sup     *exec.Cmd
@@ -106,11 +111,19 @@ type Cmd struct {
 	haveWS  bool
 	stopped bool
 
+	sentinel int // the sentinel's pid (0: none)
+	supGone  bool
+
 	// via is the Supervisor that runs this command (Supervisor.Command),
 	// nil for a supervisor of its own; served is its state then.
 	via    *Supervisor
 	served *served
 }
+
+// ErrSupervisorGone: the supervisor process is gone (killed) while it
+// ran CMD, or a Supervisor was closed; start another. What is left of
+// CMD's tree is Bury's.
+var ErrSupervisorGone = errors.New("proctree: the supervisor is gone")
 
 // StatusError is the error of Wait for a command a Supervisor ran that
 // did not exit 0; Status is its wait status.
@@ -154,17 +167,41 @@ func (c *Cmd) Start() error {
 	if env == nil {
 		env = os.Environ()
 	}
+	Subreaper() // a dead supervisor's orphans come here (Bury)
+	sent, err := startSentinel()
+	if err != nil {
+		ctlR.Close()
+		ctlW.Close()
+		stR.Close()
+		stW.Close()
+		return err
+	}
 	sup := exec.Command("/proc/self/exe", append([]string{c.Path}, c.Args...)...)
 	sup.Path = "/proc/self/exe" // the running binary, even if self was replaced on disk
 	sup.Args[0] = "lease-supervisor"
 	sup.Env = append(append([]string(nil), env...), markerEnv+"="+strconv.FormatInt(int64(grace), 10))
 	sup.Stdin, sup.Stdout, sup.Stderr = c.Stdin, c.Stdout, c.Stderr
 	sup.ExtraFiles = []*os.File{ctlR, stW} // fd 3: commands in; fd 4: status out
+	if sent != nil {
+		sup.ExtraFiles = append(sup.ExtraFiles, sent.writer) // fd 5: the sentinel's pipe
+		sup.Env = append(sup.Env, sent.env(5))
+		c.sentinel = sent.cmd.Process.Pid
+	}
 	// Its own process group: a terminal's signals reach the holder, which
 	// forwards them, never the supervisor directly.
 	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	sup.WaitDelay = c.WaitDelay
-	if err := sup.Start(); err != nil {
+	if sup.WaitDelay <= 0 {
+		// The supervisor exits once nothing of the tree is left, so CMD's
+		// output ends with it; unless it was killed: then what CMD left
+		// running may hold the output open until Bury, after Wait.
+		sup.WaitDelay = time.Second
+	}
+	err = sup.Start()
+	if sent != nil {
+		sent.writer.Close() // the supervisor's alone now
+	}
+	if err != nil {
 		ctlR.Close()
 		ctlW.Close()
 		stR.Close()
@@ -248,8 +285,12 @@ func (c *Cmd) Wait() error {
 	if err == nil && binary.LittleEndian.Uint32(msg[:4]) == msgExited {
 		c.ws, c.haveWS = syscall.WaitStatus(binary.LittleEndian.Uint32(msg[4:])), true
 	} else if ws, ok := c.sup.ProcessState.Sys().(syscall.WaitStatus); ok {
-		// The supervisor itself was killed: its own status is all there is.
-		c.ws, c.haveWS = ws, true
+		// The supervisor itself was killed: its own status is all there
+		// is, and CMD's end is unknown.
+		c.ws, c.haveWS, c.supGone = ws, true, true
+	}
+	if c.supGone {
+		return fmt.Errorf("%w (%v)", ErrSupervisorGone, c.sup.ProcessState)
 	}
 	var ee *exec.ExitError
 	if werr != nil && !errors.As(werr, &ee) {
@@ -259,6 +300,17 @@ func (c *Cmd) Wait() error {
 		return nil
 	}
 	return &exec.ExitError{ProcessState: c.sup.ProcessState}
+}
+
+// Bury, once Wait returned ErrSupervisorGone (the supervisor was
+// killed), sends SIGKILL to every process left of CMD's tree (orphans
+// reparented to the holder, a child subreaper) and returns when none is
+// left: see Supervisor.Bury.
+func (c *Cmd) Bury() error {
+	if c.via != nil {
+		return c.via.Bury()
+	}
+	return bury(map[int]bool{c.sup.Process.Pid: true, c.sentinel: true})
 }
 
 // WaitStatus is CMD's wait status, once Wait returned.

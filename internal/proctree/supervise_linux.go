@@ -54,9 +54,14 @@ type supervisor struct {
 	grace   time.Duration
 	// holderGone: the holder closed its end (or died).
 	holderGone bool
+	// pgid is the sentinel's process group, CMD's (0: CMD's own).
+	pgid int
 }
 
 func supervise(v string) int {
+	if v == sentinelValue {
+		return runSentinel()
+	}
 	// The main goroutine stays on the main thread (init runs there), and
 	// CMD is forked from it: its PDEATHSIG is tied to that thread.
 	runtime.LockOSThread()
@@ -71,7 +76,7 @@ func supervise(v string) int {
 		fmt.Fprintf(os.Stderr, "lease-supervisor: PR_SET_CHILD_SUBREAPER: %v\n", err)
 		return 125
 	}
-	s := &supervisor{self: os.Getpid(), grace: time.Duration(n)}
+	s := &supervisor{self: os.Getpid(), grace: time.Duration(n), pgid: readGroup()}
 	sigc := make(chan os.Signal, 32)
 	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	if serving {
@@ -104,12 +109,19 @@ func supervise(v string) int {
 	return s.cmdWS.ExitStatus()
 }
 
-// start starts CMD, in a process group of its own (signals forwarded
-// reach it and its children), with files as its descriptors 0, 1, 2; if
-// the supervisor itself is killed, CMD is too.
+// start starts CMD, in the sentinel's process group (or one of its own
+// when there is no sentinel: signals forwarded reach it and its children),
+// with files as its descriptors 0, 1, 2; if the supervisor itself is
+// killed, CMD is too, and the sentinel kills CMD's group.
 func (s *supervisor) start(path string, argv, env []string, files []*os.File) error {
-	attr := &os.ProcAttr{Files: files, Env: env, Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}}
+	attr := &os.ProcAttr{Files: files, Env: env, Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: s.pgid, Pdeathsig: syscall.SIGKILL}}
 	proc, err := os.StartProcess(path, argv, attr)
+	if err != nil && s.pgid != 0 && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH)) {
+		// The sentinel is gone (killed): CMD's group is its own.
+		s.pgid = 0
+		attr.Sys.Pgid = 0
+		proc, err = os.StartProcess(path, argv, attr)
+	}
 	if err != nil {
 		return err
 	}
@@ -269,7 +281,11 @@ func (s *supervisor) reap() bool {
 // CMD's own), else to every process left of the tree.
 func (s *supervisor) forward(sig syscall.Signal) {
 	if !s.cmdDone {
-		syscall.Kill(-s.cmdPid, sig)
+		pg := s.cmdPid
+		if s.pgid != 0 {
+			pg = s.pgid // the sentinel's group: it ignores what it gets
+		}
+		syscall.Kill(-pg, sig)
 		return
 	}
 	s.signalTree(sig)

@@ -33,6 +33,8 @@ type Supervisor struct {
 	fd     int // the holder's end of the control socket
 	grace  time.Duration
 	exited chan struct{} // closed when the supervisor process has exited
+	// sentinel is the pid of the sentinel that leads CMD's process group.
+	sentinel int
 
 	mu     sync.Mutex // sends
 	busy   bool
@@ -51,25 +53,42 @@ func StartSupervisor(grace time.Duration) (*Supervisor, error) {
 		return nil, fmt.Errorf("proctree: control socket: %w", err)
 	}
 	child := os.NewFile(uintptr(fds[1]), "supervisor-control")
+	Subreaper() // a dead supervisor's orphans come here (Bury); without it, the sentinel still kills CMD's group
+	sent, err := startSentinel()
+	if err != nil {
+		child.Close()
+		unix.Close(fds[0])
+		return nil, err
+	}
 	sup := exec.Command("/proc/self/exe")
 	sup.Path = "/proc/self/exe"
 	sup.Args[0] = "lease-supervisor"
-	sup.Env = append(os.Environ(), markerEnv+"="+servePrefix+strconv.FormatInt(int64(grace), 10))
+	sup.Env = append(os.Environ(), markerEnv+"="+servePrefix+strconv.FormatInt(int64(grace), 10), sent.env(4))
 	sup.Stderr = os.Stderr
-	sup.ExtraFiles = []*os.File{child} // descriptor 3
+	sup.ExtraFiles = []*os.File{child, sent.writer} // descriptors 3 and 4
 	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := sup.Start(); err != nil {
-		child.Close()
+	err = sup.Start()
+	child.Close()
+	sent.writer.Close() // the supervisor's alone now: its end is the sentinel's signal
+	if err != nil {
 		unix.Close(fds[0])
 		return nil, fmt.Errorf("proctree: start the supervisor: %w", err)
 	}
-	child.Close()
-	s := &Supervisor{sup: sup, fd: fds[0], grace: grace, exited: make(chan struct{})}
+	s := &Supervisor{sup: sup, fd: fds[0], grace: grace, exited: make(chan struct{}), sentinel: sent.cmd.Process.Pid}
 	go func() {
 		sup.Wait()
 		close(s.exited)
 	}()
 	return s, nil
+}
+
+// Bury, once the supervisor died (killed), sends SIGKILL to every
+// process left of its tree (orphans reparented to the holder, a child
+// subreaper: see Subreaper) and returns when none is left. The holder's
+// only other children must be its supervisor and sentinel.
+func (s *Supervisor) Bury() error {
+	<-s.exited
+	return bury(map[int]bool{s.sup.Process.Pid: true, s.sentinel: true})
 }
 
 // Gone reports whether the supervisor process has exited.

@@ -4,6 +4,7 @@ package proctree
 
 import (
 	"errors"
+	"os"
 	"os/exec"
 	"time"
 )
@@ -37,3 +38,21 @@ func (s *Supervisor) Command(path string, argv ...string) *Cmd {
 func (c *Cmd) startServed() error        { return errNoSupervisor }
 func (c *Cmd) sendServed(b []byte) error { return errNoSupervisor }
 func (c *Cmd) waitServed() error         { return errNoSupervisor }
+
+// Bury does nothing here.
+func (s *Supervisor) Bury() error { return nil }
+
+// Subreaper does nothing here: only Linux has child subreapers.
+func Subreaper() error { return nil }
+
+type sentinel struct {
+	cmd    *exec.Cmd
+	writer *os.File
+}
+
+// startSentinel starts none here.
+func startSentinel() (*sentinel, error) { return nil, nil }
+
+func (s *sentinel) env(fd int) string { return "" }
+
+func bury(keep map[int]bool) error { return nil }

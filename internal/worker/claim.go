@@ -34,16 +34,20 @@ func NewRand() *rand.Rand {
 // seconds. With wait, a busy queue (items left, all held) is tried again
 // with backoff, woken when the first held item can be taken over, until
 // an item is granted, the queue is empty, the deadline (zero: none)
-// passes or ctx is done; the last try's answer is then Busy.
-func ClaimNext(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time) Claimed {
-	return ClaimNextEach(ctx, st, rnd, n, owner, ttl, wait, deadline, 0, nil)
+// passes or ctx is done; the last try's answer is then Busy. With an
+// outage o, a try blocked for the machine's sake (OutageOf: a full or
+// read-only filesystem, an I/O error, ESTALE) is waited out with o, until
+// the table takes a write again or o gives up (the answer is then
+// Blocked).
+func ClaimNext(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time, o *Outage) Claimed {
+	return ClaimNextEach(ctx, st, rnd, n, owner, ttl, wait, deadline, 0, nil, o)
 }
 
 // ClaimNextEach is ClaimNext handing the items granted to each, at most
 // chunk at a time, as commit.Store.ClaimNextEach does. A try that grants
 // anything is the last, so each sees the grants of one try only.
 func ClaimNextEach(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time,
-	chunk int, each func(granted []commit.Result) bool) Claimed {
+	chunk int, each func(granted []commit.Result) bool, o *Outage) Claimed {
 	var out Claimed
 	var b *Backoff
 	start := time.Now()
@@ -55,6 +59,15 @@ func ClaimNextEach(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int,
 		out.Cleaned += nx.Cleaned
 		out.Read += nx.Read
 		out.Shards += nx.Shards
+		if cause := OutageOf(nx); cause != nil && o != nil {
+			if o.Wait(ctx, cause) {
+				continue
+			}
+			break
+		}
+		if o != nil {
+			o.Over()
+		}
 		if nx.Answer != commit.Busy || !wait {
 			break
 		}

@@ -1,0 +1,162 @@
+package commands_test
+
+// No process of CMD's tree outlives its supervision, whatever the chaos
+// harness kills (issue 36): the supervisor alone, lease work alone, both
+// at once, CMD alone. CMD starts a background sleep (and, where a
+// subreaper is left to catch it, one that calls setsid and one orphaned
+// at once by a double fork); after the kill
+// none of them may run past the grace, the item's next run must find none
+// of them running, and a dead supervisor counts no attempt. Before, a
+// killed supervisor left CMD's children running under PID 1 while the
+// item ran again, and was logged "exited 125: failed attempt counted".
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// killScript is CMD: its first run records its supervisor (its parent)
+// and the pids of its tree, says ready and waits; a later run records
+// which of those pids still run (overlap) and exits 0.
+const killScript = `D="$LEASE_ROOT/.."
+if [ -e "$D/again" ]; then
+  for p in $(cat "$D/pids"); do
+    if [ -e /proc/$p/stat ] && ! grep -q ') Z ' /proc/$p/stat; then echo $p >> "$D/overlap"; fi
+  done
+  exit 0
+fi
+touch "$D/again"
+echo $PPID > "$D/sup"
+echo $$ >> "$D/pids"
+sleep 1000 & echo $! >> "$D/pids"
+want=2
+if [ "$1" = setsid ]; then
+  setsid sh -c 'echo $$ >> "$0/pids"; exec sleep 1000' "$D" &
+  ( sleep 1000 & echo $! >> "$D/pids" ) &
+  want=4
+fi
+while [ "$(wc -l < "$D/pids")" -lt $want ]; do sleep 0.01; done
+echo ready
+wait`
+
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("%s: %q", path, data)
+	}
+	return p
+}
+
+func TestWorkKillPatterns(t *testing.T) {
+	for _, how := range []string{"supervisor", "cmd", "work", "both"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			h := newHoldTable(t)
+			id := h.workAdd("kill-"+how, 1)[0]
+			mode := "setsid"
+			if how == "both" {
+				// With the holder and the supervisor both gone, what left
+				// CMD's process group has no one above it to catch it
+				// (lease-work(1) says so): only the group is checked.
+				mode = "group"
+			}
+			args := []string{"work", "--json", "--ttl", "3", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", killScript, "sh", mode}
+			p := h.start(args...)
+			p.expect("ready")
+			pids := pidsIn(t, filepath.Join(h.dir, "pids"))
+			sup := readPid(t, filepath.Join(h.dir, "sup"))
+			work := p.cmd.Process.Pid
+			switch how {
+			case "supervisor":
+				syscall.Kill(sup, syscall.SIGKILL)
+			case "cmd":
+				syscall.Kill(pids[0], syscall.SIGKILL)
+			case "work":
+				syscall.Kill(work, syscall.SIGKILL)
+			case "both":
+				syscall.Kill(work, syscall.SIGKILL)
+				syscall.Kill(sup, syscall.SIGKILL)
+			}
+			treeGone(t, "kill -9 of "+how, append([]int{sup}, pids...))
+			code := p.wait()
+			errOut := p.errOut.String()
+			switch how {
+			case "supervisor", "cmd":
+				// The worker goes on: the item runs again and is done.
+				if code != 0 {
+					t.Fatalf("lease work: exit %d after the kill of its %s\n%s", code, how, errOut)
+				}
+			default:
+				// The lease runs out; the next worker takes the item over.
+				r := h.lease("", "work", "--json", "--", "sh", "-c", killScript)
+				items, _ := workObjects(t, r.errOut)
+				if r.code != 0 || len(items) != 1 || items[0].Finish != "done" {
+					t.Fatalf("%s\nwant the item taken over and done", r)
+				}
+			}
+			if data, err := os.ReadFile(filepath.Join(h.dir, "overlap")); err == nil {
+				t.Errorf("the item ran again while processes of its old tree ran: %q", data)
+			}
+			rec := h.must(0, "", "status", "--json", string(id)).out
+			if !strings.Contains(rec, `"status":"done"`) {
+				t.Errorf("the item after the kill: %s", rec)
+			}
+			wantAttempts := `"attempts":0`
+			if how == "cmd" {
+				wantAttempts = `"attempts":1` // CMD killed by a signal lease work did not send: its own failure
+			}
+			if !strings.Contains(rec, wantAttempts) || (how == "supervisor" && (strings.Contains(errOut, "exited 125") || strings.Contains(errOut, "failed attempt"))) {
+				t.Errorf("the item after the kill of the %s: %s\n%s\nwant %s", how, rec, errOut, wantAttempts)
+			}
+		})
+	}
+}
+
+// pidsIn reads the process IDs in path, one a line.
+func pidsIn(t *testing.T, path string) []int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			t.Fatalf("%s: %q", path, data)
+		}
+		pids = append(pids, n)
+	}
+	return pids
+}
+
+// TestRunSupervisorKilled: lease run --complete whose supervisor is
+// killed leaves nothing of CMD's tree running (a setsid one included),
+// counts no attempt and exits 125; it counted an attempt and left the
+// children to PID 1.
+func TestRunSupervisorKilled(t *testing.T) {
+	t.Parallel()
+	h := newHoldTable(t)
+	id := h.workAdd("run-sup", 1)[0]
+	p := h.start("run", "--complete", "--ttl", "30", "--grace", "1", "--next", "--", "sh", "-c", killScript, "sh", "setsid")
+	p.expect("ready")
+	pids := pidsIn(t, filepath.Join(h.dir, "pids"))
+	sup := readPid(t, filepath.Join(h.dir, "sup"))
+	syscall.Kill(sup, syscall.SIGKILL)
+	treeGone(t, "kill -9 of lease run's supervisor", append([]int{sup}, pids...))
+	if code := p.wait(); code != 125 || !strings.Contains(p.errOut.String(), "no attempt counted") {
+		t.Errorf("lease run after its supervisor was killed: exit %d\n%s\nwant 125, no attempt", code, p.errOut)
+	}
+	if rec := h.must(0, "", "status", "--json", string(id)).out; !strings.Contains(rec, `"attempts":0`) {
+		t.Errorf("the item after the kill: %s", rec)
+	}
+}

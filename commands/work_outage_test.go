@@ -1,0 +1,173 @@
+package commands_test
+
+// lease work waits out a table that cannot be written (issue 36): a full
+// filesystem and a read-only one, each longer than the TTL, while
+// workers run; afterwards every item is done and no worker has ended.
+// Before, the first claim on the full or read-only filesystem ended every
+// worker with exit 4.
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/leasetool/lease/faultfs"
+	"github.com/leasetool/lease/faultfs/faultfstest"
+	"github.com/leasetool/lease/internal/testenv"
+)
+
+// outageWorker is a lease work process whose stderr goes to a file.
+type outageWorker struct {
+	cmd    *exec.Cmd
+	stderr string
+	done   chan struct{}
+	code   int
+}
+
+func (w *outageWorker) errText() string {
+	b, _ := os.ReadFile(w.stderr)
+	return string(b)
+}
+
+func (w *outageWorker) running() bool {
+	select {
+	case <-w.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitFor polls (bounded by holdWait) until cond holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(holdWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, holdWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestWorkWaitsOutOutages(t *testing.T) {
+	type episode struct {
+		begin, end func() // the table stops taking writes; takes them again
+	}
+	for _, how := range []string{"full", "read-only"} {
+		t.Run(how, func(t *testing.T) {
+			h := newHoldTable(t)
+			var ep episode
+			switch how {
+			case "full":
+				mnt := testenv.LoopMount(t, "ext4", 64<<20, "-b", "4096", "-m", "0")
+				h.root = filepath.Join(mnt, "table")
+				ep.begin = func() { fill(t, mnt) }
+				ep.end = func() {
+					fillers, _ := filepath.Glob(filepath.Join(mnt, "filler.*"))
+					for _, f := range fillers {
+						os.Remove(f)
+					}
+				}
+			case "read-only":
+				// A read-only filesystem as its writers see it
+				// (faultfstest.ReadOnly): mount -o remount,ro is refused
+				// while a worker holds a shard's lock file open for writing
+				// (EBUSY), and the kernel's own emergency remount cannot be
+				// undone while mounted.
+				m := faultfstest.Mount(t, faultfs.Options{})
+				h.root = filepath.Join(m.Dir, "table")
+				ep.begin = func() {
+					if err := m.SetRules(faultfstest.ReadOnly()); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ep.end = func() {
+					if err := m.SetRules(nil); err != nil {
+						t.Fatal(err)
+					}
+					if m.Injected()[faultfs.OpCreate]+m.Injected()[faultfs.OpRename] == 0 {
+						t.Error("faultfs failed no create or rename: the episode proved nothing")
+					}
+				}
+			}
+			h.must(0, "", "init", "--shards", "4")
+			const n = 12
+			h.workAdd("outage", n)
+			gate := filepath.Join(h.dir, "gate")
+			if err := os.WriteFile(gate, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			started := filepath.Join(h.dir, "started")
+			// Each run says it started and waits while the gate is there.
+			script := `echo "$LEASE_ID" >> "$0"; while [ -e "$1" ]; do sleep 0.05; done`
+			const ttl = 2.0
+			var ws []*outageWorker
+			for i := 0; i < 2; i++ {
+				w := &outageWorker{stderr: filepath.Join(h.dir, fmt.Sprintf("worker%d.err", i)), done: make(chan struct{})}
+				w.cmd = h.command("work", "--json", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
+					"--", "sh", "-c", script, started, gate)
+				f, err := os.Create(w.stderr)
+				if err != nil {
+					t.Fatal(err)
+				}
+				w.cmd.Stderr = f
+				if err := w.cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				f.Close()
+				go func() {
+					w.cmd.Wait()
+					w.code = w.cmd.ProcessState.ExitCode()
+					close(w.done)
+				}()
+				t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
+				ws = append(ws, w)
+			}
+			waitFor(t, "both workers running an item", func() bool {
+				b, _ := os.ReadFile(started)
+				return len(strings.Fields(string(b))) >= 2
+			})
+			ep.begin()
+			os.Remove(gate) // the runs end: a full table completes them through its reserve, a read-only one cannot
+
+			for i, w := range ws {
+				waitFor(t, fmt.Sprintf("worker %d saying it waits for the table", i), func() bool {
+					return strings.Contains(w.errText(), "the table cannot be written") || !w.running()
+				})
+			}
+			// The episode lasts longer than the TTL: every lease a worker
+			// held before it ran out.
+			time.Sleep(time.Duration(1.5 * ttl * float64(time.Second)))
+			for i, w := range ws {
+				if !w.running() {
+					t.Fatalf("worker %d ended during the episode: exit %d\n%s", i, w.code, w.errText())
+				}
+			}
+			ep.end()
+			for i, w := range ws {
+				select {
+				case <-w.done:
+				case <-time.After(holdWait):
+					t.Fatalf("worker %d did not end after the episode\n%s", i, w.errText())
+				}
+				if w.code != 0 || !strings.Contains(w.errText(), "writable again") {
+					t.Errorf("worker %d: exit %d\n%s\nwant exit 0 once the queue is empty, the end of the wait said", i, w.code, w.errText())
+				}
+			}
+			sum := h.must(0, "", "status", "--summary").out
+			if !regexp.MustCompile(fmt.Sprintf(`(?m)^done +%d `, n)).MatchString(sum) {
+				t.Errorf("status --summary after the episode:\n%s\nwant all %d items done", sum, n)
+			}
+			if full := h.must(0, "", "status", "--json").out; strings.Contains(full, `"attempts":1`) {
+				t.Errorf("an attempt was counted for the machine's sake:\n%s", full)
+			}
+			h.must(0, "", "fsck")
+		})
+	}
+}
