@@ -1,3 +1,5 @@
+//go:build linux
+
 package commands_test
 
 // lease claim --next --wait and lease run --next --wait wait out a table

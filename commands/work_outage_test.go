@@ -1,3 +1,5 @@
+//go:build linux
+
 package commands_test
 
 // lease work waits out a table that cannot be written (issue 36): a full

@@ -315,7 +315,3 @@ func (c *Cmd) Bury() error {
 
 // WaitStatus is CMD's wait status, once Wait returned.
 func (c *Cmd) WaitStatus() syscall.WaitStatus { return c.ws }
-
-// ErrSupervisorGone: the Supervisor's process is gone (killed), or was
-// closed; start another.
-var ErrSupervisorGone = errors.New("proctree: the supervisor is gone")
