@@ -47,6 +47,7 @@ vet: cross
 	@if [ -n "$(TAGS)" ]; then echo "$(GO) vet -tags mpi ./mpi/ ./commands/"; $(GO) vet -tags mpi ./mpi/ ./commands/; \
 	else scripts/test-skips.sh skip "go vet -tags mpi" "$(MPI_MISSING)"; fi
 	cd bench && $(GO) vet ./...
+	cd examples/harness && GOWORK=off $(GO) vet ./...
 
 # The packages build elsewhere too (a Go program embedding leases compiles
 # on a laptop); opening a table there fails with "lease tables need Linux"
