@@ -37,12 +37,12 @@ func (s *Store) QueuePath(id leasefmt.ID) string {
 }
 
 // Enqueue adds items to the queue and returns their results in input
-// order: OK for each ID added; Queued for one already queued; Done for one whose record is done (not
-// added: the work is over); Corrupt when its record does not validate (not
-// added; lease fsck checks it); IOError when the entry could not be made
-// durable. Entries are created concurrently by the writer pool; each
-// touched queue shard directory is fsynced once, after its last entry, and
-// an ID is reported added only after that (G3). A failed create or fsync
+// order: OK for each ID added; Queued for one already queued; Done for one
+// whose record is done (not added: the work is over); Corrupt when its
+// record does not validate (not added; lease fsck checks it); IOError when
+// the entry could not be made durable. Entries are created concurrently
+// by the writer pool; each touched queue shard directory is fsynced once,
+// after its last entry, and an ID is reported added only after that (G3). A failed create or fsync
 // fails the batch: nothing more is started, what was created is still
 // fsynced (G5) and nothing is reported added (G6).
 //
