@@ -20,7 +20,8 @@ var addCommand = &cli.Command{
 		"file queue/SS/ID that says \"ID is work to do\" (docs/design.md#queue), from which `lease claim --next`\n" +
 		"and `lease run --next` take work. Idempotent: an ID already queued, or whose record is\n" +
 		"done, is not added again, and a line repeated in the input adds its ID once. Prints each\n" +
-		"ID added, in input order; IDs passed over print nothing (counted with -v and in --json).\n" +
+		"ID added, in input order, at its first line (under mpirun too); IDs passed over print\n" +
+		"nothing (counted with -v and in --json).\n" +
 		"The whole input is read and validated before anything is written (a malformed line anywhere\n" +
 		"is exit 2 and nothing changes), into a temporary file in $TMPDIR, unlinked at once (48 bytes\n" +
 		"an ID), so that memory does not grow with the input. The IDs are then added in chunks of\n" +

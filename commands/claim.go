@@ -61,6 +61,10 @@ var claimCommand = &cli.Command{
 
 // claimManual is the hand-written part of lease-claim(1).
 var claimManual = Manual{
+	More: "Each record is changed under its lock: an fcntl(2) byte-range lock (POSIX or OFD) on one byte of " +
+		"the shard's .lock file (lease-format(5), LOCKS). flock(1) on a .lock file takes a lock of another kind, " +
+		"not a record's: on a local filesystem it excludes no claim and no claim waits for it. A script " +
+		"serialises with lease through lease itself (a claim, lease run), not with flock.",
 	Exit: withInterrupt(claimExit),
 	Examples: []Example{
 		{"Claim two items; the granted ones are printed as `ID TOKEN`:", "lease claim $ID1 $ID2 >> held"},

@@ -5,6 +5,7 @@ package commands_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/internal/docgen"
 	"github.com/leasetool/lease/internal/testenv"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 // docRequire skips (or, with LEASE_TEST_REQUIRE=all, fails) when a tool
@@ -285,5 +287,48 @@ func TestManPath(t *testing.T) {
 		if err != nil || !strings.Contains(string(out), filepath.Join("man", "man")) {
 			t.Errorf(`MANPATH="$PWD/man:" man -w %s: %q, %v`, page, out, err)
 		}
+	}
+}
+
+// TestFormatPageStatesRules: lease-format(5) states what a second program
+// had to guess (issue 40), in the words the code enforces: the shard
+// directory names, the order of the answers, ttl against clock_skew, why
+// clock_skew is not in TABLE, lone surrogates, and that the lock is an
+// fcntl byte-range lock flock(1) does not take (lease-claim(1) too).
+func TestFormatPageStatesRules(t *testing.T) {
+	t.Parallel()
+	page, err := os.ReadFile(filepath.Join("..", "docs", "lease-format.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(page)
+	for _, n := range []int{16, 256, 4096} {
+		want := fmt.Sprintf("with %d, %s to %s", n, leasefmt.ShardDirName(0, n), leasefmt.ShardDirName(n-1, n))
+		if n == 16 {
+			want = "with 16 shards, 00 to 0f"
+		}
+		if !strings.Contains(text, want) {
+			t.Errorf("lease-format(5) does not say %q", want)
+		}
+	}
+	for _, want := range []string{
+		"missing (no record); stale-token when TOKEN is not the record's token, whatever the record's status",
+		"A ttl must be more than clock_skew",
+		"is not recorded in TABLE",
+		`"a\ud800b"`,
+		"or is in neither place",
+		"byte-range lock",
+		"flock(2), and so flock(1), takes a different kind of lock",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("lease-format(5) does not say %q", want)
+		}
+	}
+	claim, err := os.ReadFile(filepath.Join("..", "man", "man1", "lease-claim.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(claim), "byte\\-range lock") || !strings.Contains(string(claim), "flock(1) on a .lock file") {
+		t.Error("lease-claim(1) does not say that the lock is an fcntl byte-range lock flock(1) does not take")
 	}
 }

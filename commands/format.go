@@ -69,7 +69,10 @@ var formatSections = []Section{
 		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
 		"file is touched, so no path can be built from a bad ID.\n\n" +
 		"The shard of an ID is int(ID[0:8], 16) % shards. The shard directory SS is the shard index in lowercase " +
-		"hex, zero-padded to max(2, len(hex(shards - 1))) digits: with 16 shards, 00 to 0f.\n\n" +
+		"hex, zero-padded to max(2, D) digits, D being the number of hex digits of shards - 1 (no 0x prefix counted: " +
+		"1 for up to 16 shards, 2 up to 256, 3 up to 4096, 4 up to the maximum, 65536): with 16 shards, 00 to 0f; " +
+		"with 256, 00 to ff; with 4096, 000 to fff. A directory of another name in work/, targets/, groups/ or " +
+		"queue/ is not a shard.\n\n" +
 		"TABLE holds one JSON object:\n\n" +
 		"\t{\"schema\":\"lease.table/v1\",\"work_shards\":N,\"target_shards\":M,\"created_at\":T}\n\n" +
 		"A table shared by a group (lease init --shared) also has `\"shared\":\"group\"` (or \"all\", or an octal mode such as " +
@@ -118,8 +121,13 @@ var formatSections = []Section{
 		"(the time in microseconds).\n\n" +
 		"An expired committing record that carries publish is never simply taken over: whoever meets it under " +
 		"its lock first (the next claim, lease revoke, lease fsck --repair) rolls it forward to done when the " +
-		"result is in public/, or back to released when the staged result is still in its staging directory " +
-		"(the result stays there), so a result is published at most once per ID.\n\n" +
+		"result is in public/ (public/NAME, or public/ID for \".\") and the staged result is gone or is the same " +
+		"file or the same bytes; otherwise it rolls it back to released, whether the staged result is still in " +
+		"its staging directory (it stays there) or is in neither place (lost before the move, or removed by " +
+		"hand): the record keeps its token and its queue entry, so the item is claimed and run again. A result " +
+		"is published at most once per ID. A claim settles it only once it could take the record over (now >= " +
+		"expires_at + clock_skew); a release with the current token and lease revoke settle it whenever they " +
+		"meet it; lease fsck --repair rolls it forward whenever it meets it, and back only once a claim could.\n\n" +
 		"A target record (targets/SS/ID.json, schema lease.target/v1) has the same fields plus " +
 		"`\"group\":\"<GID>\"`; its status is leased or released. A group manifest (groups/SS/GID.json, schema " +
 		"lease.group/v1) has the fields of a work record plus `\"targets\":[sorted unique IDs]`. All targets of a " +
@@ -127,10 +135,22 @@ var formatSections = []Section{
 		"Readers must reject: an unknown schema; missing fields or fields of the wrong type; an id different from " +
 		"the file name; non-canonical IDs; a token that is not an integer in [1, 2^53-1]; times that are not " +
 		"finite numbers >= 0 (the literals NaN and Infinity included); an owner that is empty, longer than 256 " +
-		"bytes or holds control characters; an unknown status; duplicate keys; attempts, exit_status or " +
+		"bytes or holds control characters; a string anywhere in the record (unknown keys included) that holds a " +
+		"\\u escape of a lone surrogate (U+D800 to U+DFFF not as a high surrogate escape followed at once by a " +
+		"low one, as in \"a\\ud800b\": JSON decoders read it as U+FFFD, so that a rewrite would change the owner " +
+		"with no one asking); an unknown status; duplicate keys; attempts, exit_status or " +
 		"stderr_tail out of their ranges above; a publish that is neither \".\" nor a plain file name. Unknown extra keys are preserved " +
 		"on rewrite. A record that exists but does not validate is never treated as free and never overwritten " +
-		"by normal operations: it is reported as corrupt (exit 3) and left for lease fsck."},
+		"by normal operations: it is reported as corrupt (exit 3) and left for lease fsck. Writers refuse the same " +
+		"values before anything is written: an owner given as --owner, LEASE_OWNER or the config file that is " +
+		"not such text is a usage error (exit 2), and lease never writes a surrogate escape.\n\n" +
+		"The answers of renew, release, complete and verify for an ID TOKEN line are decided under the record's " +
+		"lock, in this order: missing (no record); stale-token when TOKEN is not the record's token, whatever " +
+		"the record's status (a stale token of a done item is stale-token, not done); then done, failed, " +
+		"released; then expired when now >= expires_at - clock_skew (a lease within clock_skew of its end " +
+		"counts as lost). A claim answers done or failed for such records; held while a leased or committing " +
+		"record has now < expires_at + clock_skew; corrupt when the token cannot grow (it is 2^53-1); and " +
+		"otherwise writes the record leased with the token plus one (a new record starts at token 1)."},
 	{"DURABILITY", "Every record change is: lock; re-read and validate under the lock; write a temporary file " +
 		"`.ID.json.tmp.<random>` in the same directory; flush and fsync it; rename it over ID.json; fsync the " +
 		"directory before success is reported. The invariants:\n\n" +
@@ -198,9 +218,24 @@ var formatSections = []Section{
 		"A renewal without --ttl keeps the lease's own duration (expires_at - renewed_at). clock_skew (default " +
 		"1 s) bounds the clock difference between nodes: a claimer takes over an expired lease only when now >= " +
 		"expires_at + clock_skew, and a holder (verify, renew, complete, lease run) counts its lease as lost from " +
-		"expires_at - clock_skew."},
+		"expires_at - clock_skew. A ttl must be more than clock_skew (and renew_interval less than ttl - " +
+		"clock_skew): anything else is a usage error (exit 2), since the lease would count as lost when granted.\n\n" +
+		"clock_skew is each client's setting and is not recorded in TABLE, for two reasons. The records do not " +
+		"depend on it: every write is fenced by the token under the record's lock, so a client whose clock_skew " +
+		"is too small (or whose clock is wrong) can make two workers believe they hold one item for a while, " +
+		"but cannot make a stale holder's renew, complete or publish succeed. And the margins of the two sides " +
+		"add up: a holder with clock_skew h and a claimer with clock_skew c never both hold the lease while their " +
+		"clocks differ by at most h + c, so a second program that uses 0 beside lease's 1 s is still safe up to " +
+		"1 s of difference. A campaign that wants one value gives it to every client in the config file " +
+		"(clock_skew) or LEASE_CLOCK_SKEW."},
 	{"LOCKS", "Mutual exclusion per record is an exclusive fcntl(2) write lock (POSIX or OFD; they conflict with " +
-		"each other on Linux) on one byte of the shard's .lock file, at offset int(ID[0:15], 16), length 1. The " +
+		"each other on Linux), a byte-range lock on one byte of the shard's .lock file, at offset int(ID[0:15], 16), length 1. " +
+		"flock(2), and so flock(1), takes a different kind of lock, not this one: on a local filesystem the two " +
+		"kinds do not conflict, so flock on a .lock file excludes no lease operation and no lease operation waits " +
+		"for it (on NFS, Linux emulates flock with an fcntl lock of the whole file, which would stall every record " +
+		"of the shard instead). Either way flock takes no record's lock. A shell script that must " +
+		"change a record takes the lock through lease (lease claim, lease run) or through a language with " +
+		"fcntl(2) (Python's fcntl.lockf(fd, fcntl.LOCK_EX, 1, offset)). The " +
 		"kernel drops it when the holder dies; it works between processes and between the nodes of a shared " +
 		"filesystem that supports fcntl locks. The shard lock file is created once and never deleted. Waiting " +
 		"is bounded (--lock-timeout, default 10 s; exit 5 past it). Groups take the manifest's lock first, then " +

@@ -16,6 +16,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/internal/damaged"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 var fixtureNow = strconv.FormatFloat(damaged.Now, 'f', -1, 64)
@@ -220,10 +221,7 @@ func onTerminal(t *testing.T, f func(tty *os.File)) []byte {
 func openPTY(t *testing.T) (*os.File, *os.File) {
 	m, s, err := pty.Open()
 	if err != nil {
-		if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-			t.Fatalf("no pseudo-terminal: %v", err)
-		}
-		t.Skipf("no pseudo-terminal: %v", err)
+		testenv.Missing(t, "pty", fmt.Sprintf("no pseudo-terminal: %v", err))
 	}
 	return m, s
 }

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // mpiRequireAll reports whether LEASE_TEST_REQUIRE makes a missing
@@ -38,17 +40,14 @@ func mpiRequireAll() bool {
 // mpiMissing skips t with why, or fails it under LEASE_TEST_REQUIRE=all.
 func mpiMissing(t *testing.T, why string) {
 	t.Helper()
-	if mpiRequireAll() {
-		t.Fatalf("%s (LEASE_TEST_REQUIRE=all forbids skipping)", why)
-	}
-	t.Skipf("skipping: %s (LEASE_TEST_REQUIRE=all makes this a failure)", why)
+	testenv.Missing(t, "mpi", why)
 }
 
 // mpiNeedLauncher skips t when mpirun is missing.
 func mpiNeedLauncher(t *testing.T) {
 	t.Helper()
 	if _, err := exec.LookPath("mpirun"); err != nil {
-		mpiMissing(t, "mpirun not found: install openmpi-bin")
+		mpiMissing(t, "mpirun not found: apt-get install openmpi-bin libopenmpi-dev")
 	}
 }
 
@@ -75,10 +74,10 @@ func mpiBinary(t *testing.T) string {
 	t.Helper()
 	mpiNeedLauncher(t)
 	if _, err := exec.LookPath("pkg-config"); err != nil {
-		mpiMissing(t, "pkg-config not found: install pkg-config libopenmpi-dev")
+		mpiMissing(t, "pkg-config not found: apt-get install pkg-config libopenmpi-dev")
 	}
 	if err := exec.Command("pkg-config", "--exists", "ompi").Run(); err != nil {
-		mpiMissing(t, "pkg-config --exists ompi failed: install libopenmpi-dev")
+		mpiMissing(t, "pkg-config --exists ompi failed: apt-get install libopenmpi-dev")
 	}
 	mpiBuildOnce.Do(func() {
 		bin := filepath.Join(filepath.Dir(procBin), "lease-mpi")

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -235,10 +236,7 @@ func watchMPIBinary(t *testing.T, dir string) string {
 		missing = "pkg-config --exists ompi failed"
 	}
 	if missing != "" {
-		if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-			t.Fatalf("%s: install openmpi-bin libopenmpi-dev (LEASE_TEST_REQUIRE=all)", missing)
-		}
-		t.Skipf("%s: install openmpi-bin libopenmpi-dev", missing)
+		testenv.Missing(t, "mpi", missing+": apt-get install openmpi-bin libopenmpi-dev")
 	}
 	bin := filepath.Join(dir, "lease-mpi")
 	if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", bin, "github.com/leasetool/lease").CombinedOutput(); err != nil {

@@ -37,13 +37,12 @@ func (s *Store) QueuePath(id leasefmt.ID) string {
 }
 
 // Enqueue adds items to the queue and returns their results in input
-// order: OK for each ID added; Queued for one already queued (also a
-// second line of the same ID); Done for one whose record is done (not
-// added: the work is over); Corrupt when its record does not validate (not
-// added; lease fsck checks it); IOError when the entry could not be made
-// durable. Entries are created concurrently by the writer pool; each
-// touched queue shard directory is fsynced once, after its last entry, and
-// an ID is reported added only after that (G3). A failed create or fsync
+// order: OK for each ID added; Queued for one already queued; Done for one
+// whose record is done (not added: the work is over); Corrupt when its
+// record does not validate (not added; lease fsck checks it); IOError when
+// the entry could not be made durable. Entries are created concurrently
+// by the writer pool; each touched queue shard directory is fsynced once,
+// after its last entry, and an ID is reported added only after that (G3). A failed create or fsync
 // fails the batch: nothing more is started, what was created is still
 // fsynced (G5) and nothing is reported added (G6).
 //
@@ -51,6 +50,14 @@ func (s *Store) QueuePath(id leasefmt.ID) string {
 // at the same time cannot leave an entry behind for an item it made done:
 // either the complete's removal comes after the entry, or this read sees
 // done and takes the entry back.
+//
+// A later line of an ID earlier in items is not attempted: its result is
+// the first line's, except that an ID the first line added is Queued
+// ("already queued"), as a later Enqueue of it answers. So the first line
+// of an ID is the one reported added whatever the writers' order, and a
+// batch split by shard across ranks (each rank's items in input order)
+// answers as one process does, whether or not its input was cut into
+// chunks.
 func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 	s.stats.Batches.Add(1)
 	res := make([]Result, len(items))
@@ -77,9 +84,16 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 			fail(&durable.OpError{Op: "make the queue shard directory", Path: s.Abs(s.QueueShardDir(sh)), Err: err})
 		}
 	}
-	order := make([]int, len(items))
-	for i := range order {
-		order[i] = i
+	firstOf := map[leasefmt.ID]int{}
+	repeats := map[int]int{} // a later line of an ID: the index of its first
+	order := make([]int, 0, len(items))
+	for i, it := range items {
+		if f, ok := firstOf[it.ID]; ok {
+			repeats[i] = f
+			continue
+		}
+		firstOf[it.ID] = i
+		order = append(order, i)
 	}
 	s.parallel(order, func(i int) {
 		it := items[i]
@@ -180,6 +194,13 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 	for i := range res {
 		r := &res[i]
 		s.stats.Attempted.Add(1)
+		if f, ok := repeats[i]; ok { // f < i: its result is final
+			*r = repeated(res[f], items[i])
+			if r.Outcome == IOError || r.Outcome == Corrupt {
+				s.stats.Failures.Add(1)
+			}
+			continue
+		}
 		switch {
 		case r.Outcome == OK && failed != nil:
 			r.Outcome, r.Cause = IOError, fmt.Errorf("%w: %w", ErrBatchFailed, failed)
@@ -196,6 +217,18 @@ func (s *Store) Enqueue(ctx context.Context, items []Item) []Result {
 		}
 	}
 	return res
+}
+
+// repeated is the result of a later line it of the ID whose first line's
+// result is first: the same, but an ID the first line added is already
+// queued.
+func repeated(first Result, it Item) Result {
+	r := first
+	r.Item, r.Latency = it, 0
+	if r.Outcome == OK {
+		r.Outcome, r.Detail, r.Token, r.Record = Queued, "already queued", 0, nil
+	}
+	return r
 }
 
 // listWorkShards lists the work shard directories in which many entries

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -123,5 +124,52 @@ func TestClaimNextAnswers(t *testing.T) {
 	c, err = at(st, 203).Census(context.Background(), 4)
 	if err != nil || c.Queued != 0 || c.Done != 8 || c.Records != 8 {
 		t.Fatalf("census at the end: %+v %v", c, err)
+	}
+}
+
+// TestEnqueueRepeatedIDs: a later line of an ID is never attempted (one
+// create per distinct ID), so the first line is the one reported added
+// whatever order the writers take; a repeat of an ID already queued, or of
+// one whose record is done, answers as its first line.
+func TestEnqueueRepeatedIDs(t *testing.T) {
+	t.Parallel()
+	st, log := hookedTable(t, 4)
+	done, queued := shardID(1, 900), shardID(2, 901)
+	if r := at(st, 100).Claim(context.Background(), []commit.Item{{ID: done}}, "w", 10)[0]; r.Outcome != commit.OK {
+		t.Fatal(r.Outcome.Reason())
+	}
+	at(st, 101).Complete(context.Background(), []commit.Item{{ID: done, Token: 1}})
+	at(st, 101).Enqueue(context.Background(), []commit.Item{{ID: queued}})
+	items := spread(64, 4)
+	for _, id := range []leasefmt.ID{items[3].ID, items[40].ID, done, queued, items[3].ID, done, queued, items[40].ID} {
+		items = append(items, commit.Item{ID: id})
+	}
+	log.reset(nil)
+	res := at(st, 102).Enqueue(context.Background(), items)
+	creates := map[string]int{}
+	for _, o := range log.snapshot() {
+		if o.op == seam.OpCreate {
+			creates[o.name]++
+		}
+	}
+	if len(creates) != 66 { // the 64 new IDs, done's and queued's
+		t.Errorf("creates of %d names, want 66", len(creates))
+	}
+	for name, c := range creates {
+		if c != 1 {
+			t.Errorf("%s: created %d times, want once", name, c)
+		}
+	}
+	want := func(i int, o commit.Outcome) {
+		t.Helper()
+		if res[i].Outcome != o || res[i].ID != items[i].ID {
+			t.Errorf("line %d (%s): %s %s, want %s", i, items[i].ID, res[i].Outcome.Reason(), res[i].Detail, o.Reason())
+		}
+	}
+	for i := range 64 {
+		want(i, commit.OK)
+	}
+	for i, o := range []commit.Outcome{commit.Queued, commit.Queued, commit.Done, commit.Queued, commit.Queued, commit.Done, commit.Queued, commit.Queued} {
+		want(64+i, o)
 	}
 }

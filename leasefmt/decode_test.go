@@ -232,7 +232,6 @@ func decodeCases() []decodeCase {
 		{name: "owner escape", kind: Work, data: w.set("owner", `"\u001b[31mred"`).String(), field: "owner"},
 		{name: "owner DEL", kind: Work, data: w.set("owner", `"a\u007fb"`).String(), field: "owner"},
 		{name: "owner C1 control", kind: Work, data: w.set("owner", `"a\u0085b"`).String(), field: "owner"},
-		{name: "owner lone surrogate", kind: Work, data: w.set("owner", `"a\ud800b"`).String(), field: "ok"}, // decoded as U+FFFD: valid UTF-8, no control
 
 		// Statuses per kind.
 		{name: "work status expired", kind: Work, data: w.set("status", q("expired")).String(), field: "status"},
@@ -272,6 +271,17 @@ func decodeCases() []decodeCase {
 		{name: "string", kind: Work, data: `"x"`},
 		{name: "number key", kind: Work, data: `{1:2}`},
 		{name: "single quotes", kind: Work, data: strings.ReplaceAll(w.String(), `"`, `'`)},
+		// Strings are text: a surrogate escape only in a pair (JSON would
+		// read a lone one as U+FFFD, and a rewrite would change the owner).
+		{name: "owner lone high surrogate", kind: Work, field: "owner", data: w.set("owner", q(`a\ud800b`)).String()},
+		{name: "owner lone low surrogate", kind: Work, field: "owner", data: w.set("owner", q(`a\udc00b`)).String()},
+		{name: "owner high surrogate at end", kind: Work, field: "owner", data: w.set("owner", q(`a\ud800`)).String()},
+		{name: "owner high then not low", kind: Work, field: "owner", data: w.set("owner", q(`\uD800\u0041`)).String()},
+		{name: "owner two highs", kind: Work, field: "owner", data: w.set("owner", q(`\ud800\ud800\udc00`)).String()},
+		{name: "extra key lone surrogate", kind: Work, field: "x_note", data: w.set("x_note", `["ok", "\udfff"]`).String()},
+		{name: "owner surrogate pair", kind: Work, field: "ok", data: w.set("owner", q(`a\ud83d\ude00b`)).String()},
+		{name: "owner escaped backslash then u", kind: Work, field: "ok", data: w.set("owner", q(`a\\ud800b`)).String()},
+		{name: "owner replacement character", kind: Work, field: "ok", data: w.set("owner", q(`a\ufffdb`)).String()},
 	}
 	return cases
 }

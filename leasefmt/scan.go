@@ -20,8 +20,8 @@ type object struct {
 }
 
 // parseObject reads exactly one JSON object from data, refusing duplicate
-// keys, invalid UTF-8 and anything but white space after it. The literals
-// NaN and Infinity are not JSON and fail here.
+// keys, invalid UTF-8, a lone surrogate escape and anything but white
+// space after it. The literals NaN and Infinity are not JSON and fail here.
 //
 // Records are read for every lease of every batch, so the common case is
 // fast: data that json.Valid accepts is split into its top-level keys and
@@ -34,10 +34,33 @@ func parseObject(data []byte) (*object, error) {
 	}
 	if json.Valid(data) {
 		if o, err, ok := splitObject(data); ok {
-			return o, err
+			if err == nil {
+				err = checkText(data, o)
+			}
+			if err != nil {
+				return nil, err
+			}
+			return o, nil
 		}
 	}
 	return parseObjectSlow(data)
+}
+
+// checkText refuses data, parsed into o, when one of its strings holds a
+// lone surrogate escape, naming the key whose value holds it.
+func checkText(data []byte, o *object) error {
+	esc := loneSurrogate(data)
+	if esc == "" {
+		return nil
+	}
+	field := ""
+	for _, k := range o.keys {
+		if loneSurrogate(o.vals[k]) != "" {
+			field = k
+			break
+		}
+	}
+	return bad(field, "holds the lone surrogate escape %s: not text", esc)
 }
 
 // splitObject splits data, which json.Valid accepted, into the keys and raw
@@ -181,6 +204,9 @@ func parseObjectSlow(data []byte) (*object, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, bad("", "data after the JSON object")
 	}
+	if err := checkText(data, o); err != nil {
+		return nil, err
+	}
 	return o, nil
 }
 
@@ -275,4 +301,52 @@ func (o *object) targets(key string) ([]ID, error) {
 		ids[i] = id
 	}
 	return ids, nil
+}
+
+// loneSurrogate returns the first \u escape of data that is a surrogate
+// not in a pair (a high one, U+D800 to U+DBFF, followed at once by an
+// escaped low one, U+DC00 to U+DFFF), or "". encoding/json would read it
+// as U+FFFD, so that the next rewrite of the record would change the
+// string with no one asking: such a record is not text, and is corrupt.
+// Outside strings a backslash is not JSON, so every backslash of data is
+// taken as an escape.
+func loneSurrogate(data []byte) string {
+	for i := bytes.IndexByte(data, '\\'); i >= 0 && i+1 < len(data); {
+		if data[i+1] != 'u' {
+			i += 2
+		} else {
+			r, ok := hex4(data, i+2)
+			switch {
+			case !ok:
+				return "" // not JSON: the parser says so
+			case r >= 0xdc00 && r <= 0xdfff:
+				return string(data[i : i+6])
+			case r >= 0xd800 && r <= 0xdbff:
+				if lo, ok := hex4(data, i+8); !ok || data[i+6] != '\\' || data[i+7] != 'u' || lo < 0xdc00 || lo > 0xdfff {
+					return string(data[i : i+6])
+				}
+				i += 12
+			default:
+				i += 6
+			}
+		}
+		if i >= len(data) {
+			break
+		}
+		j := bytes.IndexByte(data[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j
+	}
+	return ""
+}
+
+// hex4 reads the 4 hex digits of a \u escape at data[i:].
+func hex4(data []byte, i int) (rune, bool) {
+	if i+4 > len(data) {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(string(data[i:i+4]), 16, 16)
+	return rune(v), err == nil
 }

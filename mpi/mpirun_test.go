@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/mpi/internal/mpicheck/plan"
 )
 
@@ -25,19 +26,16 @@ func needOpenMPI(t *testing.T) {
 	t.Helper()
 	missing := ""
 	if _, err := exec.LookPath("mpirun"); err != nil {
-		missing = "mpirun not found: install openmpi-bin libopenmpi-dev"
+		missing = "mpirun not found: apt-get install openmpi-bin libopenmpi-dev"
 	} else if _, err := exec.LookPath("pkg-config"); err != nil {
-		missing = "pkg-config not found: install pkg-config libopenmpi-dev"
+		missing = "pkg-config not found: apt-get install pkg-config libopenmpi-dev"
 	} else if err := exec.Command("pkg-config", "--exists", "ompi").Run(); err != nil {
-		missing = "pkg-config --exists ompi failed: install libopenmpi-dev"
+		missing = "pkg-config --exists ompi failed: apt-get install libopenmpi-dev"
 	}
 	if missing == "" {
 		return
 	}
-	if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-		t.Fatal(missing + " (LEASE_TEST_REQUIRE=all forbids skipping)")
-	}
-	t.Skip(missing)
+	testenv.Missing(t, "mpi", missing)
 }
 
 // buildMPICheck builds internal/mpicheck with -tags mpi and returns its path.

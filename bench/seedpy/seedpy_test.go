@@ -22,7 +22,7 @@ func requirePython(t *testing.T) string {
 		if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
 			t.Fatal("python3 is not on PATH (LEASE_TEST_REQUIRE=all forbids skipping)")
 		}
-		t.Skip("skipping: python3 is not on PATH; seed.py needs it (LEASE_TEST_REQUIRE=all makes this a failure)")
+		t.Skip("skipping: python3 is not on PATH (apt-get install python3); seed.py needs it (LEASE_TEST_REQUIRE=all makes this a failure)")
 	}
 	return py
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/faultfs"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // RequireEnv is the environment variable that turns missing test
@@ -35,7 +36,7 @@ func Require(t testing.TB) {
 		if Required() {
 			t.Fatalf("%s=%s but faultfs cannot run: %v", RequireEnv, os.Getenv(RequireEnv), err)
 		}
-		t.Skipf("skipping: %v (set %s=all to make this a failure)", err, RequireEnv)
+		testenv.Missing(t, "fuse", err.Error())
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // campaignWorker is one worker of the chaos campaign, as a user writes it:
@@ -51,7 +53,7 @@ func TestCampaignUnderChaos(t *testing.T) {
 	}
 	for _, tool := range []string{"mkfs.ext4", "mount", "dd", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			needed(t, tool)
+			needed(t, tool+" ("+testenv.Install(tool)+")")
 		}
 	}
 	bin := leaseBinary(t)
@@ -304,8 +306,5 @@ func leasePids(root string) []int {
 // LEASE_TEST_REQUIRE=all (CI).
 func needed(t *testing.T, what string) {
 	t.Helper()
-	if os.Getenv("LEASE_TEST_REQUIRE") == "all" {
-		t.Fatalf("needs %s (LEASE_TEST_REQUIRE=all forbids skipping)", what)
-	}
-	t.Skipf("skipping: needs %s", what)
+	testenv.Missing(t, what, "needs "+what)
 }
