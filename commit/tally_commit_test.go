@@ -48,7 +48,9 @@ func (r *rendezvous) hook(op seam.Op, name string) error {
 	}
 	*mine++
 	defer func() { *mine-- }()
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+	// Returns as soon as the other arrives; the bound only ends a wait
+	// for one that never comes (sequential fsyncs), loaded machine or not.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		if r.met || *other > 0 {
 			r.met = true
 			return nil
