@@ -134,17 +134,23 @@ func inPlace(st *unix.Stat_t) error {
 // AT_EMPTY_PATH (Linux 6.6), else chmod of /proc/self/fd/FD, which the
 // kernel resolves to that inode, never through a name of the table.
 func fchmodPath(fd int, mode uint32) error {
-	_, _, errno := unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(fd), uintptr(unsafe.Pointer(&emptyPath[0])), uintptr(mode), unix.AT_EMPTY_PATH, 0, 0)
-	if errno == 0 {
-		return nil
-	}
-	if errno != unix.ENOSYS && errno != unix.EINVAL && errno != unix.EOPNOTSUPP {
-		return errno
+	if !noFchmodat2 {
+		_, _, errno := unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(fd), uintptr(unsafe.Pointer(&emptyPath[0])), uintptr(mode), unix.AT_EMPTY_PATH, 0, 0)
+		if errno == 0 {
+			return nil
+		}
+		if errno != unix.ENOSYS && errno != unix.EINVAL && errno != unix.EOPNOTSUPP {
+			return errno
+		}
 	}
 	return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
 }
 
 var emptyPath = [1]byte{0}
+
+// noFchmodat2 makes fchmodPath take the way of kernels before 6.6 (a
+// test seam).
+var noFchmodat2 = false
 
 // MkdirPrivate implements PrivateDirMaker: mkdirat(2) with mode 0700, so
 // that no other account can enter the directory from the moment it exists
@@ -169,7 +175,7 @@ func (o *OSFS) MkdirPrivate(name string) error {
 // account: a name swapped meanwhile is refused with ErrNotInPlace, never
 // followed.
 func (o *OSFS) chmodMade(dfd int, base, name string, mode func(*unix.Stat_t) uint32) error {
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dfd, base, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return o.perr("open", name, err)
 	}
@@ -182,7 +188,7 @@ func (o *OSFS) chmodMade(dfd int, base, name string, mode func(*unix.Stat_t) uin
 		return o.perr("chmod", name, fmt.Errorf("%w: a directory of uid %d where this process made its own", ErrNotInPlace, st.Uid))
 	}
 	if want := mode(&st); want != uint32(st.Mode)&0o7777 {
-		if err := unix.Fchmod(fd, want); err != nil {
+		if err := fchmodPath(fd, want); err != nil {
 			return o.perr("chmod", name, err)
 		}
 	}
