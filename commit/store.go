@@ -502,8 +502,13 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 		if !errors.Is(err, fs.ErrExist) {
 			return "", err
 		}
-		fi, lerr := s.fs.Lstat(dir)
-		if lerr == nil && ownStage(fi, s.sharing != nil) {
+		fi, err := s.fs.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed meanwhile: made fresh
+		case err != nil:
+			return "", err
+		case ownStage(fi, s.sharing != nil):
 			return s.Abs(dir), nil
 		}
 		if try == 2 {

@@ -190,7 +190,14 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 		c.emit(c.ioFinding(rel, "cannot read the record of the staging directory", err))
 		return
 	}
-	owner, private := c.privateStage(rel)
+	owner, private, serr := c.privateStage(rel)
+	if errors.Is(serr, fs.ErrNotExist) {
+		return // removed meanwhile (by the lease run that made it)
+	}
+	if serr != nil {
+		c.emit(c.ioFinding(rel, "cannot stat the staging directory", serr))
+		return
+	}
 	if cur != nil && cur.Token == token && (cur.Status == leasefmt.Leased || cur.Status == leasefmt.Committing) {
 		if !private { // another account's is its alone while it holds the lease
 			c.walkLinks(rel, 0)
@@ -287,14 +294,14 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 // account's private one (mode 0700, as lease makes them in a shared
 // table), which this process (not root) can neither list nor move, and
 // its owner.
-func (c *checker) privateStage(rel string) (int, bool) {
+func (c *checker) privateStage(rel string) (int, bool, error) {
 	fi, err := c.fs.Lstat(rel)
 	if err != nil || !fi.IsDir() {
-		return 0, false
+		return 0, false, err
 	}
 	mode, uid, _, ok := seam.Owner(fi)
 	euid := os.Geteuid()
-	return uid, ok && uid != euid && euid != 0 && mode&0o077 == 0
+	return uid, ok && uid != euid && euid != 0 && mode&0o077 == 0, nil
 }
 
 // linkedPublished reports whether the staged file at the table-relative
