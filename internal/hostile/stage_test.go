@@ -46,6 +46,17 @@ func fail(err error) int {
 	return 0
 }
 
+// queued is a world with A's shared table, an item named name in its
+// queue and a canary of A's, a private 0600 file.
+func queued(t *testing.T, name string) (e *hostile.Env, root, id, canary string) {
+	e = hostile.New(t)
+	root = e.Table()
+	canary = e.Canary(hostile.A, "private", 0o600)
+	id = itemID(name)
+	e.Must(0, hostile.A, id+"\n", "add", "--root", root)
+	return e, root, id, canary
+}
+
 // itemID is the ID of the item named s.
 func itemID(s string) string {
 	h := sha256.Sum256([]byte(s))
@@ -72,11 +83,7 @@ func waitFile(t *testing.T, path string) {
 // A's own, and the private file is unchanged.
 func TestStagePlantedBeforeClaim(t *testing.T) {
 	t.Parallel()
-	e := hostile.New(t)
-	root := e.Table()
-	canary := e.Canary(hostile.A, "private", 0o600)
-	id := itemID("planted-before")
-	e.Must(0, hostile.A, id+"\n", "add", "--root", root)
+	e, root, id, canary := queued(t, "planted-before")
 	stage := filepath.Join(root, "stage", id+".1")
 	if out, err := e.Step(context.Background(), hostile.B, "plant", stage, canary).CombinedOutput(); err != nil {
 		t.Fatalf("planting as B: %v\n%s", err, out)
@@ -101,11 +108,7 @@ func TestStagePlantedBeforeClaim(t *testing.T) {
 // is A's alone (0700), so B cannot, and A's write stays in the table.
 func TestStagePlantedDuringCmd(t *testing.T) {
 	t.Parallel()
-	e := hostile.New(t)
-	root := e.Table()
-	canary := e.Canary(hostile.A, "private", 0o600)
-	id := itemID("planted-during")
-	e.Must(0, hostile.A, id+"\n", "add", "--root", root)
+	e, root, id, canary := queued(t, "planted-during")
 	started, goOn := filepath.Join(e.Dir, "started"), filepath.Join(e.Dir, "go")
 	cmd := e.Command(hostile.A, "work", "--root", root, "--max-items", "1", "--", "sh", "-c",
 		`echo "$LEASE_STAGE" > "$0.tmp" && mv "$0.tmp" "$0" && while [ ! -e "$1" ]; do sleep 0.01; done; echo mine > "$LEASE_STAGE/result"`,
@@ -146,10 +149,7 @@ func TestStagePlantedDuringCmd(t *testing.T) {
 // --repair) find the table whole: exit 0.
 func TestPublishedTreeReadableByGroup(t *testing.T) {
 	t.Parallel()
-	e := hostile.New(t)
-	root := e.Table()
-	id := itemID("umask-077")
-	e.Must(0, hostile.A, id+"\n", "add", "--root", root)
+	e, root, id, _ := queued(t, "umask-077")
 	e.Must(0, hostile.A, "", "work", "--root", root, "--max-items", "1", "--", "sh", "-c",
 		`umask 077 && mkdir -p "$LEASE_STAGE/sub/deeper" && echo r > "$LEASE_STAGE/sub/deeper/r" && echo top > "$LEASE_STAGE/top"`)
 	pub := filepath.Join(root, "public", id)
@@ -180,11 +180,7 @@ func TestPublishedTreeReadableByGroup(t *testing.T) {
 // done, the reason said) and the file keeps its mode.
 func TestPublishRefusesHardLink(t *testing.T) {
 	t.Parallel()
-	e := hostile.New(t)
-	root := e.Table()
-	canary := e.Canary(hostile.A, "private", 0o600)
-	id := itemID("hard-link")
-	e.Must(0, hostile.A, id+"\n", "add", "--root", root)
+	e, root, id, canary := queued(t, "hard-link")
 	r := e.Run(hostile.A, "", "work", "--root", root, "--max-items", "1", "--", "sh", "-c", `ln "$0" "$LEASE_STAGE/c"`, canary)
 	// The staged link itself is A's to remove; then the canary is as it was.
 	unlinkOthers(t, root, canary)
