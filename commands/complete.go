@@ -30,21 +30,27 @@ var completeCommand = &cli.Command{
 		"With --publish NAME (exactly one input line) the result is published exactly once (fenced\n" +
 		"staging): the holder of token TOKEN of ID stages it as ROOT/stage/ID.TOKEN/NAME (the directory\n" +
 		"that lease run passes to its command as LEASE_STAGE; a script that claims by itself makes it\n" +
-		"with mkdir -p). NAME may also be given as that path. The staged file is fsynced, the record is\n" +
-		"written `committing` with \"publish\":\"NAME\", the file is moved to ROOT/public/NAME with a\n" +
-		"durable cross-directory replace (public/ fsynced, then the staging directory), never over an\n" +
-		"existing name, and the record is written `done`. A stale holder's files sit in its own staging\n" +
-		"directory and are never published. A crash between the move and done is settled by whoever\n" +
-		"meets the record next under its lock: the next claim or lease fsck --repair rolls it forward\n" +
-		"to done when the result is in public/, or back to released when it is still staged; the same\n" +
-		"complete --publish retried with the same token resumes it.\n" +
+		"with mkdir -m 0700, not -p: on a shared table a directory already there was made by another\n" +
+		"account, which could have put a link in it). NAME may also be given as that path. The staged\n" +
+		"file is fsynced, the record is written `committing` with \"publish\":\"NAME\", the file is moved\n" +
+		"to ROOT/public/NAME with a durable cross-directory replace (public/ fsynced, then the staging\n" +
+		"directory), never over an existing name, and the record is written `done`. A stale holder's\n" +
+		"files sit in its own staging directory and are never published. A crash between the move and\n" +
+		"done is settled by whoever meets the record next under its lock: the next claim or lease fsck\n" +
+		"--repair rolls it forward to done when the result is in public/, or back to released when it\n" +
+		"is still staged; the same complete --publish retried with the same token resumes it.\n" +
 		"\n" +
 		"A result is a regular file or a directory (every file of it, any names): all of it is fsynced\n" +
 		"(each file, then each directory, deepest first) before the one rename that makes it visible,\n" +
 		"so it appears in public/ whole, once. --publish . (or the staging directory's own path, e.g.\n" +
 		"\"$LEASE_STAGE\") publishes the whole staging directory as ROOT/public/ID/, a name that no other\n" +
 		"item's result can take: what lease run --complete does with what CMD left in LEASE_STAGE. A\n" +
-		"result holding a symbolic link or anything but files and directories is refused (exit 2).\n" +
+		"result holding a symbolic link or anything but files and directories is refused (exit 2), and\n" +
+		"so is a file with more than one link (a hard link: another name, perhaps outside the table,\n" +
+		"reaches it) or an entry not owned by the account publishing it. On a shared table (lease init\n" +
+		"--shared) publication then gives every file and directory of the result the group's modes,\n" +
+		"whatever the umask it was staged under, through a descriptor of each entry opened without\n" +
+		"following links, never by its name.\n" +
 		"\n" +
 		"On a full filesystem (ENOSPC, or a quota's EDQUOT) the holder still completes its live lease:\n" +
 		"its record writes go through a spare of the table's reserve, ROOT/reserve/, overwritten in place\n" +
@@ -70,7 +76,7 @@ var completeManual = Manual{
 		{"Complete the item a worker finished, if its lease is still the worker's (exit 1 and nothing written otherwise):", "grep \"^$id \" held | lease complete"},
 		{"Complete every item listed in finished (ID TOKEN lines the workers wrote when done):", "lease complete finished"},
 		{"Publish a result exactly once, only if the lease is still current (exit 1 and nothing moved otherwise):",
-			"mkdir -p \"$LEASE_ROOT/stage/$ID.$TOKEN\"\ncp crash.bin \"$LEASE_ROOT/stage/$ID.$TOKEN/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
+			"mkdir -m 0700 \"$LEASE_ROOT/stage/$ID.$TOKEN\"\ncp crash.bin \"$LEASE_ROOT/stage/$ID.$TOKEN/$ID.crash\"\necho \"$ID $TOKEN\" | lease complete --publish \"$ID.crash\""},
 		{"Inside lease run, the staging directory is given:", "cp crash.bin \"$LEASE_STAGE/$LEASE_ID.crash\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_ID.crash\""},
 		{"Publish every finding of a fuzzer (the same names in every instance) under the item's own ID, as ROOT/public/ID/:",
 			"cp -r out/default/crashes \"$LEASE_STAGE/\" &&\n  echo \"$LEASE_ID $LEASE_TOKEN\" | lease complete --publish \"$LEASE_STAGE\""},

@@ -191,7 +191,8 @@ func TestSharedTableAcrossAccounts(t *testing.T) {
 	s.must(0, bobUID, "", "run", "--root", root, "--complete", b, "--", "sh", "-c",
 		`echo result > "$LEASE_STAGE/r.out" && echo "$LEASE_ID $LEASE_TOKEN" | lease complete --publish r.out`)
 	// A stage left behind by bob (a second run that leaves a file) is
-	// debris that alice's fsck --repair moves away.
+	// debris: bob's alone (mode 2700), which alice's fsck --repair reports
+	// and leaves to bob (or root).
 	c := string(uxID("shared-carol"))
 	s.must(0, bobUID, "", "run", "--root", root, c, "--", "sh", "-c", `echo left > "$LEASE_STAGE/left.txt"`)
 	// Alice revokes nothing of bob's but takes his released item over.
@@ -200,7 +201,8 @@ func TestSharedTableAcrossAccounts(t *testing.T) {
 	s.must(0, aliceUID, "", "fsck", "--root", root)
 	s.must(0, bobUID, "", "fsck", "--root", root)
 	// The modes of what lease made, whoever ran it (what lease fsck moved
-	// to lost+found/ keeps the modes its makers gave it).
+	// to lost+found/ keeps the modes its makers gave it, and a staging
+	// directory is its claimer's alone until its result is published).
 	err := filepath.Walk(root, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err
@@ -208,6 +210,12 @@ func TestSharedTableAcrossAccounts(t *testing.T) {
 		mode, gid := modeOf(t, p)
 		rel, _ := filepath.Rel(root, p)
 		if strings.HasPrefix(rel, "lost+found/") {
+			return nil
+		}
+		if strings.HasPrefix(rel, "stage/") {
+			if fi.IsDir() && mode != 0o2700 {
+				t.Errorf("%s: mode %04o, want 2700 (its claimer's alone)", rel, mode)
+			}
 			return nil
 		}
 		switch {

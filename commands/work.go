@@ -59,8 +59,14 @@ var workManual = Manual{
 		"the lost point, the grace), except that one supervisor, started once, runs every item's CMD in turn (a CMD " +
 		"costs its own fork and exec, not a supervisor's too); if it is killed, the next item gets a new one. Exit status 0 publishes what CMD left in LEASE_STAGE whole, once, as " +
 		"ROOT/public/ID/, and the item is done only when that publish succeeded; an empty LEASE_STAGE publishes " +
-		"nothing. A result that cannot be published (ROOT/public/ID exists, a symbolic link in it) leaves the item " +
-		"not done: released with an attempt counted, LEASE_STAGE kept for lease fsck. A CMD that exits non-zero, " +
+		"nothing. A result that cannot be published (ROOT/public/ID exists, a symbolic link in it, a file with more " +
+		"than one link or one not owned by the worker's account) leaves the item " +
+		"not done: released with an attempt counted, LEASE_STAGE kept for lease fsck. " +
+		"LEASE_STAGE is made fresh for each item and belongs to the worker's account: on a shared table (lease " +
+		"init --shared) it is mode 0700 while CMD runs, so that no other member can plant anything in it, and " +
+		"publication gives every file and directory of the result the group's modes, whatever CMD's umask (see " +
+		"lease-complete(1)); a directory already at its name was made by someone else and is never used: it is " +
+		"moved to lost+found/ and a new one made. A CMD that exits non-zero, " +
 		"or is killed by a signal lease work did not send, is a failed run: the release counts an attempt, with " +
 		"CMD's exit status and the end of its standard error; at max_attempts (--max-attempts, LEASE_MAX_ATTEMPTS; " +
 		"default 3, 0 for no limit) the item becomes failed, which claims refuse until lease retry puts it back. A " +

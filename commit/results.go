@@ -91,16 +91,24 @@ func (s *Store) sameTree(a, b string) bool {
 // published: a regular file is fsynced; a directory is walked, every
 // regular file in it fsynced and every directory of it fsynced after its
 // entries (deepest first, the result's own directory last). Anything but
-// regular files and directories (a symbolic link, a FIFO) is refused with
-// ErrStaged, before anything is written: a result is data, and links are
-// never followed in a table.
+// regular files and directories (a symbolic link, a FIFO), an entry owned
+// by another account or a file with more than one link is refused with
+// ErrStaged, before anything is written or any mode changed: a result is
+// data its publisher staged, and links are never followed in a table. In
+// a shared table every file and directory of it gets the group's modes on
+// the way (shareResult).
 func (s *Store) syncResult(name string) error {
 	fi, err := s.fs.Lstat(name)
 	if err != nil {
 		return err
 	}
+	if err := s.checkStaged(name, fi); err != nil {
+		return err
+	}
 	if fi.Mode().IsRegular() {
-		s.shareResult(name)
+		if err := s.shareResult(name, fi); err != nil {
+			return err
+		}
 		if err := s.fs.SyncFile(name); err != nil {
 			return err
 		}
@@ -110,11 +118,12 @@ func (s *Store) syncResult(name string) error {
 	if err := s.checkResultTree(name, 0); err != nil {
 		return err
 	}
-	return s.syncTree(name)
+	return s.syncTree(name, fi)
 }
 
 // checkResultTree refuses a staged directory holding anything but regular
-// files and directories, or nested deeper than MaxResultDepth.
+// files and directories, entries checkStaged refuses, or nested deeper
+// than MaxResultDepth.
 func (s *Store) checkResultTree(dir string, depth int) error {
 	if depth > MaxResultDepth {
 		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), MaxResultDepth)
@@ -126,11 +135,22 @@ func (s *Store) checkResultTree(dir string, depth int) error {
 	for _, e := range ents {
 		p := path.Join(dir, e.Name())
 		switch t := e.Type(); {
-		case t.IsDir():
-			if err := s.checkResultTree(p, depth+1); err != nil {
+		case t.IsDir(), t.IsRegular():
+			fi, err := s.fs.Lstat(p)
+			if err != nil {
 				return err
 			}
-		case t.IsRegular():
+			if fi.Mode().Type() != t.Type() {
+				return fmt.Errorf("%w %s: changed while it was checked", ErrStaged, s.Abs(p))
+			}
+			if err := s.checkStaged(p, fi); err != nil {
+				return err
+			}
+			if t.IsDir() {
+				if err := s.checkResultTree(p, depth+1); err != nil {
+					return err
+				}
+			}
 		case t&fs.ModeSymlink != 0:
 			return fmt.Errorf("%w %s: a symbolic link (a result holds regular files and directories only; links are never followed)", ErrStaged, s.Abs(p))
 		default:
@@ -140,26 +160,36 @@ func (s *Store) checkResultTree(dir string, depth int) error {
 	return nil
 }
 
-// syncTree fsyncs every file below dir, then each directory after its
-// entries, dir itself last.
-func (s *Store) syncTree(dir string) error {
+// syncTree fsyncs every file below dir (fi its Lstat), then each
+// directory after its entries, dir itself last, giving each the modes of
+// a shared table first.
+func (s *Store) syncTree(dir string, fi fs.FileInfo) error {
 	ents, err := s.fs.ReadDir(dir)
 	if err != nil {
 		return err
 	}
 	for _, e := range ents {
 		p := path.Join(dir, e.Name())
-		if e.IsDir() {
-			if err := s.syncTree(p); err != nil {
+		efi, err := s.fs.Lstat(p)
+		if err != nil {
+			return err
+		}
+		if efi.IsDir() {
+			if err := s.syncTree(p, efi); err != nil {
 				return err
 			}
 			continue
 		}
-		s.shareResult(p)
+		if err := s.shareResult(p, efi); err != nil {
+			return err
+		}
 		if err := s.fs.SyncFile(p); err != nil {
 			return err
 		}
 		s.stats.FileSyncs.Add(1)
+	}
+	if err := s.shareResult(dir, fi); err != nil {
+		return err
 	}
 	if err := s.fs.SyncDir(dir); err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 
 	"golang.org/x/sys/unix"
 
@@ -79,27 +81,50 @@ func accessDenied(err error) bool {
 	return errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS)
 }
 
-// shareResult makes a result about to be published readable by the group
-// of a shared table: the command that staged it wrote it with its own
-// umask. Best effort: a result that keeps its mode is published all the
-// same.
-func (s *Store) shareResult(staged string) {
+// shareResult gives the entry staged (a file or a directory of a result
+// about to be published, fi its Lstat) the modes of a shared table: the
+// command that staged it wrote it with its own umask, and the staging
+// directory was its claimer's alone. Publication is the one process that
+// changes these modes, through a descriptor of the entry (PermFixer): an
+// entry that is not one it may change in place (seam.ErrNotInPlace) is
+// refused with ErrStaged; any other failure leaves the mode, and the
+// result is published all the same.
+func (s *Store) shareResult(staged string, fi fs.FileInfo) error {
 	if s.sharing == nil {
-		return
+		return nil
 	}
 	fixer, ok := seam.As[seam.PermFixer](s.fs)
 	if !ok {
-		return
-	}
-	fi, err := s.fs.Lstat(staged)
-	if err != nil || !fi.Mode().IsRegular() {
-		return
+		return nil
 	}
 	mode, _, _, ok := seam.Owner(fi)
 	if !ok {
-		return
+		return nil
 	}
-	if want := s.sharing.FileMode(mode&0o777, false); want != mode {
-		fixer.FixPerm(staged, want, -1)
+	want := s.sharing.FileMode(mode&0o777, false)
+	if fi.IsDir() {
+		want = s.sharing.DirMode(mode & 0o777)
 	}
+	if want == mode {
+		return nil
+	}
+	if err := fixer.FixPerm(staged, want, -1); errors.Is(err, seam.ErrNotInPlace) {
+		return fmt.Errorf("%w %s: %w", ErrStaged, s.Abs(staged), err)
+	}
+	return nil
+}
+
+// checkStaged refuses (ErrStaged) an entry of a result (fi its Lstat)
+// that its publisher did not make: one owned by another account, or a file
+// with more than one link, whose inode another name (perhaps outside the
+// table) reaches; publication would hand it to public/ and change its
+// mode.
+func (s *Store) checkStaged(name string, fi fs.FileInfo) error {
+	if _, uid, _, ok := seam.Owner(fi); ok && uid != os.Geteuid() {
+		return fmt.Errorf("%w %s: owned by uid %d, not by the account publishing it (uid %d): never published", ErrStaged, s.Abs(name), uid, os.Geteuid())
+	}
+	if n := seam.Links(fi); fi.Mode().IsRegular() && n > 1 {
+		return fmt.Errorf("%w %s: a file with %d links (a hard link: another name, perhaps outside the table, reaches it): never published; stage a copy", ErrStaged, s.Abs(name), n)
+	}
+	return nil
 }

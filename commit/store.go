@@ -472,12 +472,66 @@ func ParseStageName(name string) (leasefmt.ID, int64, bool) {
 // MakeStage creates the staging directory of the holder of token of id,
 // durably, and returns its absolute path. It does not check the lease:
 // whatever is staged there is published only while token is current.
+//
+// The directory belongs to its claimer (docs/safety.md): made fresh, and
+// in a shared table with mode 0700 (and setgid) from the moment it exists,
+// so that no other account can plant anything in it while the claimer's
+// command writes there; the group gets its modes at publication. A name
+// that exists already is reused only when it is this account's own
+// directory that nobody else may write (a second call for the same
+// lease); anything else there was made by someone else and is never
+// reused: it is moved to lost+found/ and a fresh directory made.
 func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	dir := StagePath(id, token)
-	if err := s.Disk().EnsureDir(dir); err != nil {
+	if err := s.disk.EnsureDir(StageDir); err != nil {
 		return "", err
 	}
-	return s.Abs(dir), nil
+	mkdir := s.fs.Mkdir
+	if maker, ok := seam.As[seam.PrivateDirMaker](s.fs); ok && s.sharing != nil {
+		mkdir = maker.MkdirPrivate
+	}
+	for try := 0; ; try++ {
+		err := mkdir(dir)
+		if err == nil {
+			if err := s.fs.SyncDir(StageDir); err != nil {
+				return "", err
+			}
+			s.stats.DirectorySyncs.Add(1)
+			return s.Abs(dir), nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+		fi, err := s.fs.Lstat(dir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // removed meanwhile: made fresh
+		case err != nil:
+			return "", err
+		case ownStage(fi, s.sharing != nil):
+			return s.Abs(dir), nil
+		}
+		if try == 2 {
+			return "", fmt.Errorf("%s: made again by another account each time it was moved aside; a staging directory is never reused", s.Abs(dir))
+		}
+		aside := path.Join(LostFound, fmt.Sprintf("%s-%s.%d", StageDir, path.Base(dir), time.Now().UnixNano()))
+		if err := s.disk.EnsureDir(LostFound); err != nil {
+			return "", err
+		}
+		if err := s.disk.Move(dir, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s exists, made by someone else, and is never reused; moving it to %s failed: %w", s.Abs(dir), s.Abs(aside), err)
+		}
+	}
+}
+
+// ownStage reports whether fi is a directory of this process's account
+// (shared: one that no other account could have written in, no group or
+// other write bit): a staging directory MakeStage made for the same lease
+// before. An FS that tells no owner (a memory FS of the tests) is its
+// process's.
+func ownStage(fi fs.FileInfo, shared bool) bool {
+	mode, uid, _, ok := seam.Owner(fi)
+	return fi.IsDir() && (!ok || uid == os.Geteuid() && (!shared || mode&0o022 == 0))
 }
 
 // Lock takes the lock of the record of id (docs/lease-format.md, locks),

@@ -48,7 +48,11 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 			continue // checkTop and the scan report it
 		}
 		for _, e := range ents {
-			if !e.IsDir() {
+			if !e.IsDir() || top == commit.StageDir || top == commit.LostFound {
+				// A staging directory is its claimer's alone while the
+				// lease is held (mode 0700): publication gives its
+				// result the group's modes (docs/safety.md). What was
+				// moved to lost+found/ keeps the modes it had.
 				continue
 			}
 			sub := path.Join(top, e.Name())
@@ -110,12 +114,20 @@ func (p permCheck) check(rel string, dir bool) bool {
 			if gid != p.gid {
 				g = p.gid
 			}
-			if err := fixer.FixPerm(rel, mode|need, g); err != nil {
+			err := fixer.FixPerm(rel, mode|need, g)
+			switch {
+			case errors.Is(err, seam.ErrNotInPlace):
+				// Not what the Lstat above saw (a link or a hard link
+				// swapped in): never changed in place, moved away.
+				f.Found += fmt.Sprintf(" (now %v)", errors.Unwrap(err))
+				f.Repair = "move it to lost+found/ (a mode is never changed through a link)"
+				p.c.quarantineInto(rel, f, "an entry whose mode lease may not change in place: "+err.Error())
+			case err != nil:
 				if errors.Is(err, fs.ErrPermission) {
 					err = fmt.Errorf("%w (only the owner of %s or root can change it)", err, name)
 				}
 				failed(f, err)
-			} else {
+			default:
 				fixed(f, fmt.Sprintf("set mode %04o, group %s", mode|need, groupName(p.gid)))
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 
@@ -189,8 +190,18 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 		c.emit(c.ioFinding(rel, "cannot read the record of the staging directory", err))
 		return
 	}
+	owner, private, serr := c.privateStage(rel)
+	if errors.Is(serr, fs.ErrNotExist) {
+		return // removed meanwhile (by the lease run that made it)
+	}
+	if serr != nil {
+		c.emit(c.ioFinding(rel, "cannot stat the staging directory", serr))
+		return
+	}
 	if cur != nil && cur.Token == token && (cur.Status == leasefmt.Leased || cur.Status == leasefmt.Committing) {
-		c.walkLinks(rel, 0)
+		if !private { // another account's is its alone while it holds the lease
+			c.walkLinks(rel, 0)
+		}
 		return
 	}
 	why := "no work record"
@@ -202,6 +213,12 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 		why = fmt.Sprintf("the current token is %d", cur.Token)
 	default:
 		why = fmt.Sprintf("the lease is %s", cur.Status)
+	}
+	if private {
+		c.emit(&Finding{Kind: KindStaleStage, Path: rel, ID: id, Debris: true,
+			Found:    fmt.Sprintf("the staging directory of token %d, but %s (private to uid %d: only that account or root can list it and sweep it)", token, why, owner),
+			Expected: "staging directories of current leases only (results of other tokens can never be published)"})
+		return
 	}
 	ents, lerr := c.readDirSorted(rel)
 	if lerr != nil {
@@ -271,6 +288,20 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 		c.quarantineInto(rel, f, "a staging directory of a token that is no longer current: "+why)
 	}
 	c.emit(f)
+}
+
+// privateStage reports whether the staging directory rel is another
+// account's private one (mode 0700, as lease makes them in a shared
+// table), which this process (not root) can neither list nor move, and
+// its owner.
+func (c *checker) privateStage(rel string) (int, bool, error) {
+	fi, err := c.fs.Lstat(rel)
+	if err != nil || !fi.IsDir() {
+		return 0, false, err
+	}
+	mode, uid, _, ok := seam.Owner(fi)
+	euid := os.Geteuid()
+	return uid, ok && uid != euid && euid != 0 && mode&0o077 == 0, nil
 }
 
 // linkedPublished reports whether the staged file at the table-relative

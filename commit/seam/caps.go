@@ -75,6 +75,17 @@ type Syncer interface {
 	Syncfs() error
 }
 
+// PrivateDirMaker creates a directory that only its owner (the process's
+// account) can enter or write from the moment it exists (mode 0700; a
+// setgid parent's group and setgid bit are kept): a staging directory,
+// which no other account may plant anything in while its claimer's
+// command writes there. It fails with fs.ErrExist when name exists:
+// whatever is there was made by someone else. Without it, Mkdir makes
+// the directory with the modes it gives.
+type PrivateDirMaker interface {
+	MkdirPrivate(name string) error
+}
+
 // Sharer gives every directory and file created from now on the modes of a
 // shared table (see Sharing), whatever the process's umask. Without it,
 // what the FS creates gets the modes the umask gives.
@@ -84,7 +95,11 @@ type Sharer interface {
 
 // PermFixer sets the mode and group (gid -1 leaves it) of a directory or
 // file of the table, name "" being the root, never following a link: lease
-// fsck --repair of a shared table. Without it, such repairs are left.
+// fsck --repair of a shared table, and publication. The kernel FS opens the
+// entry with O_PATH|O_NOFOLLOW below its directory's descriptor, checks
+// what that descriptor is (a directory, or a regular file of one link,
+// else ErrNotInPlace) and changes the mode through it, never by a path
+// that could meet a link swapped in. Without it, such repairs are left.
 type PermFixer interface {
 	FixPerm(name string, mode uint32, gid int) error
 }

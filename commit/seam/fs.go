@@ -138,6 +138,14 @@ var (
 	// ErrNotRegular is returned when a name that must be a regular file is a
 	// symbolic link, a directory, a FIFO or anything else.
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrNotInPlace is returned when an entry found in the table is not
+	// one whose mode lease may change where it is: a symbolic link or
+	// anything but a regular file or a directory, a file with more than
+	// one link (another name, perhaps outside the table, reaches the same
+	// inode), or one not owned by the account that must own it. Such an
+	// entry is reported (and moved to lost+found/ by a repair), never
+	// changed in place.
+	ErrNotInPlace = errors.New("not changed in place")
 	// ErrLockTimeout is returned when a lock wait ran out.
 	ErrLockTimeout = errors.New("lock wait timed out")
 	// ErrVanished is returned by FS.ReadFile for a file that was opened

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,32 +52,145 @@ func (o *OSFS) SetSharing(s Sharing) {
 	o.share, o.umask = &s, processUmask()
 }
 
-// FixPerm implements PermFixer: it sets the mode and then the group (gid
-// -1 leaves it) of name, never following a link.
+// FixPerm implements PermFixer: it sets the group (gid -1 leaves it) and
+// then the mode of name through a descriptor of the entry itself, opened
+// with O_PATH|O_NOFOLLOW below its directory's descriptor (the root: the
+// root's own descriptor), after checking with fstat that the descriptor is
+// a directory or a regular file of one link (ErrNotInPlace otherwise).
+// Nothing is done by a path a link swapped in could redirect: the group
+// with fchownat(AT_EMPTY_PATH), the mode with chmod of the descriptor's
+// /proc/self/fd name, which names that inode and no other.
 func (o *OSFS) FixPerm(name string, mode uint32, gid int) error {
-	if strings.Trim(name, "/") == "" {
-		if gid >= 0 {
-			if err := unix.Lchown(o.root, -1, gid); err != nil {
-				return &fs.PathError{Op: "chgrp", Path: o.root, Err: err}
-			}
+	fd, err := o.openPath(name)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return o.perr("stat", name, err)
+	}
+	if err := inPlace(&st); err != nil {
+		return o.perr("chmod", name, err)
+	}
+	// The group first: chown(2) clears the setgid bit that chmod sets.
+	if gid >= 0 && int(st.Gid) != gid {
+		if err := unix.Fchownat(fd, "", -1, gid, unix.AT_EMPTY_PATH); err != nil {
+			return o.perr("chgrp", name, err)
 		}
-		if err := unix.Chmod(o.root, mode); err != nil {
-			return &fs.PathError{Op: "chmod", Path: o.root, Err: err}
+	}
+	if err := fchmodPath(fd, mode); err != nil {
+		return o.perr("chmod", name, err)
+	}
+	return nil
+}
+
+// openPath opens name (the root when "") with O_PATH|O_NOFOLLOW: a
+// descriptor of the entry itself, a symbolic link included, that reads
+// nothing and cannot block.
+func (o *OSFS) openPath(name string) (int, error) {
+	if strings.Trim(name, "/") == "" {
+		root, err := o.dir("")
+		if err != nil {
+			return -1, err
+		}
+		fd, err := unix.Openat(root, ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: o.root, Err: err}
+		}
+		return fd, nil
+	}
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return -1, err
+	}
+	fd, err := unix.Openat(dfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, o.perr("open", name, err)
+	}
+	return fd, nil
+}
+
+// inPlace returns ErrNotInPlace, saying why, unless st is a directory or a
+// regular file of one link: the entries of a table whose mode lease may
+// change where they are.
+func inPlace(st *unix.Stat_t) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return nil
+	case unix.S_IFREG:
+		if st.Nlink != 1 {
+			return fmt.Errorf("%w: a file with %d links (another name may reach it from outside the table)", ErrNotInPlace, st.Nlink)
 		}
 		return nil
+	case unix.S_IFLNK:
+		return fmt.Errorf("%w: a symbolic link, never followed", ErrNotInPlace)
 	}
+	return fmt.Errorf("%w: not a regular file or a directory", ErrNotInPlace)
+}
+
+// fchmodPath sets the mode of the inode that the O_PATH descriptor fd
+// refers to (fchmod(2) refuses O_PATH descriptors): fchmodat2 with
+// AT_EMPTY_PATH (Linux 6.6), else chmod of /proc/self/fd/FD, which the
+// kernel resolves to that inode, never through a name of the table.
+func fchmodPath(fd int, mode uint32) error {
+	if !noFchmodat2 {
+		_, _, errno := unix.Syscall6(unix.SYS_FCHMODAT2, uintptr(fd), uintptr(unsafe.Pointer(&emptyPath[0])), uintptr(mode), unix.AT_EMPTY_PATH, 0, 0)
+		if errno == 0 {
+			return nil
+		}
+		if errno != unix.ENOSYS && errno != unix.EINVAL && errno != unix.EOPNOTSUPP {
+			return errno
+		}
+	}
+	return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), mode, 0)
+}
+
+var emptyPath = [1]byte{0}
+
+// noFchmodat2 makes fchmodPath take the way of kernels before 6.6 (a
+// test seam).
+var noFchmodat2 = false
+
+// MkdirPrivate implements PrivateDirMaker: mkdirat(2) with mode 0700, so
+// that no other account can enter the directory from the moment it exists
+// (in a setgid directory it gets the group and the setgid bit of its
+// parent), then, through a descriptor of it opened O_NOFOLLOW, a check
+// that it is the directory this process made and the mode set exactly
+// (the umask may have taken owner bits).
+func (o *OSFS) MkdirPrivate(name string) error {
 	dfd, base, err := o.at(name)
 	if err != nil {
 		return err
 	}
-	// The group first: chown(2) clears the setgid bit that chmod sets.
-	if gid >= 0 {
-		if err := unix.Fchownat(dfd, base, -1, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return o.perr("chgrp", name, err)
-		}
+	if err := unix.Mkdirat(dfd, base, 0o700); err != nil {
+		return o.perr("mkdir", name, err)
 	}
-	if err := unix.Fchmodat(dfd, base, mode, 0); err != nil {
-		return o.perr("chmod", name, err)
+	return o.chmodMade(dfd, base, name, func(st *unix.Stat_t) uint32 { return uint32(st.Mode)&unix.S_ISGID | 0o700 })
+}
+
+// chmodMade sets the mode of the directory base of dfd that this process
+// has just made to mode(its stat), through a descriptor opened O_NOFOLLOW
+// and after checking that it is a directory owned by this process's
+// account: a name swapped meanwhile is refused with ErrNotInPlace, never
+// followed.
+func (o *OSFS) chmodMade(dfd int, base, name string, mode func(*unix.Stat_t) uint32) error {
+	fd, err := unix.Openat(dfd, base, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return o.perr("open", name, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return o.perr("stat", name, err)
+	}
+	if int(st.Uid) != unix.Geteuid() {
+		return o.perr("chmod", name, fmt.Errorf("%w: a directory of uid %d where this process made its own", ErrNotInPlace, st.Uid))
+	}
+	if want := mode(&st); want != uint32(st.Mode)&0o7777 {
+		if err := fchmodPath(fd, want); err != nil {
+			return o.perr("chmod", name, err)
+		}
 	}
 	return nil
 }
@@ -488,10 +602,9 @@ func (o *OSFS) Mkdir(name string) error {
 		return o.perr("mkdir", name, err)
 	}
 	if o.share != nil {
-		// Always: mkdir(2) ignores the setgid bit of its mode.
-		if err := unix.Fchmodat(dfd, base, o.share.DirMode(0o777&^o.umask), 0); err != nil {
-			return o.perr("chmod", name, err)
-		}
+		// Always: mkdir(2) ignores the setgid bit of its mode. Through
+		// a descriptor: the name may have been swapped meanwhile.
+		return o.chmodMade(dfd, base, name, func(*unix.Stat_t) uint32 { return o.share.DirMode(0o777 &^ o.umask) })
 	}
 	return nil
 }

@@ -19,6 +19,17 @@ func Owner(fi fs.FileInfo) (mode uint32, uid, gid int, ok bool) {
 	return 0, 0, 0, false
 }
 
+// Links is the link count of fi (1 when the FileInfo does not tell).
+func Links(fi fs.FileInfo) uint64 {
+	switch st := fi.Sys().(type) {
+	case *unix.Stat_t:
+		return uint64(st.Nlink)
+	case *syscall.Stat_t:
+		return uint64(st.Nlink)
+	}
+	return 1
+}
+
 // SameFile reports whether a and b describe one regular file (one inode).
 func SameFile(a, b fs.FileInfo) bool {
 	if a == nil || b == nil || !a.Mode().IsRegular() || !b.Mode().IsRegular() {

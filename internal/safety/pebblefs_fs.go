@@ -173,6 +173,20 @@ func (m *Mem) Mkdir(name string) error {
 	return nil
 }
 
+// MkdirPrivate implements seam.PrivateDirMaker: Mkdir, the directory
+// with mode 0700 (setgid in a shared table, as the kernel FS keeps a
+// setgid parent's).
+func (m *Mem) MkdirPrivate(name string) error {
+	if err := m.Mkdir(name); err != nil {
+		return err
+	}
+	p, _ := memPath("mkdir", name)
+	m.modeMu.Lock()
+	defer m.modeMu.Unlock()
+	m.modes[p] = m.modes[p]&0o2000 | 0o700
+	return nil
+}
+
 // SyncDir implements FS.
 func (m *Mem) SyncDir(name string) error {
 	p, err := memPath("fsync", name)

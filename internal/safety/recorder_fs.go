@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+	"syscall"
 
 	"github.com/leasetool/lease/commit/seam"
 )
@@ -164,6 +165,20 @@ func (r *Recorder) Mkdir(name string) error {
 	n := r.newInode(true)
 	d.kids[base] = n
 	r.emit(event{kind: evEntry, call: i, key: entKey{d, base}, val: n})
+	return nil
+}
+
+// MkdirPrivate implements seam.PrivateDirMaker: Mkdir, the directory
+// with mode 0700 (setgid kept, as the kernel FS keeps a setgid parent's).
+func (r *Recorder) MkdirPrivate(name string) error {
+	if err := r.Mkdir(name); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n, err := r.lookup(name); err == nil {
+		n.mode = n.mode&syscall.S_ISGID | 0o700
+	}
 	return nil
 }
 
