@@ -11,6 +11,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -22,7 +23,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		berr error
 	)
 	if !typ.IsRegular() {
-		bad = typeName(typ) + ", not a regular file"
+		bad = userfile.TypeName(typ) + ", not a regular file"
 	} else {
 		data, err := c.readRecord(rel)
 		switch {

@@ -43,7 +43,7 @@ func Open(name string) (*os.File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, kind(fi.Mode()))}
+		return nil, nil, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("%w (%s)", ErrNotRegular, TypeName(fi.Mode()))}
 	}
 	return f, fi, nil
 }
@@ -80,19 +80,22 @@ func Read(name string, max int64) ([]byte, error) {
 	return data, nil
 }
 
-// kind names the type of a file that is not regular.
-func kind(m fs.FileMode) string {
+// TypeName names the type of a file, for messages: "a FIFO", "a
+// directory", ... (lease fsck names what it finds with it too).
+func TypeName(m fs.FileMode) string {
 	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeDevice != 0:
-		return "a block device"
+	case m&fs.ModeSymlink != 0:
+		return "a symbolic link"
 	case m.IsDir():
 		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
 	case m&fs.ModeSocket != 0:
 		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m.IsRegular():
+		return "a regular file"
 	}
-	return "of mode " + m.String()
+	return "not a regular file"
 }
