@@ -178,6 +178,39 @@ func (p permCheck) check(rel string, dir bool) bool {
 	return true
 }
 
+// checkReadLocks reports each shard lock file held by a read lock (kind
+// lock). lease's writers take write locks only, so a read lock was taken
+// by a process that could not have held a lease, and it stops every writer
+// of the shard; nothing lease can do releases it. One sequential pass over
+// the shards' lock files, before the records are scanned.
+func (c *checker) checkReadLocks(t *leasefmt.Table) {
+	finder, ok := seam.As[seam.ReadLockFinder](c.fs)
+	if !ok {
+		return
+	}
+	for _, k := range kinds {
+		n := t.Shards(k)
+		for sh := 0; sh < n; sh++ {
+			rel := path.Join(k.Dir(), leasefmt.ShardDirName(sh, n), commit.LockFile)
+			locked, pid, err := finder.ReadLocked(rel)
+			if err != nil || !locked {
+				continue // missing, not a regular file, or not ours to open: other checks say so
+			}
+			who := "a process that could only read it (an OFD lock: the kernel does not name its pid)"
+			if pid > 0 {
+				who = fmt.Sprintf("process %d, which could only read it", pid)
+			}
+			f := &Finding{Kind: KindLock, Path: rel, Found: "held by a read lock of " + who + ": every writer of the shard waits for it",
+				Expected: "only the write locks of lease's writers",
+				Repair:   "none automatic: stop that process; make the lock file readable only by those who may write the table (lease fsck --repair does in a shared table, for the next opener)"}
+			if c.opt.Repair {
+				failed(f, seam.ErrReadLocked)
+			}
+			c.emit(f)
+		}
+	}
+}
+
 // groupName is the name of group gid, or the number.
 func groupName(gid int) string {
 	s := strconv.Itoa(gid)

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -207,33 +206,13 @@ func (c *checker) recordSymlink(t task, rel string, id leasefmt.ID, home bool) *
 	return f
 }
 
-// checkLockFile checks a shard's .lock: it must be a regular file, and no
-// read lock may be held on it: lease's writers take write locks only, so
-// a read lock is held by a process that could not have held a lease, and
-// it stops every writer of the shard. Nothing lease can do releases it.
+// checkLockFile checks a shard's .lock: it must be a regular file (read
+// locks held on it: checkReadLocks).
 func (c *checker) checkLockFile(t task, typ fs.FileMode) *Finding {
-	rel := path.Join(t.dir, commit.LockFile)
 	if typ.IsRegular() {
-		finder, ok := seam.As[seam.ReadLockFinder](c.fs)
-		if !ok {
-			return nil
-		}
-		locked, pid, err := finder.ReadLocked(rel)
-		if err != nil || !locked {
-			return nil // a lock file this account cannot open: the permission check says why
-		}
-		who := "a process that could only read it (an OFD lock: the kernel does not name its pid)"
-		if pid > 0 {
-			who = fmt.Sprintf("process %d, which could only read it", pid)
-		}
-		f := &Finding{Kind: KindLock, Path: rel, Found: "held by a read lock of " + who + ": every writer of the shard waits for it",
-			Expected: "only the write locks of lease's writers",
-			Repair:   "none automatic: stop that process; make the lock file readable only by those who may write the table (lease fsck --repair does, for the next opener)"}
-		if c.opt.Repair {
-			failed(f, seam.ErrReadLocked)
-		}
-		return f
+		return nil
 	}
+	rel := path.Join(t.dir, commit.LockFile)
 	if typ&fs.ModeSymlink != 0 {
 		return c.symlink(rel, "", noUnlock)
 	}
