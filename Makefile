@@ -5,6 +5,8 @@
 #   make test       run every test (what .ci/run calls)
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
+#   make fuzz       run every fuzz target for FUZZTIME seconds each (default 20;
+#                   not part of make test)
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -19,7 +21,9 @@ DESTDIR ?=
 # bench/ is its own module (gonum/plot stays out of the product's go.mod):
 # ./... at the root does not reach it, so vet and test run there too.
 
-.PHONY: build install test vet cross demo man
+FUZZTIME ?= 20
+
+.PHONY: build install test vet cross demo man fuzz
 
 build:
 	$(GO) build -tags "$(TAGS)" -o bin/lease .
@@ -72,3 +76,9 @@ test:
 
 demo:
 	./examples/demo.sh
+
+# fuzz runs each go test -fuzz target (every func Fuzz of the module's
+# tests) for FUZZTIME seconds and prints executions and crashes per target
+# (scripts/fuzz.sh); a crasher fails it and is kept in PACKAGE/testdata/fuzz/.
+fuzz:
+	scripts/fuzz.sh $(FUZZTIME)

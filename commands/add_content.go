@@ -13,11 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -41,7 +41,7 @@ func runAddContent(c *cli.Context) error {
 		}
 		byID[f.id] = f.path
 		path := f.path
-		contents = append(contents, commit.Content{ID: f.id, Name: path, Open: func() (io.ReadCloser, error) { return os.Open(path) }})
+		contents = append(contents, commit.Content{ID: f.id, Name: path, Open: func() (io.ReadCloser, error) { return userfile.OpenReader(path) }})
 		items = append(items, commit.Item{ID: f.id})
 	}
 	// Rank 0 stores and queues everything under mpirun: only it read the
@@ -171,18 +171,11 @@ func readContentPaths(r io.Reader, null bool) ([]contentFile, error) {
 // a link to one: it is the user's file, outside the table), at most
 // commit.MaxInput bytes.
 func contentSum(name string) (leasefmt.ID, error) {
-	f, err := os.Open(name)
+	f, fi, err := userfile.Open(name)
 	if err != nil {
 		return "", unwrapPath(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", unwrapPath(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", errors.New("not a regular file")
-	}
 	if fi.Size() > commit.MaxInput {
 		return "", fmt.Errorf("%d bytes, more than the %d an item's input may hold", fi.Size(), int64(commit.MaxInput))
 	}

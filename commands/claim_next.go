@@ -154,6 +154,9 @@ func answerLine(st *commit.Store, nx nextClaim) string {
 		return fmt.Sprintf("empty: nothing left to do: every queued item is done (%s)", q)
 	case commit.Busy:
 		msg := fmt.Sprintf("busy: %d queued items met, all held", nx.Held)
+		if nx.ReadLocked > 0 {
+			msg = fmt.Sprintf("busy: %d queued items met held, %d more behind a read lock that no lease takes (lease fsck names it)", nx.Held, nx.ReadLocked)
+		}
 		if nx.Expiring > 0 {
 			if d := nx.Expiring - st.Now(); d > 0 {
 				msg += fmt.Sprintf("; the first may be free in %s", humanSeconds(d))

@@ -18,7 +18,9 @@ var configCommand = &cli.Command{
 		"environment variable, the FILE:LINE of the TOML configuration, or the default (with the\n" +
 		"formula of a derived default). Precedence: flags > environment > file > defaults.\n" +
 		"The configuration file is --config FILE, else $LEASE_CONFIG, else ./lease.toml, else\n" +
-		"$XDG_CONFIG_HOME/lease/config.toml; its keys are the keys printed here.",
+		"$XDG_CONFIG_HOME/lease/config.toml; its keys are the keys printed here. It must be a regular\n" +
+		"file of at most 1 MiB: a FIFO, a device (LEASE_CONFIG=/dev/zero) or a bigger file is a\n" +
+		"configuration error naming it (exit 2, at once: it is opened without blocking), in every command.",
 	Flags:  flags(withJSON(commonFlags(), "print the settings as one JSON object of {value, origin} by key"), []cli.Flag{settingFlag("writers"), settingFlag("renew-interval"), settingFlag("mpi-timeout"), settingFlag("grace"), settingFlag("max-wait")}),
 	Action: runConfig,
 }

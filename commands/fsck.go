@@ -71,8 +71,15 @@ var fsckManual = Manual{
 		"In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
 		"setgid and readable, writable and searchable by the group, every shard lock file writable by the group, " +
 		"and all of them in the root's group; each one that is not is a `permission` error, which --repair fixes " +
-		"(chmod and chgrp) when it runs as the owner of the file or as root, and otherwise reports as left. A table " +
-		"that is not shared is not checked for modes: who may use it is its owner's choice.",
+		"(chmod and chgrp, through a descriptor, never following a link) when it runs as the owner of the file or as " +
+		"root, and otherwise reports as left. The sharing TABLE records must be within the root's own mode and never let " +
+		"others write: a TABLE that asks for more (a member of the group may have replaced it) is a `permission` error " +
+		"that --repair never applies. A shard lock file readable by an account that may not write it (others; the group " +
+		"when it lacks write) is a `permission` error too, and --repair narrows its mode: a read lock needs only read " +
+		"access and stops every writer of the shard. In every table, a read lock held on a lock file is a `lock` error: " +
+		"lease's writers take write locks only, so whoever holds it could not have held a lease; --repair cannot " +
+		"release it. A table that is not shared is not checked for modes: who may use it is its owner's choice (lease " +
+		"makes its lock files 0600; those an older lease made keep the umask's modes: chmod go-rwx ROOT/*/*/.lock).",
 	Exit: fsckExit,
 	Files: []Item{
 		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},

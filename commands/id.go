@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -117,20 +116,11 @@ func runID(c *cli.Context) error {
 // fileSum is the SHA-256 of the content of the regular file name.
 func fileSum(name string) ([sha256.Size]byte, error) {
 	var sum [sha256.Size]byte
-	f, err := os.Open(name)
+	f, _, err := userfile.Open(name)
 	if err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		return sum, err
+		return sum, unwrapPath(err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil {
-		return sum, err
-	} else if !fi.Mode().IsRegular() {
-		return sum, errors.New("not a regular file")
-	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return sum, err

@@ -63,6 +63,15 @@ var initManual = Manual{
 		"is created; lease fsck checks the modes of a shared table and --repair restores them.\n\n" +
 		"Without --shared a table is its owner's: another account's command that must write it stops with exit 2 " +
 		"before writing anything, naming the file it cannot open and the fix.\n\n" +
+		"WHO MAY DO WHAT: the owner (who ran lease init and owns the root) chooses the sharing; only the owner or root can " +
+		"change the root's mode. Members of the group write the table: a member can always delete, revoke or corrupt entries " +
+		"(fencing tokens, lease verify and lease fsck make it visible), and can deny service (fill the filesystem, hold the " +
+		"shard locks), but nothing a member writes makes another member's lease (or root's) read, write, chmod, chown, rename " +
+		"or delete anything outside the table, nor widens the table's permissions: the sharing TABLE records is bounded by the " +
+		"root's mode (a member can replace TABLE, not the root's mode), never lets others write, and lease fsck reports a TABLE " +
+		"that asks for more. Others get at most read access (--shared all), never a lock file: lock files are readable only by " +
+		"those who may write them (0600, or 0660 when shared), so no stranger's read lock can make a writer wait. " +
+		"docs/safety.md#threats has the whole account.\n\n" +
 		"UNSAFE FILESYSTEMS: before it creates a table, lease init runs the cheap local checks of lease qualify on the " +
 		"filesystem that would hold it (its type and mount options, and what its client shows of itself: on a GlusterFS " +
 		"FUSE mount, the client's translators) and refuses a filesystem lease knows is unsafe (exit 2, nothing made), " +

@@ -5,12 +5,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -127,18 +127,11 @@ func runRelease(c *cli.Context) error {
 // readTail reads the end of the file name: at most 4 KiB, of which the
 // record keeps leasefmt.Tail.
 func readTail(name string) ([]byte, error) {
-	f, err := os.Open(name)
+	f, fi, err := userfile.Open(name)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, unwrapPath(err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
 	const keep = 4 * leasefmt.MaxTail
 	if fi.Size() > keep {
 		if _, err := f.Seek(fi.Size()-keep, io.SeekStart); err != nil {

@@ -280,7 +280,7 @@ func TestSharedTableAcrossAccounts(t *testing.T) {
 // that is shared otherwise, are usage errors that change nothing.
 func TestSharedRefusals(t *testing.T) {
 	root := uxTable(t)
-	for _, v := range []string{"groups", "0777x", "0060", ""} {
+	for _, v := range []string{"groups", "0777x", "0060", "", "0666", "0602"} { // 0666, 0602: others would write
 		if r := uxMust(t, 2, "", "init", "--root", filepath.Join(t.TempDir(), "t"), "--shared", v); !strings.Contains(r.errOut, "want group, all, or an octal mode") {
 			t.Errorf("--shared %q: %q", v, r.errOut)
 		}

@@ -226,6 +226,9 @@ func runStatus(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
+	for _, p := range st.ReadLocked() {
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease status: %s is held by a read lock, which no lease takes: every writer of its shard is kept out (lease fsck names it)", p)))
+	}
 	if e.verbose {
 		fmt.Fprintf(e.errw, "lease status: records=%d queued=%d shown=%d live=%d expired=%d corrupt=%d missing=%d duration=%.3fs\n",
 			counts.read, counts.queued, counts.shown, counts.live, counts.expired, counts.corrupt, counts.missing, time.Since(e.started).Seconds())

@@ -18,6 +18,7 @@ import (
 	"github.com/leasetool/lease/cluster"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -223,10 +224,16 @@ func newWatcher(c *cli.Context, e *env) (*watcher, []commit.Item, error) {
 	return w, items, nil
 }
 
+// maxWatchFile bounds a FILE source, read whole every round: 256 MiB holds
+// a million lines of a long ID and its token more than twice over, and a
+// FIFO, a device or a bigger file is refused (userfile) instead of hanging
+// the holder or growing without bound.
+const maxWatchFile = 256 << 20
+
 // readFile reads a FILE source. The first read must succeed; later a file
 // that went away keeps its last lines (with a warning).
 func (w *watcher) readFile(src *watchSource, first bool) error {
-	data, err := os.ReadFile(src.name)
+	data, err := userfile.Read(src.name, maxWatchFile)
 	if err != nil {
 		if first {
 			return usageErr("input %v", err)

@@ -506,6 +506,10 @@ func heldWrite(cur, next *leasefmt.Record) bool {
 
 func (s *Store) lockFailed(err error, r *Result, op string) error {
 	switch {
+	case errors.Is(err, seam.ErrReadLocked):
+		// Not waited for: no lease holds it (see seam.ReadLockFinder).
+		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": "+err.Error(), err
+		return nil
 	case errors.Is(err, ErrLockTimeout) && errors.Is(err, context.DeadlineExceeded):
 		r.Outcome, r.Detail, r.Cause = LockTimeout, op+": not granted by the caller's deadline (another process holds it)", err
 		return nil

@@ -319,13 +319,17 @@ type Next struct {
 	// order they were met; held and done entries are only counted.
 	Results []Result
 	// Counts of what the claim passed over.
-	Held     int // held by another lease (or its lock wait timed out)
-	Cleaned  int // entries of done items, removed
-	Failed   int // entries of failed items, removed
-	Foreign  int // names in queue/ that are not IDs (lease fsck reports them)
-	Read     int // queue entries read
-	Shards   int // queue shards opened
-	Expiring float64
+	Held int // held by another lease (or its lock wait timed out)
+	// ReadLocked counts the items whose lock a read lock stands in the
+	// way of (seam.ErrReadLocked): no lease holds them; they are in
+	// Results.
+	ReadLocked int
+	Cleaned    int // entries of done items, removed
+	Failed     int // entries of failed items, removed
+	Foreign    int // names in queue/ that are not IDs (lease fsck reports them)
+	Read       int // queue entries read
+	Shards     int // queue shards opened
+	Expiring   float64
 	// Expiring is the earliest time a held item can be taken over
 	// (expires_at + clock_skew), 0 when none is known: when a waiting
 	// claimer may look again.
@@ -421,6 +425,14 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 						}
 						nx.Results = append(nx.Results, r)
 					case Held, LockTimeout, Expired:
+						if r.Outcome == LockTimeout && errors.Is(r.Cause, seam.ErrReadLocked) {
+							// No lease holds it: not "busy", which
+							// promises that waiting helps.
+							nx.ReadLocked++
+							blocked = true
+							nx.Results = append(nx.Results, r)
+							continue
+						}
 						nx.Held++
 						if r.Record != nil {
 							if t := r.Record.ExpiresAt + s.skew; nx.Expiring == 0 || t < nx.Expiring {

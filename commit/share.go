@@ -43,6 +43,30 @@ func TableSharing(t *leasefmt.Table) (seam.Sharing, bool, error) {
 	return seam.Sharing{}, false, nil
 }
 
+// RootSharing is TableSharing bounded by the mode of the table's root
+// (seam.Sharing.Within): a member of the group can replace TABLE, never
+// the root's mode, so no mode the sharing gives exceeds what the root
+// gives. widened, when not nil, wraps seam.ErrWidened: TABLE asks for more
+// (lease fsck reports it; nothing applies it). A root whose mode cannot
+// be read bounds the sharing by the default bound only (others never
+// write).
+func RootSharing(f seam.FS, t *leasefmt.Table) (sh seam.Sharing, ok bool, widened, err error) {
+	sh, ok, err = TableSharing(t)
+	if err != nil || !ok {
+		return sh, ok, nil, err
+	}
+	fi, lerr := f.Lstat("")
+	if lerr != nil {
+		return sh, true, nil, nil
+	}
+	mode, _, _, known := seam.Owner(fi)
+	if !known {
+		return sh, true, nil, nil
+	}
+	sh, widened = sh.Within(mode)
+	return sh, true, widened, nil
+}
+
 // WithSharing returns t recording s.
 func WithSharing(t *leasefmt.Table, s seam.Sharing) *leasefmt.Table {
 	out := *t

@@ -218,6 +218,11 @@ func (s *Store) open(create *leasefmt.Table) error {
 					return &ShareRootError{Root: s.root, Err: err}
 				}
 			}
+			if fi, err := s.fs.Lstat(""); err == nil {
+				if mode, _, _, known := seam.Owner(fi); known {
+					sh, _ = sh.Within(mode)
+				}
+			}
 			seam.Share(s.fs, sh) // the table's own directories and files are shared too
 		}
 		if err := s.create(create); err != nil {
@@ -229,7 +234,8 @@ func (s *Store) open(create *leasefmt.Table) error {
 	if err != nil {
 		return err
 	}
-	sh, ok, err := TableSharing(t)
+	// Bounded by the root's mode: a member may have replaced TABLE.
+	sh, ok, _, err := RootSharing(s.fs, t)
 	if err != nil {
 		return fmt.Errorf("table header %s: %w", filepath.Join(s.root, TableFile), err)
 	}

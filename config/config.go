@@ -13,6 +13,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"os/user"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/suggest"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -158,6 +160,11 @@ type Settings struct {
 	explicit map[string]bool
 }
 
+// MaxFileSize is the largest configuration file read: a file of a few
+// dozen keys is a few KiB, and a bigger one (or /dev/zero, or a FIFO, which
+// is no regular file) is refused with a usage error naming it.
+const MaxFileSize = 1 << 20
+
 // Flags is where flag values come from; *cli.Context has these methods.
 type Flags interface {
 	IsSet(name string) bool
@@ -195,9 +202,13 @@ func Load(flags Flags, getenv func(string) string) (*Settings, error) {
 		}
 	}
 	if file != "" {
-		data, err := os.ReadFile(file)
+		data, err := userfile.Read(file, MaxFileSize)
 		if err != nil {
 			if explicitFile || !errors.Is(err, os.ErrNotExist) {
+				var pe *fs.PathError
+				if errors.As(err, &pe) {
+					err = pe.Err // the message names the file already
+				}
 				return nil, usagef("config %s: %v", file, err)
 			}
 		} else {

@@ -233,6 +233,7 @@ func (c *checker) run() error {
 		return nil // the shard counts are unknown: records cannot be checked
 	}
 	c.checkPerms(t)
+	c.checkReadLocks(t)
 	// The store of the records' operations (locks, reads, settling
 	// publishes, rewrites), over the header as checked (or inferred).
 	if c.st, err = commit.Open(c.disk.Abs(""), commit.WithFS(c.fs), commit.WithHeader(t),

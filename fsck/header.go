@@ -8,6 +8,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -46,7 +47,7 @@ func (c *checker) readHeader() (*header, error) {
 		fi, lerr := c.fs.Lstat(commit.TableFile)
 		h.found, h.cause = "not a regular file", err
 		if lerr == nil {
-			h.found = typeName(fi.Mode()) + ", not a regular file (never followed)"
+			h.found = userfile.TypeName(fi.Mode()) + ", not a regular file (never followed)"
 			if fi.Mode()&fs.ModeSymlink != 0 {
 				h.found = c.readLink(commit.TableFile) + ", not a regular file (never followed)"
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -50,9 +51,9 @@ func (c *checker) checkInputEntry(dir string, sh int, e fs.DirEntry) *Finding {
 	what := ""
 	switch {
 	case idErr != nil:
-		what = typeName(typ) + " whose name is not an ID"
+		what = userfile.TypeName(typ) + " whose name is not an ID"
 	case !typ.IsRegular():
-		what = typeName(typ)
+		what = userfile.TypeName(typ)
 	}
 	quarantine := func(f *Finding, why string) *Finding {
 		if c.opt.Repair {

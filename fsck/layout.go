@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -30,7 +31,7 @@ func (c *checker) checkLostFound() {
 	}
 	f := &Finding{Kind: KindLayout, Path: commit.LostFound, Found: "missing", Expected: "a directory", Repair: "create it"}
 	if err == nil {
-		f.Found = typeName(fi.Mode())
+		f.Found = userfile.TypeName(fi.Mode())
 		if fi.Mode()&fs.ModeSymlink != 0 {
 			f.Kind, f.Found = KindSymlink, c.readLink(commit.LostFound)+" (never followed)"
 		}
@@ -87,7 +88,7 @@ func (c *checker) checkTop() {
 			if typ.IsDir() {
 				continue
 			}
-			f := &Finding{Kind: KindLayout, Path: name, Found: typeName(typ), Expected: "a directory",
+			f := &Finding{Kind: KindLayout, Path: name, Found: userfile.TypeName(typ), Expected: "a directory",
 				Repair: "move it to lost+found/ and create the directory"}
 			if typ&fs.ModeSymlink != 0 {
 				f.Kind, f.Found = KindSymlink, c.readLink(name)+" (never followed)"
@@ -185,7 +186,7 @@ func (c *checker) unknownOrLink(rel string, typ fs.FileMode, want string) *Findi
 	if typ&fs.ModeSymlink != 0 {
 		return c.symlink(rel, "", noUnlock)
 	}
-	f := &Finding{Kind: KindUnknown, Path: rel, Found: typeName(typ) + " that is not part of a lease table", Expected: want}
+	f := &Finding{Kind: KindUnknown, Path: rel, Found: userfile.TypeName(typ) + " that is not part of a lease table", Expected: want}
 	if typ.IsDir() {
 		c.emit(f)
 		c.walkLinks(rel, 0)
@@ -265,7 +266,7 @@ func (c *checker) checkKindDirs() []task {
 			case isShard && typ.IsDir():
 				tasks = append(tasks, task{kind: k, dir: rel, shard: sh})
 			case isShard:
-				f := &Finding{Kind: KindLayout, Path: rel, Found: typeName(typ), Expected: "a shard directory",
+				f := &Finding{Kind: KindLayout, Path: rel, Found: userfile.TypeName(typ), Expected: "a shard directory",
 					Repair: "move it to lost+found/ and create the directory"}
 				if typ&fs.ModeSymlink != 0 {
 					f.Kind, f.Found = KindSymlink, c.readLink(rel)+" (never followed)"

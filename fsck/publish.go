@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -163,7 +164,7 @@ func (c *checker) checkStageEntry(name string, typ fs.FileMode) {
 	}
 	id, token, ok := commit.ParseStageName(name)
 	if !ok || !typ.IsDir() {
-		f := &Finding{Kind: KindStaleStage, Path: rel, Found: typeName(typ) + " that is not a staging directory ID.TOKEN",
+		f := &Finding{Kind: KindStaleStage, Path: rel, Found: userfile.TypeName(typ) + " that is not a staging directory ID.TOKEN",
 			Expected: "only stage/ID.TOKEN/ directories of current leases", Repair: "move it to lost+found/"}
 		if c.opt.Repair {
 			c.quarantineInto(rel, f, "stage/ holds only the staging directories of current leases")

@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -42,9 +43,9 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 	what := ""
 	switch {
 	case idErr != nil:
-		what = typeName(typ) + " whose name is not an ID"
+		what = userfile.TypeName(typ) + " whose name is not an ID"
 	case !typ.IsRegular():
-		what = typeName(typ)
+		what = userfile.TypeName(typ)
 	default:
 		fi, err := c.fs.Lstat(rel)
 		if errors.Is(err, fs.ErrNotExist) {

@@ -11,6 +11,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -25,7 +26,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		return // checked where it was found (misplaced)
 	}
 	if !typ.IsRegular() {
-		bad = typeName(typ) + ", not a regular file"
+		bad = userfile.TypeName(typ) + ", not a regular file"
 	} else {
 		data, err := c.readRecord(rel)
 		switch {

@@ -197,22 +197,3 @@ func (c *checker) readLink(rel string) string {
 	}
 	return "a symbolic link to " + leasefmt.Quote(t)
 }
-
-// typeName names the type of a non-regular file.
-func typeName(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
-	case m.IsRegular():
-		return "a regular file"
-	}
-	return "not a regular file"
-}

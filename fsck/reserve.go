@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/internal/userfile"
 )
 
 // checkReserve checks the reserve of spares, reserve/
@@ -56,7 +57,7 @@ func (c *checker) checkReserve() {
 			c.sum.Spares++
 		case rel == durable.ReserveLock && typ.IsRegular():
 		case spare, rel == durable.ReserveLock:
-			f := &Finding{Kind: KindReserve, Path: rel, Found: typeName(typ), Expected: "a regular file (a spare of the reserve, or its lock file)",
+			f := &Finding{Kind: KindReserve, Path: rel, Found: userfile.TypeName(typ), Expected: "a regular file (a spare of the reserve, or its lock file)",
 				Repair: "move it to lost+found/"}
 			if c.opt.Repair {
 				c.quarantineInto(rel, f, "it was where a file of the reserve belongs")

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -157,7 +158,7 @@ func (c *checker) scanDir(t task) *shardResult {
 			r.add(c.symlink(rel, "", noUnlock))
 			continue
 		}
-		f := &Finding{Kind: KindUnknown, Path: rel, Found: typeName(typ) + " that is not a record, a temp file or .lock",
+		f := &Finding{Kind: KindUnknown, Path: rel, Found: userfile.TypeName(typ) + " that is not a record, a temp file or .lock",
 			Expected: "only ID.json records, their temp files, status markers and .lock"}
 		r.add(f)
 		if typ.IsDir() {
@@ -205,7 +206,8 @@ func (c *checker) recordSymlink(t task, rel string, id leasefmt.ID, home bool) *
 	return f
 }
 
-// checkLockFile checks a shard's .lock: it must be a regular file.
+// checkLockFile checks a shard's .lock: it must be a regular file (read
+// locks held on it: checkReadLocks).
 func (c *checker) checkLockFile(t task, typ fs.FileMode) *Finding {
 	if typ.IsRegular() {
 		return nil
@@ -214,7 +216,7 @@ func (c *checker) checkLockFile(t task, typ fs.FileMode) *Finding {
 	if typ&fs.ModeSymlink != 0 {
 		return c.symlink(rel, "", noUnlock)
 	}
-	f := &Finding{Kind: KindLock, Path: rel, Found: typeName(typ), Expected: "a regular lock file",
+	f := &Finding{Kind: KindLock, Path: rel, Found: userfile.TypeName(typ), Expected: "a regular lock file",
 		Repair: "move it to lost+found/ (the next lock creates a fresh one)"}
 	if c.opt.Repair {
 		c.quarantineInto(rel, f, "the lock file of a shard must be a regular file")
@@ -247,7 +249,7 @@ func (c *checker) checkTemp(t task, rel string, id leasefmt.ID, home bool) *Find
 		return c.ioFinding(rel, "cannot stat", err)
 	case !fi.Mode().IsRegular():
 		f.Debris = false // no writer leaves this
-		f.Found = typeName(fi.Mode()) + " named like a temp file"
+		f.Found = userfile.TypeName(fi.Mode()) + " named like a temp file"
 		f.Repair = "move it to lost+found/"
 		if c.opt.Repair {
 			c.quarantineInto(rel, f, "not a regular file")

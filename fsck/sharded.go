@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -56,7 +57,7 @@ func (c *checker) checkSharded(a shardedArea, tasks []task) {
 		}
 		sh, ok := leasefmt.ParseShardDirName(e.Name(), n)
 		if !ok || !e.IsDir() {
-			f := &Finding{Kind: a.kind, Path: rel, Found: fmt.Sprintf("%s that is not a %s shard directory", typeName(e.Type()), a.what),
+			f := &Finding{Kind: a.kind, Path: rel, Found: fmt.Sprintf("%s that is not a %s shard directory", userfile.TypeName(e.Type()), a.what),
 				Expected: fmt.Sprintf("only the %s shard directories %s/SS of the %d work shards", a.what, a.top, n), Repair: "move it to lost+found/"}
 			if c.opt.Repair {
 				c.quarantineInto(rel, f, fmt.Sprintf("%s/ holds only the %s shard directories", a.top, a.what))

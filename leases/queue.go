@@ -12,10 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -40,18 +40,11 @@ func IDOf(content []byte) string {
 // IDOfFile is the ID of the content of the regular file at path (at most
 // the 1 GiB an item's input may hold).
 func IDOfFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, fi, err := userfile.Open(path)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("id of %s: %w", path, err)
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", err
-	}
-	if !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("id of %s: not a regular file", path)
-	}
 	if fi.Size() > commit.MaxInput {
 		return "", fmt.Errorf("id of %s: %d bytes, more than the %d an item's input may hold", path, fi.Size(), int64(commit.MaxInput))
 	}
@@ -112,7 +105,7 @@ func (t *Table) AddFiles(ctx context.Context, paths ...string) ([]Result, error)
 			return nil, err
 		}
 		path := p
-		cs[i] = commit.Content{ID: leasefmt.ID(id), Name: p, Open: func() (io.ReadCloser, error) { return os.Open(path) }}
+		cs[i] = commit.Content{ID: leasefmt.ID(id), Name: p, Open: func() (io.ReadCloser, error) { return userfile.OpenReader(path) }}
 	}
 	return t.add(ctx, cs)
 }

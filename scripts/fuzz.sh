@@ -5,7 +5,7 @@
 #   scripts/fuzz.sh [SECONDS] [PACKAGE...]
 #
 # SECONDS defaults to 30 (env FUZZTIME overrides); the packages default to
-# ./commands, ./config and ./leasefmt. Each new interesting input is minimized for at
+# every package with a func Fuzz in its tests (make fuzz runs them all). Each new interesting input is minimized for at
 # most FUZZMINIMIZE (default 2s): go's default of 60s stalls a short run on
 # the first large input found. Crashers are written by go test into
 # PACKAGE/testdata/fuzz/TARGET/; the seed corpora are in fixtures/.
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.." || exit 2
 secs=${1:-${FUZZTIME:-30}}
 minimize=${FUZZMINIMIZE:-2s}
 [ $# -gt 0 ] && shift
-pkgs=${*:-./commands ./config ./leasefmt}
+pkgs=${*:-$(grep -rl --include='*_test.go' '^func Fuzz' . | grep -v '^\./bench/' | xargs -n1 dirname | sort -u)}
 log=$(mktemp -d "${TMPDIR:-/tmp}/lease-fuzz.XXXXXX")
 trap 'rm -rf "$log"' EXIT
 status=0

@@ -165,3 +165,16 @@ type Overwriter interface {
 // ErrUnfit is the error of Overwriter.Overwrite for a file that is not a
 // usable spare: it has another name as well, or too little allocated.
 var ErrUnfit = errors.New("not a usable spare (another name links to it, or it has too little space allocated)")
+
+// ReadLockFinder tells whether a lock file of the table is held by a read
+// lock. lease's writers take write locks only (an OFD lock on one byte
+// each); a read lock needs only a descriptor open for reading, so one is
+// held by a process that could not have held a lease, and stops every
+// writer of the shard while it is held. lease fsck and lease status report
+// it. Without it, nothing is reported.
+type ReadLockFinder interface {
+	// ReadLocked reports whether a read lock is held on any byte of name
+	// (a regular file, opened without following a link), and the pid of a
+	// process holding one, when the kernel tells (0 for an OFD lock).
+	ReadLocked(name string) (locked bool, pid int, err error)
+}

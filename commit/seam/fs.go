@@ -148,6 +148,10 @@ var (
 	ErrNotInPlace = errors.New("not changed in place")
 	// ErrLockTimeout is returned when a lock wait ran out.
 	ErrLockTimeout = errors.New("lock wait timed out")
+	// ErrReadLocked is wrapped by the error of a lock that a read lock
+	// stands in the way of (see ReadLockFinder). The lock is not waited
+	// for: no lease writer holds it, so no renewal or release will free it.
+	ErrReadLocked = errors.New("held by a read lock, which no lease writer takes: a process that can only read the lock file holds it (lease fsck --repair takes that access away)")
 	// ErrVanished is returned by FS.ReadFile for a file that was opened
 	// but was gone when it was read (see FS.ReadFile). It does not match
 	// fs.ErrNotExist: the record is not missing, it is being replaced.
@@ -157,6 +161,22 @@ var (
 	// renameat2): lease tables need Linux.
 	ErrUnsupported = fmt.Errorf("lease tables need Linux (open file description locks, renameat2): %w", errors.ErrUnsupported)
 )
+
+// ReadLockError is the error of a lock that a read lock stands in the way
+// of: it wraps ErrReadLocked and ErrLockTimeout (the lock was not granted).
+type ReadLockError struct {
+	Pid int // a process holding the read lock, 0 when the kernel does not tell (an OFD lock)
+}
+
+func (e *ReadLockError) Error() string {
+	if e.Pid > 0 {
+		return fmt.Sprintf("%v (pid %d)", ErrReadLocked, e.Pid)
+	}
+	return ErrReadLocked.Error()
+}
+
+// Unwrap returns ErrReadLocked and ErrLockTimeout.
+func (e *ReadLockError) Unwrap() []error { return []error{ErrReadLocked, ErrLockTimeout} }
 
 // WaitEnded is the error of a lock wait that ctx ended before the lock was
 // granted: it wraps ErrLockTimeout, so that the record is reported as a

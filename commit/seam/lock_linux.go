@@ -31,6 +31,13 @@ func lockByte(ctx context.Context, fd int, off int64, timeout time.Duration, qui
 		if !errors.Is(err, unix.EAGAIN) && !errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EINTR) {
 			return err
 		}
+		if !errors.Is(err, unix.EINTR) {
+			// A read lock is no writer's: waiting for it would wait for
+			// whoever holds it to let go, not for a lease to end.
+			if rd, pid := readLockOn(fd, off, 1, quiet); rd {
+				return &ReadLockError{Pid: pid}
+			}
+		}
 		if !time.Now().Before(deadline) {
 			return ErrLockTimeout
 		}
@@ -41,6 +48,41 @@ func lockByte(ctx context.Context, fd int, off int64, timeout time.Duration, qui
 			backoff *= 2
 		}
 	}
+}
+
+// readLockOn reports whether a read lock of another open file description
+// holds a byte of fd's range [off, off+n) (n 0: to the end of the file),
+// and its pid when the kernel tells (a traditional POSIX lock; OFD locks
+// report -1, given as 0). F_OFD_GETLK reports one conflicting lock at a
+// time; the range is walked past each write lock found, so that a
+// writer's lock does not hide a read lock after it.
+func readLockOn(fd int, off, n int64, quiet bool) (bool, int) {
+	for i := 0; i < 1<<16; i++ { // bounded: each step passes one lock
+		lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: off, Len: n}
+		if err := getlk(fd, &lk, quiet); err != nil || lk.Type == unix.F_UNLCK {
+			return false, 0
+		}
+		if lk.Type == unix.F_RDLCK {
+			return true, max(int(lk.Pid), 0)
+		}
+		if lk.Len == 0 {
+			return false, 0 // a write lock to the end of the file
+		}
+		next := lk.Start + lk.Len
+		if n != 0 {
+			if next >= off+n {
+				return false, 0
+			}
+			n -= next - off
+		}
+		off = next
+	}
+	return false, 0
+}
+
+// getlk is one F_OFD_GETLK call, made as setlk makes F_OFD_SETLK.
+func getlk(fd int, lk *unix.Flock_t, quiet bool) error {
+	return lockCall(fd, unix.F_OFD_GETLK, lk, quiet)
 }
 
 // unlockByte releases the OFD lock on byte off of fd.
@@ -68,8 +110,14 @@ func unlockByte(fd int, off int64, quiet bool) error {
 // be blocked. Blocking and restoring the mask are two more system calls,
 // local ones: the lock itself is still one request to the filesystem.
 func setlk(fd int, lk *unix.Flock_t, quiet bool) error {
+	return lockCall(fd, unix.F_OFD_SETLK, lk, quiet)
+}
+
+// lockCall is the fcntl lock call cmd, with signals blocked when quiet
+// (see setlk).
+func lockCall(fd, cmd int, lk *unix.Flock_t, quiet bool) error {
 	if !quiet {
-		return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, lk)
+		return unix.FcntlFlock(uintptr(fd), cmd, lk)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -78,9 +126,9 @@ func setlk(fd int, lk *unix.Flock_t, quiet bool) error {
 		all.Val[i] = ^all.Val[i]
 	}
 	if err := unix.PthreadSigmask(unix.SIG_BLOCK, &all, &old); err != nil {
-		return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, lk)
+		return unix.FcntlFlock(uintptr(fd), cmd, lk)
 	}
-	err := unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, lk)
+	err := unix.FcntlFlock(uintptr(fd), cmd, lk)
 	unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil)
 	return err
 }

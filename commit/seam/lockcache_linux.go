@@ -80,13 +80,16 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 }
 
 // openLock opens the lock file base of directory dfd for reading and
-// writing, creating it if needed. In a shared table a lock file this
-// process creates gets the group's write permission; one that exists is
-// left as it is (it may be another account's).
+// writing, creating it if needed. A lock file this process creates is
+// readable only by those who may write it (a read lock, which needs only
+// read access, would stop every writer of the shard): its owner's alone
+// (0600) in a table that is not shared, the group's too in a shared one
+// (Sharing.FileMode). One that exists is left as it is (it may be another
+// account's; lease fsck --repair narrows its mode).
 func (o *OSFS) openLock(dfd int, base, name string) (int, error) {
 	const flags = unix.O_RDWR | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	if o.share == nil {
-		fd, err := unix.Openat(dfd, base, flags|unix.O_CREAT, 0o666)
+		fd, err := unix.Openat(dfd, base, flags|unix.O_CREAT, 0o600)
 		if err != nil {
 			return -1, o.perr("open", name, err)
 		}
@@ -113,6 +116,26 @@ func (o *OSFS) openLock(dfd int, base, name string) (int, error) {
 		}
 		return fd, nil
 	}
+}
+
+// ReadLocked implements ReadLockFinder: it opens name for reading (never
+// following a link, never blocking) and asks F_OFD_GETLK about each lock
+// of the whole file.
+func (o *OSFS) ReadLocked(name string) (bool, int, error) {
+	dfd, base, err := o.at(name)
+	if err != nil {
+		return false, 0, err
+	}
+	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, 0, o.perr("open", name, err)
+	}
+	defer unix.Close(fd)
+	if _, err := regular(fd); err != nil {
+		return false, 0, o.perr("open", name, err)
+	}
+	locked, pid := readLockOn(fd, 0, 0, o.quiet)
+	return locked, pid, nil
 }
 
 // PrepareLock opens the lock file name (creating it if needed) and keeps

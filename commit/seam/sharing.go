@@ -32,11 +32,23 @@ import (
 //
 // Records need no write permission: they are replaced by rename, which
 // takes write permission on their directory only.
+//
+// TABLE is in the table's root, which the group may write: a member can
+// replace it. So a sharing read from TABLE is bounded by the root's own
+// mode, which only its owner (or root) can change ([Sharing.Within]): no
+// mode it gives has bits the root does not give the same class, and none
+// ever lets others write. Lock files are readable only by the classes that
+// may write them (see [Sharing.FileMode]).
 type Sharing struct {
 	// Name is the value in TABLE.
 	Name  string
 	exact uint32 // the mode of "0xxx", else 0
+	limit uint32 // the permission bits any mode may have (Within); 0: defaultLimit
 }
+
+// defaultLimit bounds the modes of a sharing not yet bounded by its root:
+// others never write.
+const defaultLimit = 0o775
 
 // ErrSharing is wrapped by the errors of ParseSharing.
 var ErrSharing = errors.New("bad sharing")
@@ -49,27 +61,72 @@ func ParseSharing(s string) (Sharing, error) {
 		return Sharing{Name: s}, nil
 	}
 	if len(s) == 4 && s[0] == '0' {
-		if m, err := strconv.ParseUint(s, 8, 32); err == nil && m&0o600 == 0o600 {
+		if m, err := strconv.ParseUint(s, 8, 32); err == nil && m&0o600 == 0o600 && m&0o002 == 0 {
 			return Sharing{Name: s, exact: uint32(m)}, nil
 		}
 	}
-	return Sharing{}, fmt.Errorf("%w: %s: want group, all, or an octal mode 0xxx that lets its owner read and write (0660)", ErrSharing, leasefmt.Quote(s))
+	return Sharing{}, fmt.Errorf("%w: %s: want group, all, or an octal mode 0xxx that lets its owner read and write and does not let others write (0660)", ErrSharing, leasefmt.Quote(s))
+}
+
+// ErrWidened is wrapped by the error of Within: TABLE asks for modes the
+// table's root does not give.
+var ErrWidened = errors.New("the sharing asks for more than the table root's mode gives")
+
+// Within returns s bounded by the mode of the table's root (its
+// permission bits, as Lstat gives them): what the root gives the group
+// and others, never write to others. The root's mode is its owner's
+// choice (lease init --shared sets it), which no member can change; TABLE
+// is not: a member may rename another TABLE over it. The error, wrapping
+// ErrWidened, says when the sharing itself (without a umask's bits) asks
+// for more than that bound; the sharing returned never applies it.
+func (s Sharing) Within(root uint32) (Sharing, error) {
+	s.limit = 0o700 | root&0o070 | root&0o005
+	want := Sharing{Name: s.Name, exact: s.exact}
+	if extra := (want.DirMode(0) | want.FileMode(0, false) | want.FileMode(0, true)) & 0o777 &^ s.limit; extra != 0 {
+		return s, fmt.Errorf("%w: %s gives %04o, which the root's mode %04o does not", ErrWidened, leasefmt.Quote(s.Name), extra, root&0o7777)
+	}
+	return s, nil
+}
+
+// bound is the mask of the permission bits s may give.
+func (s Sharing) bound() uint32 {
+	if s.limit == 0 {
+		return defaultLimit
+	}
+	return s.limit
+}
+
+// lockable keeps of a lock file's mode m read permission only for the
+// classes that may also write it: an fcntl read lock needs only a
+// descriptor open for reading, and one held on a shard's lock file stops
+// every writer of the shard, so an account that may not write the table
+// must not be able to open it at all.
+func lockable(m uint32) uint32 {
+	w := m & 0o222
+	return m & (w<<1 | w | 0o111)
 }
 
 // FileMode is the mode of a file created with actual as its mode (what
 // the umask left of 0666); writable is set for lock files.
+// Lock files are readable only by the classes that may write them (see
+// lockable): never by others.
 func (s Sharing) FileMode(actual uint32, writable bool) uint32 {
-	if s.exact != 0 {
-		return s.exact
+	m := s.exact
+	if m == 0 {
+		add := uint32(0o640)
+		if writable {
+			add = 0o660
+		}
+		if s.Name == "all" {
+			add |= 0o004
+		}
+		m = actual | add
 	}
-	add := uint32(0o640)
+	m &= s.bound()
 	if writable {
-		add = 0o660
+		m = lockable(m) &^ 0o007
 	}
-	if s.Name == "all" {
-		add |= 0o004
-	}
-	return actual | add
+	return m
 }
 
 // DirMode is the mode of a directory created with actual as its mode
@@ -78,13 +135,13 @@ func (s Sharing) DirMode(actual uint32) uint32 {
 	if s.exact != 0 {
 		m := s.exact
 		m |= (m & 0o444) >> 2 // x where r
-		return m | unix.S_ISGID
+		return m&s.bound() | unix.S_ISGID
 	}
 	m := actual | 0o770
 	if s.Name == "all" {
 		m |= 0o005
 	}
-	return m | unix.S_ISGID
+	return m&s.bound() | unix.S_ISGID
 }
 
 // DirBits and FileBits are the mode bits a shared table's directories and

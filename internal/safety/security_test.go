@@ -324,7 +324,9 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 }
 
 // TestFileModes: with umasks 022, 027 and 077, every file the commands
-// create is 0666 less the umask and every directory 0777 less the umask.
+// create is 0666 less the umask and every directory 0777 less the umask,
+// but the shard lock files, which only their owner may open (0600 less the
+// umask): a read lock needs only read access and stops every writer.
 func TestFileModes(t *testing.T) {
 	bin := leaseBinary(t)
 	for _, umask := range []int{0o022, 0o027, 0o077, 0o002} {
@@ -363,6 +365,9 @@ $L fsck --root "$R" --repair --progress never >/dev/null || test $? -le 1
 					return nil // made by the script's printf, not by lease
 				}
 				want := fs.FileMode(0o666 &^ umask)
+				if d.Name() == ".lock" {
+					want = fs.FileMode(0o600 &^ umask)
+				}
 				if fi.IsDir() {
 					want = fs.FileMode(0o777 &^ umask)
 					dirs++
