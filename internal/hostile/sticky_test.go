@@ -124,3 +124,33 @@ func TestFsckSticky(t *testing.T) {
 		t.Errorf("B renamed TABLE after the repair: %s", r)
 	}
 }
+
+// TestStickyStagePlantedByAnother: A (who owns the table and stage/)
+// makes stage/ID.1/ before B claims the item, with result -> a private
+// file of B's in it. B cannot move it aside (stage/ is sticky and neither
+// it nor stage/ is B's), so B's lease work never reuses it: the item's
+// staging fails, saying why, CMD is not run, the private file is
+// unchanged and nothing is published; root's fsck --repair then moves the
+// directory to lost+found/. On main B moved it aside and ran CMD.
+func TestStickyStagePlantedByAnother(t *testing.T) {
+	t.Parallel()
+	e, root, id, _ := queued(t, "sticky-planted")
+	canary := e.Canary(hostile.B, "private", 0o600)
+	stage := filepath.Join(root, "stage", id+".1")
+	if out, err := e.Step(context.Background(), hostile.A, "plant", stage, canary).CombinedOutput(); err != nil {
+		t.Fatalf("planting as A: %v\n%s", err, out)
+	}
+	r := e.Run(hostile.B, "", "work", "--root", root, "--max-items", "1", "--",
+		"sh", "-c", `echo "$LEASE_TOKEN" > "$LEASE_STAGE/result"`)
+	e.CheckCanaries()
+	if r.Code == 0 || !strings.Contains(r.ErrOut, "stage/ is sticky, so only that account or root can move it away") {
+		t.Errorf("B's lease work: %s, want the staging refused, saying why", r)
+	}
+	if _, err := os.Lstat(filepath.Join(root, "public", id)); !os.IsNotExist(err) {
+		t.Errorf("public/%s: %v, want nothing published", id, err)
+	}
+	e.Run(0, "", "fsck", "--root", root, "--repair")
+	if _, err := os.Lstat(stage); !os.IsNotExist(err) {
+		t.Errorf("%s after root's fsck --repair: %v, want it moved to lost+found/", stage, err)
+	}
+}
