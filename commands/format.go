@@ -77,7 +77,8 @@ var formatSections = []Section{
 		"\t{\"schema\":\"lease.table/v1\",\"work_shards\":N,\"target_shards\":M,\"created_at\":T}\n\n" +
 		"A table shared by a group (lease init --shared) also has `\"shared\":\"group\"` (or \"all\", or an octal mode such as " +
 		"\"0660\"): every program that creates directories or files in the table must then make directories setgid and " +
-		"readable, writable and searchable by the group, lock files writable by the group, and other files readable by " +
+		"readable, writable and searchable by the group (the root and stage/ also sticky, so that a member can rename " +
+		"only its own entries there), lock files writable by the group, and other files readable by " +
 		"it (see lease-init(1)); the modes it gives are bounded by the root's own mode, never let others write, and lock " +
 		"files are readable only by those who may write them (in any table: 0600 when not shared). A table that lease init --force created on a filesystem lease knows is unsafe has " +
 		"the filesystem type and the options that made it unsafe:\n\n" +

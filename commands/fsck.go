@@ -69,7 +69,9 @@ var fsckManual = Manual{
 		"status only when it fails (4). A temp file of lease add --content younger than an hour may be a live " +
 		"add's and is left alone.\n\n" +
 		"In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
-		"setgid and readable, writable and searchable by the group, every shard lock file writable by the group, " +
+		"setgid and readable, writable and searchable by the group, the root and stage/ also sticky (else a member " +
+		"can rename another's TABLE or live staging directory and put a link at its name; --repair gives the sticky " +
+		"bit to shared tables made before it was set), every shard lock file writable by the group, " +
 		"and all of them in the root's group; each one that is not is a `permission` error, which --repair fixes " +
 		"(chmod and chgrp, through a descriptor, never following a link) when it runs as the owner of the file or as " +
 		"root, and otherwise reports as left. The sharing TABLE records must be within the root's own mode and never let " +

@@ -53,7 +53,9 @@ var initManual = Manual{
 		"fcntl locks need the shard lock files open for writing, and every record change creates a file in its " +
 		"shard directory. `lease init --shared group` makes such a table, as `git init --shared=group` makes a " +
 		"repository: the root and every directory are setgid (what is made in them gets the root's group) and " +
-		"readable, writable and searchable by the group, lock files are writable by the group, and records and " +
+		"readable, writable and searchable by the group, the root and stage/ sticky (as /tmp: a member cannot rename " +
+		"another's entries there, such as TABLE or a live staging directory; lease fsck --repair gives a shared table " +
+		"made before this the sticky bit), lock files are writable by the group, and records and " +
 		"published results readable by it. TABLE records it (\"shared\":\"group\"), so every later command, " +
 		"of any account and under any umask, creates what it creates with those modes. --shared all also lets " +
 		"everyone read; --shared 0660 (an octal mode) gives every file exactly that mode and every directory that " +

@@ -213,8 +213,9 @@ func (s *Store) open(create *leasefmt.Table) error {
 		} else if ok {
 			if s.owned != nil {
 				// A new table: its root is shared too, so that what is
-				// made in it gets its group.
-				if err := seam.ShareRoot(s.root, sh); err != nil {
+				// made in it gets its group, and sticky, so that no
+				// member renames another's entries of it.
+				if err := seam.ShareRoot(s.fs, sh); err != nil {
 					return &ShareRootError{Root: s.root, Err: err}
 				}
 			}
@@ -486,7 +487,9 @@ func ParseStageName(name string) (leasefmt.ID, int64, bool) {
 // that exists already is reused only when it is this account's own
 // directory that nobody else may write (a second call for the same
 // lease); anything else there was made by someone else and is never
-// reused: it is moved to lost+found/ and a fresh directory made.
+// reused: it is moved to lost+found/ and a fresh directory made, or, in a
+// shared table, where stage/ is sticky and only its maker or root may move
+// it, the claim's staging fails with an error saying so.
 func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	dir := StagePath(id, token)
 	if err := s.disk.EnsureDir(StageDir); err != nil {
@@ -524,7 +527,11 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 		if err := s.disk.EnsureDir(LostFound); err != nil {
 			return "", err
 		}
-		if err := s.disk.Move(dir, aside); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := s.disk.Move(dir, aside); errors.Is(err, fs.ErrPermission) && s.sharing != nil {
+			// stage/ is sticky (seam.StickyDirs): only its maker or root
+			// may move it; never reused all the same.
+			return "", fmt.Errorf("%s exists, made by another account, and is never reused; stage/ is sticky, so only that account or root can move it away (root's lease fsck --repair does once the lease is over): %w", s.Abs(dir), err)
+		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s exists, made by someone else, and is never reused; moving it to %s failed: %w", s.Abs(dir), s.Abs(aside), err)
 		}
 	}

@@ -3,7 +3,9 @@ package fsck
 // Permissions of a table. In a shared table (lease init --shared) every
 // directory must be setgid and usable by the group, and every shard lock
 // file writable by it, all in the root's group; otherwise a member of the
-// group cannot lock or write there. The sharing TABLE records is bounded
+// group cannot lock or write there. The root and stage/ are also sticky
+// (seam.StickyDirs): otherwise a member can rename another's live staging
+// directory, stage/ or TABLE and put a link at its name. The sharing TABLE records is bounded
 // by the root's own mode (commit.RootSharing): a TABLE asking for more
 // (a member may rename another TABLE over it) is an error, never applied.
 // No lock file may be readable by an account that may not write it (an
@@ -124,7 +126,7 @@ func (p permCheck) check(rel string, dir bool) bool {
 	}
 	need, what := p.sh.LockBits(), "lock file"
 	if dir {
-		need, what = p.sh.DirBits(), "directory"
+		need, what = p.sh.DirBitsOf(rel), "directory"
 	}
 	extra := excess(mode, dir)
 	var wrong []string

@@ -604,7 +604,7 @@ func (o *OSFS) Mkdir(name string) error {
 	if o.share != nil {
 		// Always: mkdir(2) ignores the setgid bit of its mode. Through
 		// a descriptor: the name may have been swapped meanwhile.
-		return o.chmodMade(dfd, base, name, func(*unix.Stat_t) uint32 { return o.share.DirMode(0o777 &^ o.umask) })
+		return o.chmodMade(dfd, base, name, func(*unix.Stat_t) uint32 { return o.share.DirModeOf(name, 0o777&^o.umask) })
 	}
 	return nil
 }

@@ -9,9 +9,9 @@ package seam
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
+	"path"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -151,17 +151,56 @@ func (s Sharing) DirBits() uint32 { return s.DirMode(0) }
 // LockBits: see DirBits.
 func (s Sharing) LockBits() uint32 { return s.FileMode(0, true) }
 
-// ShareRoot gives the table root itself the mode of a shared directory
-// (lease init --shared): the directories created in it then inherit its
-// group.
-func ShareRoot(root string, s Sharing) error {
-	fi, err := os.Stat(root)
+// StickyDirs are the directories of a shared table that carry the sticky
+// bit (S_ISVTX, as /tmp does), as table-relative names: the root ("") and
+// stage/ (commit.StageDir). Both are written by every member, and in a
+// sticky directory only an entry's owner (or the directory's, or root) may
+// rename or remove it: no member can move away another's live staging
+// directory, stage/ or TABLE and put a link at its name
+// (docs/safety.md#stage). No lease operation run by a member renames or
+// removes another account's entry there.
+var StickyDirs = []string{"", "stage"}
+
+// IsSticky reports whether the table-relative directory name is one of
+// StickyDirs.
+func IsSticky(name string) bool {
+	name = strings.Trim(path.Clean("/"+name), "/")
+	for _, d := range StickyDirs {
+		if name == d {
+			return true
+		}
+	}
+	return false
+}
+
+// DirModeOf is DirMode of the table-relative directory name: with the
+// sticky bit for StickyDirs.
+func (s Sharing) DirModeOf(name string, actual uint32) uint32 {
+	m := s.DirMode(actual)
+	if IsSticky(name) {
+		m |= unix.S_ISVTX
+	}
+	return m
+}
+
+// DirBitsOf is the mode bits the shared table's directory name must have
+// (lease fsck checks them): DirBits, and the sticky bit for StickyDirs.
+func (s Sharing) DirBitsOf(name string) uint32 { return s.DirModeOf(name, 0) }
+
+// ShareRoot gives the table root of f itself the mode of a shared
+// directory, sticky (lease init --shared): the directories created in it
+// then inherit its group, and no member can rename another's entries of
+// it. The mode is set through a descriptor of the root (PermFixer), never
+// by its path.
+func ShareRoot(f FS, s Sharing) error {
+	fi, err := f.Lstat("")
 	if err != nil {
 		return err
 	}
-	mode := s.DirMode(uint32(fi.Mode().Perm()))
-	if err := unix.Chmod(root, mode); err != nil {
-		return &fs.PathError{Op: "chmod", Path: root, Err: err}
+	mode, _, _, ok := Owner(fi)
+	fixer, fixes := As[PermFixer](f)
+	if !ok || !fixes {
+		return fmt.Errorf("cannot set the mode of the table root: %w", ErrUnsupported)
 	}
-	return nil
+	return fixer.FixPerm("", s.DirModeOf("", mode&0o777), -1)
 }

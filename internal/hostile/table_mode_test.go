@@ -47,7 +47,9 @@ func init() {
 // reachable by others beyond the root's own mode, the root keeps its
 // mode, and A's fsck reports the widened TABLE as an error that --repair
 // leaves (never a chmod to 2777). On main, A's claim writes a 0777 record
-// and A's fsck --repair makes the root and every directory 2777.
+// and A's fsck --repair makes the root and every directory 2777. The
+// root of a table made now is sticky (B cannot replace TABLE at all): the
+// test takes the sticky bit away first, as on a table made before.
 func TestTableModeNotWidened(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -64,10 +66,20 @@ func TestTableModeNotWidened(t *testing.T) {
 			t.Parallel()
 			e := hostile.New(t)
 			root := e.Table()
+			// The root of a table made now is sticky: B cannot rename
+			// anything over A's TABLE.
+			if out, err := e.Step(context.Background(), hostile.B, "replace-table", root, c.shared).CombinedOutput(); err == nil {
+				t.Errorf("B replaced TABLE in a sticky root: %s", out)
+			}
+			// One made before the sticky bit was set (or whose owner took
+			// it away): B can, and what follows is the bound that holds
+			// all the same.
+			mode := uint32(0o2775)
 			if c.closed {
-				if err := syscall.Chmod(root, 0o2770); err != nil {
-					t.Fatal(err)
-				}
+				mode = 0o2770
+			}
+			if err := syscall.Chmod(root, mode); err != nil {
+				t.Fatal(err)
 			}
 			rootMode := modeOf(t, root)
 			before := modesOf(t, root)
@@ -81,7 +93,8 @@ func TestTableModeNotWidened(t *testing.T) {
 			claim := e.Run(hostile.A, "", "claim", "--root", root, "--next", "1")
 			fsck := e.Run(hostile.A, "", "fsck", "--root", root)
 			repair := e.Run(hostile.A, "", "fsck", "--root", root, "--repair")
-			if got := modeOf(t, root); got != rootMode {
+			// fsck --repair gives the root its sticky bit back, nothing else.
+			if got := modeOf(t, root); got&^syscall.S_ISVTX != rootMode {
 				t.Errorf("the root's mode changed from %04o to %04o\nfsck --repair: %s", rootMode, got, repair)
 			}
 			limit := uint32(0o775)
@@ -92,6 +105,9 @@ func TestTableModeNotWidened(t *testing.T) {
 			// has none beyond the root's; nothing lets others write.
 			for p, m := range modesOf(t, root) {
 				old, ok := before[p]
+				if p == root {
+					old |= syscall.S_ISVTX
+				}
 				switch {
 				case m&0o002 != 0:
 					t.Errorf("%s: mode %04o: others may write", p, m)
