@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -66,7 +67,9 @@ var workManual = Manual{
 		"init --shared) it is mode 0700 while CMD runs, so that no other member can plant anything in it, and " +
 		"publication gives every file and directory of the result the group's modes, whatever CMD's umask (see " +
 		"lease-complete(1)); a directory already at its name was made by someone else and is never used: it is " +
-		"moved to lost+found/ and a new one made. A CMD that exits non-zero, " +
+		"moved to lost+found/ and a new one made, or, where stage/ is sticky and only its maker or root may move " +
+		"it, the lease is released with no attempt counted and lease work goes on with the next claim (the " +
+		"item's next token names a directory of its own). A CMD that exits non-zero, " +
 		"or is killed by a signal lease work did not send, is a failed run: the release counts an attempt, with " +
 		"CMD's exit status and the end of its standard error; at max_attempts (--max-attempts, LEASE_MAX_ATTEMPTS; " +
 		"default 3, 0 for no limit) the item becomes failed, which claims refuse until lease retry puts it back. A " +
@@ -364,6 +367,14 @@ func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, s
 				}
 				return exitcode.IO, "error"
 			}
+			continue
+		}
+		if err != nil && errors.Is(ir.cause, commit.ErrStageTaken) {
+			// Another account took the staging directory's name: the
+			// lease was released, no attempt counted; the next item (or
+			// this one under its next token) gets a name of its own.
+			w.report(ir, time.Since(began))
+			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err)+"; going on")
 			continue
 		}
 		if !w.settle(ctx, ir.h) {

@@ -490,6 +490,11 @@ func ParseStageName(name string) (leasefmt.ID, int64, bool) {
 // reused: it is moved to lost+found/ and a fresh directory made, or, in a
 // shared table, where stage/ is sticky and only its maker or root may move
 // it, the claim's staging fails with an error saying so.
+// ErrStageTaken: the staging directory's name was taken by another
+// account (MakeStage). The lease is not at fault and neither is the item:
+// a worker releases it and goes on (docs/safety.md#stage).
+var ErrStageTaken = errors.New("the staging directory's name is taken by another account")
+
 func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	dir := StagePath(id, token)
 	if err := s.disk.EnsureDir(StageDir); err != nil {
@@ -521,7 +526,7 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 			return s.Abs(dir), nil
 		}
 		if try == 2 {
-			return "", fmt.Errorf("%s: made again by another account each time it was moved aside; a staging directory is never reused", s.Abs(dir))
+			return "", fmt.Errorf("%s: made again by another account each time it was moved aside; a staging directory is never reused: %w", s.Abs(dir), ErrStageTaken)
 		}
 		aside := path.Join(LostFound, fmt.Sprintf("%s-%s.%d", StageDir, path.Base(dir), time.Now().UnixNano()))
 		if err := s.disk.EnsureDir(LostFound); err != nil {
@@ -530,7 +535,7 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 		if err := s.disk.Move(dir, aside); errors.Is(err, fs.ErrPermission) && s.sharing != nil {
 			// stage/ is sticky (seam.StickyDirs): only its maker or root
 			// may move it; never reused all the same.
-			return "", fmt.Errorf("%s exists, made by another account, and is never reused; stage/ is sticky, so only that account or root can move it away (root's lease fsck --repair does once the lease is over): %w", s.Abs(dir), err)
+			return "", fmt.Errorf("%s exists, made by another account, and is never reused; stage/ is sticky, so only that account or root can move it away (root's lease fsck --repair does once the lease is over): %w: %w", s.Abs(dir), ErrStageTaken, err)
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("%s exists, made by someone else, and is never reused; moving it to %s failed: %w", s.Abs(dir), s.Abs(aside), err)
 		}

@@ -200,6 +200,11 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 			}
 			continue
 		}
+		if err != nil && errors.Is(err, commit.ErrStageTaken) {
+			// Another account took the staging directory's name: the
+			// lease was released with no attempt; go on.
+			continue
+		}
 		if err != nil {
 			return stats, err
 		}

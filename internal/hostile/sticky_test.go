@@ -140,14 +140,20 @@ func TestStickyStagePlantedByAnother(t *testing.T) {
 	if out, err := e.Step(context.Background(), hostile.A, "plant", stage, canary).CombinedOutput(); err != nil {
 		t.Fatalf("planting as A: %v\n%s", err, out)
 	}
-	r := e.Run(hostile.B, "", "work", "--root", root, "--max-items", "1", "--",
+	// The first try (token 1) meets A's directory: released with no
+	// attempt, and B's worker goes on; the second (token 2) gets a name of
+	// its own and publishes.
+	r := e.Run(hostile.B, "", "work", "--root", root, "--max-items", "2", "--",
 		"sh", "-c", `echo "$LEASE_TOKEN" > "$LEASE_STAGE/result"`)
 	e.CheckCanaries()
-	if r.Code == 0 || !strings.Contains(r.ErrOut, "stage/ is sticky, so only that account or root can move it away") {
-		t.Errorf("B's lease work: %s, want the staging refused, saying why", r)
+	if r.Code != 0 || !strings.Contains(r.ErrOut, "stage/ is sticky, so only that account or root can move it away") || !strings.Contains(r.ErrOut, "; going on") {
+		t.Errorf("B's lease work: %s, want the staging refused, saying why, and the worker going on", r)
 	}
-	if _, err := os.Lstat(filepath.Join(root, "public", id)); !os.IsNotExist(err) {
-		t.Errorf("public/%s: %v, want nothing published", id, err)
+	if data, err := os.ReadFile(filepath.Join(root, "public", id, "result")); err != nil || string(data) != "2\n" {
+		t.Errorf("public/%s/result: %q, %v; want the second try's (token 2)", id, data, err)
+	}
+	if st := e.Must(0, hostile.B, "", "status", "--root", root, "--json", id); !strings.Contains(st.Out, `"status":"done"`) || !strings.Contains(st.Out, `"attempts":0`) {
+		t.Errorf("status of %s: %s; want no attempt counted for the planted directory", id, st.Out)
 	}
 	e.Run(0, "", "fsck", "--root", root, "--repair")
 	if _, err := os.Lstat(stage); !os.IsNotExist(err) {
