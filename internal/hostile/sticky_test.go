@@ -8,6 +8,7 @@ package hostile_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/internal/hostile"
+	"github.com/leasetool/lease/leases"
 )
 
 func init() {
@@ -158,5 +160,42 @@ func TestStickyStagePlantedByAnother(t *testing.T) {
 	e.Run(0, "", "fsck", "--root", root, "--repair")
 	if _, err := os.Lstat(stage); !os.IsNotExist(err) {
 		t.Errorf("%s after root's fsck --repair: %v, want it moved to lost+found/", stage, err)
+	}
+}
+
+func init() {
+	// work-api ROOT: leases.Table.Work of up to two items, each writing its
+	// token to result in its staging directory; prints the finishes.
+	hostile.Register("work-api", func(args []string) int {
+		tb, err := leases.Open(args[0])
+		if err != nil {
+			return fail(err)
+		}
+		defer tb.Close()
+		stats, err := tb.Work(context.Background(), func(_ context.Context, it leases.Item) error {
+			return os.WriteFile(filepath.Join(it.Stage, "result"), []byte(fmt.Sprintf("%d\n", it.Token)), 0o644)
+		}, leases.WorkOptions{MaxItems: 2})
+		fmt.Printf("items=%d finishes=%v\n", stats.Items, stats.Finishes)
+		return fail(err)
+	})
+}
+
+// TestStickyStagePlantedByAnotherAPI: the same through the Go API, as B:
+// Table.Work releases the lease whose staging directory's name A took and
+// goes on; the second try publishes. Before, Work returned the error.
+func TestStickyStagePlantedByAnotherAPI(t *testing.T) {
+	t.Parallel()
+	e, root, id, _ := queued(t, "sticky-planted-api")
+	canary := e.Canary(hostile.B, "private", 0o600)
+	stage := filepath.Join(root, "stage", id+".1")
+	if out, err := e.Step(context.Background(), hostile.A, "plant", stage, canary).CombinedOutput(); err != nil {
+		t.Fatalf("planting as A: %v\n%s", err, out)
+	}
+	out, err := e.Step(context.Background(), hostile.B, "work-api", root).CombinedOutput()
+	if err != nil {
+		t.Fatalf("Table.Work as B: %v\n%s", err, out)
+	}
+	if data, err := os.ReadFile(filepath.Join(root, "public", id, "result")); err != nil || string(data) != "2\n" {
+		t.Errorf("public/%s/result: %q, %v; want the second try's (token 2); Work said %s", id, data, err, out)
 	}
 }
