@@ -13,6 +13,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/proctree"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -100,4 +101,9 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // Main is the program: Run with the process's streams.
-func Main() int { return Run(os.Args, os.Stdin, os.Stdout, os.Stderr) }
+func Main() int {
+	// The lease binary's children are its holders' only: it may adopt a
+	// dead supervisor's orphans and kill them (proctree.AdoptOrphans).
+	proctree.AdoptOrphans()
+	return Run(os.Args, os.Stdin, os.Stdout, os.Stderr)
+}

@@ -31,6 +31,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -115,10 +116,25 @@ func readGroup() int {
 	return pgid
 }
 
+// adopting: see AdoptOrphans.
+var adopting atomic.Bool
+
+// AdoptOrphans lets Subreaper make this process a child subreaper and
+// Bury kill what it adopted. Only a process whose children are all its
+// holders' (the lease binary: commands.Main) may: a program that runs
+// lease's commands in-process beside children of its own (a Go test, a
+// harness) must neither collect every orphan below it (zombies nobody
+// reaps) nor have Bury kill its other children.
+func AdoptOrphans() { adopting.Store(true) }
+
 // Subreaper makes the calling process (the holder) a child subreaper:
 // the orphans of a supervisor that dies are reparented to it, not to
-// PID 1, so that Bury finds them.
+// PID 1, so that Bury finds them. It does nothing unless AdoptOrphans was
+// called.
 func Subreaper() error {
+	if !adopting.Load() {
+		return nil
+	}
 	return unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 }
 
@@ -128,6 +144,9 @@ func Subreaper() error {
 // with an error after killWait. It is for a holder whose only children are
 // its supervisor and sentinel: a dead supervisor's orphans are the rest.
 func bury(keep map[int]bool) error {
+	if !adopting.Load() {
+		return nil // nothing was adopted; the sentinel killed CMD's group
+	}
 	self := os.Getpid()
 	deadline := time.Now().Add(killWait)
 	for {

@@ -45,6 +45,9 @@ func (s *Supervisor) Bury() error { return nil }
 // Subreaper does nothing here: only Linux has child subreapers.
 func Subreaper() error { return nil }
 
+// AdoptOrphans does nothing here (see Subreaper).
+func AdoptOrphans() {}
+
 type sentinel struct {
 	cmd    *exec.Cmd
 	writer *os.File
