@@ -85,48 +85,50 @@ func (c *checker) checkMarker(t task, rel string, id leasefmt.ID, status leasefm
 // markRecord gives a done or failed work record that has no status marker
 // its marker, on a repair run: the records another program finished
 // (knowing nothing of markers) are counted by the next summary from the
-// listing instead of read. Not a finding: nothing was wrong. Under the
+// listing instead of read. Not a finding when it works: nothing was
+// wrong; an I/O error of a call is returned as one (a scan worker calls
+// it: the caller adds it to its shardResult, never emits it). Under the
 // record's lock, the record is read again first, so the marker is a name
 // of the record it says.
-func (c *checker) markRecord(t task, id leasefmt.ID, rec *leasefmt.Record) {
+func (c *checker) markRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Finding {
 	if !c.opt.Repair || t.kind != leasefmt.Work || (rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed) {
-		return
+		return nil
 	}
 	l, ok := seam.As[seam.Linker](c.fs)
 	if !ok {
-		return
+		return nil
 	}
 	// The marker is a hint, but the calls that find out whether one is
 	// due are the table's own: an I/O error of one is reported as any
 	// other (the check is partial), not passed over.
 	m := path.Join(t.dir, commit.MarkerName(id, rec.Status, rec.Attempts))
 	if _, err := c.fs.Lstat(m); err == nil {
-		return // checkMarker checks it
+		return nil // checkMarker checks it
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		c.emit(c.ioFinding(m, "look up the status marker", err))
-		return
+		return c.ioFinding(m, "look up the status marker", err)
 	}
 	unlock, err := c.lockAt(t.dir, id)
 	if err != nil {
 		if !errors.Is(err, commit.ErrLockTimeout) {
-			c.emit(c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record to mark it", err))
+			return c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record to mark it", err)
 		}
-		return
+		return nil
 	}
 	defer unlock()
 	recRel := path.Join(t.dir, string(id)+".json")
 	data, err := c.readRecord(recRel)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			c.emit(c.ioFinding(recRel, "read the record to mark it", err))
+			return c.ioFinding(recRel, "read the record to mark it", err)
 		}
-		return
+		return nil
 	}
 	now, err := decodeRecord(data, leasefmt.Work, id)
 	if err != nil || now.Status != rec.Status || now.Attempts != rec.Attempts {
-		return
+		return nil
 	}
 	if l.Link(recRel, m) == nil {
 		c.marked.Add(1)
 	}
+	return nil
 }

@@ -54,7 +54,7 @@ func (c *checker) checkRecord(t task, r *shardResult, rel string, id leasefmt.ID
 		return
 	}
 	r.records++
-	c.markRecord(t, id, rec)
+	r.add(c.markRecord(t, id, rec)) // a scan worker: its findings go through r
 	r.add(c.tallyRecord(t, id, rec))
 	switch {
 	case rec.Live(c.opt.Now):
