@@ -128,7 +128,7 @@ func TestUnsharedTableRefusesOtherAccounts(t *testing.T) {
 	r := s.must(2, bobUID, "", "claim", "--root", root, id)
 	for _, want := range []string{
 		"lease claim: permission denied: " + root + "/work/",
-		"/.lock (owner 47101, group 47101, mode 0644) cannot be opened for writing by 47102; nothing was written",
+		"/.lock (owner 47101, group 47101, mode 0600) cannot be opened for writing by 47102; nothing was written",
 		"nothing was written",
 		"hint: a table used by several accounts must be shared by a group they are in: lease init --shared group",
 		"chgrp -R GROUP " + root,
