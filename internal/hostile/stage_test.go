@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -109,21 +110,7 @@ func TestStagePlantedBeforeClaim(t *testing.T) {
 func TestStagePlantedDuringCmd(t *testing.T) {
 	t.Parallel()
 	e, root, id, canary := queued(t, "planted-during")
-	started, goOn := filepath.Join(e.Dir, "started"), filepath.Join(e.Dir, "go")
-	cmd := e.Command(hostile.A, "work", "--root", root, "--max-items", "1", "--", "sh", "-c",
-		`echo "$LEASE_STAGE" > "$0.tmp" && mv "$0.tmp" "$0" && while [ ! -e "$1" ]; do sleep 0.01; done; echo mine > "$LEASE_STAGE/result"`,
-		started, goOn)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := os.Chmod(e.Dir, 0o777); err != nil { // A's CMD writes started there
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, started)
-	data, _ := os.ReadFile(started)
-	stage := strings.TrimSpace(string(data))
+	cmd, out, stage, goOn := pausedWork(t, e, root)
 	if fi, err := os.Stat(stage); err != nil || fi.Mode().Perm()&0o077 != 0 {
 		t.Errorf("the staging directory while CMD runs: %v, want the claimer's alone (0700)", modeOrErr(fi, err))
 	}
@@ -215,4 +202,28 @@ func modeOrErr(fi fs.FileInfo, err error) string {
 		return err.Error()
 	}
 	return "mode " + fi.Mode().String()
+}
+
+// pausedWork starts A's lease work of one item whose CMD says its
+// $LEASE_STAGE, waits for the file goOn, then writes "mine" to
+// $LEASE_STAGE/result; it returns once CMD runs, with its staging
+// directory.
+func pausedWork(t *testing.T, e *hostile.Env, root string) (cmd *exec.Cmd, out *strings.Builder, stage, goOn string) {
+	t.Helper()
+	started := filepath.Join(e.Dir, "started")
+	goOn = filepath.Join(e.Dir, "go")
+	cmd = e.Command(hostile.A, "work", "--root", root, "--max-items", "1", "--", "sh", "-c",
+		`echo "$LEASE_STAGE" > "$0.tmp" && mv "$0.tmp" "$0" && while [ ! -e "$1" ]; do sleep 0.01; done; echo mine > "$LEASE_STAGE/result"`,
+		started, goOn)
+	out = &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := os.Chmod(e.Dir, 0o777); err != nil { // A's CMD writes started there
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFile(t, started)
+	data, _ := os.ReadFile(started)
+	return cmd, out, strings.TrimSpace(string(data)), goOn
 }

@@ -57,21 +57,7 @@ func TestStickyStageDuringCmd(t *testing.T) {
 			t.Errorf("%s: mode %04o after lease init --shared, want the sticky bit", d, m)
 		}
 	}
-	started, goOn := filepath.Join(e.Dir, "started"), filepath.Join(e.Dir, "go")
-	cmd := e.Command(hostile.A, "work", "--root", root, "--max-items", "1", "--", "sh", "-c",
-		`echo "$LEASE_STAGE" > "$0.tmp" && mv "$0.tmp" "$0" && while [ ! -e "$1" ]; do sleep 0.01; done; echo mine > "$LEASE_STAGE/result"`,
-		started, goOn)
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := os.Chmod(e.Dir, 0o777); err != nil { // A's CMD writes started there
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	waitFile(t, started)
-	data, _ := os.ReadFile(started)
-	stage := strings.TrimSpace(string(data))
+	cmd, out, stage, goOn := pausedWork(t, e, root)
 	for _, p := range []string{filepath.Join(root, "stage"), filepath.Join(root, "TABLE")} {
 		r, err := e.Step(context.Background(), hostile.B, "probe-rename", p).CombinedOutput()
 		if err == nil || !strings.Contains(string(r), "operation not permitted") {
