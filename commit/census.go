@@ -41,6 +41,10 @@ type Census struct {
 	// MostFailed are the items with the most failed runs, most first, at
 	// most MostFailedK of them (census_watch.go).
 	MostFailed []FailedItem `json:"most_failed"`
+	// fromRecord are the finished items tallyShard counted from their
+	// records because their links were missing: tallyBuckets does not count
+	// them again when a finisher made the link in between.
+	fromRecord map[idKey]bool
 }
 
 // The methods of a census.
@@ -355,6 +359,12 @@ func (c *Census) add(part Census) {
 	c.Corrupt += part.Corrupt
 	for o, n := range part.Owners {
 		c.Owners[o] += n
+	}
+	for k := range part.fromRecord {
+		if c.fromRecord == nil {
+			c.fromRecord = map[idKey]bool{}
+		}
+		c.fromRecord[k] = true
 	}
 	c.mergeWatch(&part)
 }

@@ -55,10 +55,11 @@ func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Cens
 	if err != nil {
 		return c, err
 	}
-	part, err := s.tallyBuckets(workers, now)
+	part, err := s.tallyBuckets(workers, now, c.fromRecord)
 	if err != nil {
 		return c, err
 	}
+	c.fromRecord = nil
 	c.add(part)
 	return c, nil
 }
@@ -110,6 +111,14 @@ func (s *Store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, n
 			if !errors.Is(err, fs.ErrNotExist) {
 				return c, &durable.OpError{Op: "stat", Path: s.Abs(TallyPath(rec)), Err: err}
 			}
+			// Its finisher may make the link before tallyBuckets lists
+			// the bucket: counted here, not there.
+			if k, ok := parseKey([]byte(rec.ID)); ok {
+				if c.fromRecord == nil {
+					c.fromRecord = map[idKey]bool{}
+				}
+				c.fromRecord[k] = true
+			}
 		}
 		c.count(rec, now)
 	}
@@ -142,8 +151,12 @@ type checkpoint struct {
 
 // tallyBuckets counts the links of every bucket: from the checkpoint when
 // the bucket's directory is as it was when it was counted, else by listing
-// it. It writes the checkpoint again when it counted a settled bucket anew.
-func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
+// it, leaving out the links of the items in counted (already counted from
+// their records: linked since). It writes the checkpoint again when it
+// counted a settled bucket anew (with every link: the checkpoint is the
+// bucket's, not this census's). A bucket in the checkpoint holds no link
+// made since it was counted, so the items of counted are not in its counts.
+func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	var names []string
 	err := s.listNames(TallyDir, func(name string) {
@@ -156,6 +169,7 @@ func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
 	}
 	old := s.readCheckpoint()
 	counts := make([]bucketCounts, len(names))
+	again := make([]bucketCounts, len(names)) // the links of counted items
 	settled := make([]bool, len(names))
 	fresh := make([]bool, len(names))
 	errs := make([]error, len(names))
@@ -189,6 +203,14 @@ func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
 				}
 				n.Attempts += a
 				top.noteMarked(k, failed, a)
+				if counted[k] {
+					if failed {
+						again[i].Failed++
+					} else {
+						again[i].Done++
+					}
+					again[i].Attempts += a
+				}
 			}
 		})
 		if err != nil {
@@ -215,9 +237,9 @@ func (s *Store) tallyBuckets(workers int, now float64) (Census, error) {
 	cp := checkpoint{Schema: checkpointSchema, Buckets: map[string]bucketCounts{}}
 	changed := false
 	for i, n := range counts {
-		c.Done += n.Done
-		c.Failed += n.Failed
-		c.Attempts += n.Attempts
+		c.Done += n.Done - again[i].Done
+		c.Failed += n.Failed - again[i].Failed
+		c.Attempts += n.Attempts - again[i].Attempts
 		for _, it := range n.MostFailed {
 			c.offerFailed(it)
 		}

@@ -198,3 +198,54 @@ func TestTallyCountsPublishedResults(t *testing.T) {
 	}
 	bothCensuses(t, st, log, 20)
 }
+
+// A finisher that makes its link while a census runs, after the census
+// counted the record from the queue (no link yet) and before it listed the
+// bucket: the item is still counted once. (lease status --watch saw done
+// go from 130 to 129: the census before had counted such an item twice.)
+func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
+	st, log := hookedTable(t, 2)
+	ctx := context.Background()
+	a, b := shardID(0, 1), shardID(1, 2)
+	at(st, 1000).Enqueue(ctx, []commit.Item{{ID: a}, {ID: b}})
+	var held []commit.Item
+	for _, r := range at(st, 1010).Claim(ctx, []commit.Item{{ID: a}, {ID: b}}, "w", 100) {
+		held = append(held, commit.Item{ID: r.ID, Token: r.Token})
+	}
+	at(st, 1020).Complete(ctx, held)
+	// b as a finisher leaves it between its record and its link: the
+	// queue entry still there, no link.
+	if f, err := os.Create(st.Abs(st.QueuePath(b))); err == nil {
+		f.Close()
+	}
+	rb, _ := st.Read(ctx, leasefmt.Work, b)
+	link := st.Abs(commit.TallyPath(rb))
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	// The finisher goes on when the census starts on the tally's buckets.
+	linked := false
+	log.reset(func(op seam.Op, name string) error {
+		if op == seam.OpReadDir && name == commit.TallyDir && !linked {
+			linked = true
+			if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, b)), link); err != nil {
+				t.Error(err)
+			}
+		}
+		return nil
+	})
+	c, err := at(st, 1030).Census(ctx, 2)
+	log.reset(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !linked {
+		t.Fatal("the census did not list the tally")
+	}
+	if c.Method != commit.MethodTally || c.Done != 2 || c.Records != 2 {
+		t.Fatalf("census %s done %d records %d, want the tally's, 2 done (a, and b once)", c.Method, c.Done, c.Records)
+	}
+	if got := readAll(t, st, 1030); got.Done != 2 {
+		t.Fatalf("reading every record: done %d", got.Done)
+	}
+}

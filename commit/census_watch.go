@@ -101,6 +101,17 @@ func (c *Census) offerFailed(it FailedItem) {
 		}
 		return a.ID < b.ID
 	}
+	// An item counted twice (from its record, then from the link its
+	// finisher made meanwhile) is listed once.
+	for j, old := range c.MostFailed {
+		if old.ID == it.ID {
+			if !before(it, old) {
+				return
+			}
+			c.MostFailed = append(c.MostFailed[:j], c.MostFailed[j+1:]...)
+			break
+		}
+	}
 	i := len(c.MostFailed)
 	for i > 0 && before(it, c.MostFailed[i-1]) {
 		i--
