@@ -101,10 +101,7 @@ func TestWorkNoRoomCountsNoAttempt(t *testing.T) {
 		t.Errorf("CMD ran %d times while there was no room; want once", len(strings.Fields(string(b))))
 	}
 
-	fillers, _ := filepath.Glob(filepath.Join(mnt, "filler.*"))
-	for _, f := range fillers {
-		os.Remove(f)
-	}
+	testenv.Unfill(mnt)
 	waitFor(t, "lease work ending once there is room", func() bool { return !w.running() })
 	if w.code != 0 || !strings.Contains(w.errText(), "writable again") {
 		t.Errorf("lease work: exit %d\n%s\nwant exit 0, the end of the wait said", w.code, w.errText())
