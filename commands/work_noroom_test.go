@@ -137,3 +137,51 @@ func TestWorkRoomCountsAttempt(t *testing.T) {
 		t.Errorf("%s, attempts %d; want failed, attempts 2", st, n)
 	}
 }
+
+// TestRunNextWaitsForRoom: lease run --next --wait claims nothing while
+// the table's filesystem has no room, though a claim would succeed: 512
+// KiB free of 64 MiB, below the floor of 1 MiB (no run could write its
+// findings there). It says it waits, runs nothing, and claims and runs the
+// item once there is room. Before, it claimed at once and ran CMD.
+func TestRunNextWaitsForRoom(t *testing.T) {
+	t.Parallel()
+	h := newHoldTable(t)
+	mnt := testenv.LoopMount(t, "ext4", 64<<20, "-b", "4096", "-m", "0")
+	h.root = filepath.Join(mnt, "table")
+	h.must(0, "", "init", "--shards", "4")
+	h.workAdd("floor", 1)
+	if out, err := exec.Command("sh", "-c", fmt.Sprintf(
+		`avail=$(df -B1 --output=avail %s | tail -n 1); fallocate -l $((avail - 524288)) %s/filler.0`, mnt, mnt)).CombinedOutput(); err != nil {
+		t.Fatalf("fallocate: %v\n%s", err, out)
+	}
+	ran := filepath.Join(h.dir, "ran")
+	w := &outageWorker{stderr: filepath.Join(h.dir, "run.err"), done: make(chan struct{})}
+	w.cmd = h.command("run", "--next", "--wait", "--complete", "--", "sh", "-c", `echo "$LEASE_ID" > "$0"`, ran)
+	f, err := os.Create(w.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Stderr = f
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	go func() {
+		w.cmd.Wait()
+		w.code = w.cmd.ProcessState.ExitCode()
+		close(w.done)
+	}()
+	t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
+	waitFor(t, "lease run waiting for room", func() bool { return strings.Contains(w.errText(), "has no room") || !w.running() })
+	if _, err := os.Stat(ran); err == nil || !w.running() {
+		t.Fatalf("lease run ran CMD (or ended) with no room: exit %d\n%s", w.code, w.errText())
+	}
+	testenv.Unfill(mnt)
+	waitFor(t, "lease run ending once there is room", func() bool { return !w.running() })
+	if _, err := os.Stat(ran); err != nil || w.code != 0 {
+		t.Errorf("lease run after room returned: exit %d, CMD ran: %v\n%s", w.code, err == nil, w.errText())
+	}
+	if st, n := attemptsOf(t, h); st != "done" || n != 0 {
+		t.Errorf("%s, attempts %d; want done", st, n)
+	}
+}
