@@ -112,7 +112,8 @@ var workManual = Manual{
 		"waits as for a table that cannot be written (says so once, 1 s doubling to 30 s, bounded by --max-wait). " +
 		"No room is what statfs(2) of the table says: no free inode, or less space free to users (f_bavail) than " +
 		"the floor, 1% of the filesystem's size, at least 1 MiB and at most 256 MiB: enough for a run to write " +
-		"its findings, small enough not to idle a large filesystem that is only well used. Without the rule a full " +
+		"its findings, small enough not to idle a large filesystem that is only well used (a filesystem whose statfs " +
+		"reports no size or no fixed number of inodes is not judged on them; a quota, EDQUOT, is not seen). Without the rule a full " +
 		"disk counted an attempt for every run it broke, and good items ended failed. Only the table's filesystem " +
 		"is checked: a CMD whose own scratch space is elsewhere and full fails as usual. A CMD that fills the " +
 		"table's filesystem itself is released each time with no attempt, and the workers wait for an operator " +

@@ -65,19 +65,24 @@ func mib(n uint64) string {
 // NoRoom reports whether the filesystem holding the table root has no
 // room (a *NoRoomError), by one statfs(2): no free inode (on a filesystem
 // with a fixed number of them), or f_bavail below RoomFloor of its size.
-// A statfs that fails tells nothing: nil.
+// A statfs that fails tells nothing: nil; so does a filesystem that
+// reports no size (some FUSE and pseudo filesystems) about its space.
 func NoRoom(root string) error {
 	var sf unix.Statfs_t
 	if err := unix.Statfs(root, &sf); err != nil {
 		return nil
 	}
+	return noRoom(root, &sf)
+}
+
+func noRoom(root string, sf *unix.Statfs_t) error {
 	bs := uint64(sf.Frsize)
 	if bs == 0 {
 		bs = uint64(sf.Bsize)
 	}
 	e := &NoRoomError{Root: root, Free: sf.Bavail * bs, Size: sf.Blocks * bs, FreeInodes: sf.Ffree, Inodes: sf.Files}
 	e.Floor = RoomFloor(e.Size)
-	if (e.Inodes > 0 && e.FreeInodes == 0) || e.Free < e.Floor {
+	if (e.Inodes > 0 && e.FreeInodes == 0) || (e.Size > 0 && e.Free < e.Floor) {
 		return e
 	}
 	return nil
