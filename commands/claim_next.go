@@ -69,6 +69,12 @@ func claimNextEach(ctx context.Context, e *env, st *commit.Store, n int, wait bo
 		// A waiting claimer waits out a table that cannot be written as
 		// well (lease work does the same), up to max_wait.
 		o = e.outage("lease " + e.c.Command.Name)
+		if e.c.Command.Name == "run" {
+			// lease run --next --wait runs CMD on what it claims: no
+			// claim while the table's filesystem has no room
+			// (worker.NoRoom), as lease work.
+			o.Room = st.Root()
+		}
 	}
 	cl := worker.ClaimNextEach(ctx, st, worker.NewRand(), n, e.set.Owner, e.set.TTL, wait, deadline, chunk, each, o)
 	out := nextClaim{Next: cl.Next, started: cl.Started}

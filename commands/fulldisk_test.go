@@ -10,7 +10,6 @@ package commands_test
 // there failed with exit 4 and every lease lapsed.
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,34 +22,8 @@ import (
 	"github.com/leasetool/lease/internal/testenv"
 )
 
-// fill takes every byte left on the filesystem at dir, as a fuzzer
-// filling its scratch space does: fallocate of ever smaller files until
-// even 4 KiB fails.
-func fill(t *testing.T, dir string) {
-	t.Helper()
-	n := 0
-	for _, size := range []int64{64 << 20, 1 << 20, 64 << 10, 4 << 10} {
-		for {
-			f, err := os.Create(filepath.Join(dir, fmt.Sprintf("filler.%d", n)))
-			if err != nil {
-				break
-			}
-			n++
-			err = syscall.Fallocate(int(f.Fd()), 0, 0, size)
-			f.Close()
-			if err != nil {
-				break
-			}
-		}
-	}
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		t.Fatal(err)
-	}
-	if st.Bavail != 0 {
-		t.Fatalf("filling %s: %d blocks still free", dir, st.Bavail)
-	}
-}
+// fill takes every byte left on the filesystem at dir (testenv.Fill).
+func fill(t *testing.T, dir string) { testenv.Fill(t, dir) }
 
 // fullDiskRun runs the proof on the table at root once fillUp made its
 // filesystem full: held leases renewed three times and half of them

@@ -70,7 +70,11 @@ var runManual = Manual{
 		"and with its lease not lost) is a failed run: the release counts an attempt in the record, with " +
 		"CMD's exit status and the end of its standard error (which lease run then copies through a pipe); " +
 		"when the attempts reach max_attempts (--max-attempts, LEASE_MAX_ATTEMPTS; default 3, 0 for no " +
-		"limit) the item becomes failed, which claims refuse until lease retry puts it back.\n\n" +
+		"limit) the item becomes failed, which claims refuse until lease retry puts it back. A CMD that fails " +
+		"while the table's filesystem has no room (no free inode, or less free than 1% of its size, at least 1 " +
+		"MiB, at most 256 MiB) is the machine's failure, not the item's: the item is released with no attempt " +
+		"counted, and lease run says so; lease run --next --wait claims nothing while there is no room, waiting " +
+		"as for a table that cannot be written (see lease-work(1), No room).\n\n" +
 		"LEASE_INPUT is the path of the item's content, ROOT/input/SS/ID, when it was added with lease add " +
 		"--content; empty when the item has none.\n\n" +
 		"Without --token, the ID must be free (missing, released or expired): lease run claims it with a " +

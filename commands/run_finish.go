@@ -89,7 +89,9 @@ func (t *tailBuffer) bytes() []byte {
 func (h *holder) end(succeeded bool) int {
 	e := worker.End{Complete: h.complete, Succeeded: succeeded, Lost: h.lost}
 	if h.complete && !succeeded && !h.fin.stopped && !h.lost && !h.notStarted && h.fin.exit != 0 && !h.supGone {
-		e.Failure = &commit.Failure{ExitStatus: h.fin.exit, Stderr: h.fin.tail.bytes()}
+		// An attempt, unless the table's filesystem has no room now: the
+		// machine's failure (worker.Failed).
+		e = worker.Failed(h.st, e, commit.Failure{ExitStatus: h.fin.exit, Stderr: h.fin.tail.bytes()})
 	}
 	h.ended = e
 	return h.finishAgain()
@@ -122,6 +124,9 @@ func (h *holder) finishAgain() int {
 	case f.How == worker.HowDone || f.How == worker.HowReleased || f.How == worker.HowFailed:
 		if f.Attempt {
 			h.sayAttempt(f, fmt.Sprintf("%s exited %d", leasefmt.Quote(h.argv[0]), h.fin.exit))
+		}
+		if e.NoRoom != nil && f.How == worker.HowReleased {
+			h.say("%s", worker.NoRoomMessage(string(h.item.ID), fmt.Sprintf("%s (exit %d)", leasefmt.Quote(h.argv[0]), h.fin.exit), e.NoRoom))
 		}
 		return exitcode.OK
 	case f.How == worker.HowByHolderDone || f.How == worker.HowByHolderReleased:

@@ -105,6 +105,19 @@ var workManual = Manual{
 		"default, waits for as long as it takes. A signal ends the wait (128+n). A lease that ran out meanwhile is " +
 		"another worker's to take over, no attempt counted. lease run --next --wait and lease claim --next --wait " +
 		"wait so too.\n\n" +
+		"No room: a CMD that cannot write fails through no fault of its item. When CMD fails (exits non-zero, or " +
+		"dies of a signal lease work did not send) while the table's filesystem has no room, the item is released " +
+		"with no attempt counted, and lease work says so (\"ID: CMD (exit N) failed while ROOT's filesystem has no " +
+		"room: ...: released, no attempt counted\"); and while there is no room lease work claims nothing: it " +
+		"waits as for a table that cannot be written (says so once, 1 s doubling to 30 s, bounded by --max-wait). " +
+		"No room is what statfs(2) of the table says: no free inode, or less space free to users (f_bavail) than " +
+		"the floor, 1% of the filesystem's size, at least 1 MiB and at most 256 MiB: enough for a run to write " +
+		"its findings, small enough not to idle a large filesystem that is only well used (a filesystem whose statfs " +
+		"reports no size or no fixed number of inodes is not judged on them; a quota, EDQUOT, is not seen). Without the rule a full " +
+		"disk counted an attempt for every run it broke, and good items ended failed. Only the table's filesystem " +
+		"is checked: a CMD whose own scratch space is elsewhere and full fails as usual. A CMD that fills the " +
+		"table's filesystem itself is released each time with no attempt, and the workers wait for an operator " +
+		"(or --max-wait) to end it.\n\n" +
 		"The store's lock wait: claims wait for a record's lock up to --lock-timeout; the release or completion " +
 		"after CMD waits no longer than a renewal would (keepalive's bound), and the next claim again up to " +
 		"--lock-timeout.\n\n" +
@@ -256,6 +269,7 @@ func runWork(c *cli.Context) error {
 	}()
 
 	w := &workLoop{e: e, st: st, finishes: map[string]int{}, outage: e.outage("lease work")}
+	w.outage.Room = st.Root() // no claim while the table's filesystem has no room (worker.NoRoom)
 	spec := itemSpec{who: "lease work", path: path, argv: argv, complete: true,
 		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: cmdSig, stop: ctx}
 	code, end := w.run(ctx, spec, maxItems)

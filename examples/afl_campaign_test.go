@@ -292,11 +292,18 @@ func TestAFLCampaign(t *testing.T) {
 	for _, p := range poison {
 		poisonIDs[strings.TrimSpace(a.lease("id", "--content", p))] = true
 	}
+	seedIDs := map[string]bool{}
+	for _, s := range seeds {
+		seedIDs[strings.TrimSpace(a.lease("id", "--content", s))] = true
+	}
 	recs := a.records()
-	done, failed, crashes := 0, 0, 0
+	done, failed, crashes, children := 0, 0, 0, 0
 	owners := map[string]bool{}
 	for _, r := range recs {
 		owners[r.Owner] = true
+		if !seedIDs[r.ID] {
+			children++ // an input AFL found, added by fuzz-one.sh
+		}
 		switch {
 		case r.Status == "failed":
 			failed++
@@ -326,6 +333,11 @@ func TestAFLCampaign(t *testing.T) {
 	if crashes == 0 {
 		t.Errorf("no crash published by %d items of a target with a shallow heap overflow", done)
 	}
+	// The campaign grew: the inputs AFL found were added as items (and,
+	// like every item, are done or failed above).
+	if children == 0 {
+		t.Errorf("%d records, all of them seeds: fuzz-one.sh added none of the new inputs AFL found", len(recs))
+	}
 	public, _ := os.ReadDir(filepath.Join(a.root, "public"))
 	if len(public) != done {
 		t.Errorf("%d results in public/, %d items done: one result per item done", len(public), done)
@@ -343,7 +355,7 @@ func TestAFLCampaign(t *testing.T) {
 	if out := a.lease("fsck"); !strings.Contains(out, "errors: none") {
 		t.Errorf("lease fsck:\n%s", out)
 	}
-	t.Logf("%d items done, %d failed, %d crashes published, owners %v", done, failed, crashes, owners)
+	t.Logf("%d items done (%d of them added by the campaign), %d failed, %d crashes published, owners %v", done, children, failed, crashes, owners)
 }
 
 // TestAFLCampaignGo: the campaign with Go workers: two leases.Table.Work

@@ -156,3 +156,36 @@ func TestAFLKilledWorker(t *testing.T) {
 		t.Fatalf("after kill -9 of lease run, of %v these survived: %v", running, left)
 	}
 }
+
+// TestAFLFailedAddFailsItem: fuzz-one.sh exits non-zero when the lease
+// add of the new inputs it found fails (a full disk, an I/O error), so
+// that the item runs again instead of being done with its new inputs lost
+// (the README's harness text says a harness must). lease is a stand-in
+// here whose status says the campaign is small and whose add fails.
+func TestAFLFailedAddFailsItem(t *testing.T) {
+	a := newAFLCampaign(t)
+	good, _ := aflSeeds(t)
+	stub := filepath.Join(a.dir, "stub")
+	os.Mkdir(stub, 0o755)
+	os.WriteFile(filepath.Join(stub, "lease"), []byte(`#!/bin/sh
+case "$1" in
+status) echo '{"records":1,"free":0}' ;;
+add) cat > /dev/null; echo "lease add: no space left on device" >&2; exit 4 ;;
+*) exit 2 ;;
+esac
+`), 0o755)
+	stage := filepath.Join(a.dir, "stage")
+	os.Mkdir(stage, 0o755)
+	cmd := exec.Command("sh", "afl/fuzz-one.sh")
+	var env []string
+	for _, kv := range a.env {
+		if !strings.HasPrefix(kv, "PATH=") {
+			env = append(env, kv)
+		}
+	}
+	cmd.Env = append(env, "PATH="+stub+":"+os.Getenv("PATH"), "LEASE_INPUT="+good[0], "LEASE_STAGE="+stage, "FUZZ_SECONDS=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "lease add of the new inputs failed") {
+		t.Fatalf("fuzz-one.sh with a failing lease add: %v\n%s\nwant a failure that says so", err, out)
+	}
+}

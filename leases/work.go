@@ -60,8 +60,9 @@ type WorkOptions struct {
 	// MaxWait it ends with an error wrapping ErrIO. 0: no limit.
 	MaxWait time.Duration
 	// Waiting, when not nil, gets Work's messages of such a wait (one
-	// when it begins, one a minute, one when it ends), from Work's
-	// goroutine.
+	// when it begins, one a minute, one when it ends), and the line of a
+	// failed run released with no attempt for want of room
+	// (ItemResult.NoRoom), from Work's goroutine.
 	Waiting func(msg string)
 }
 
@@ -82,6 +83,11 @@ type ItemResult struct {
 	// Lost: the lease was lost while the function ran (its context was
 	// cancelled with a cause wrapping ErrLost).
 	Lost bool
+	// NoRoom, when not nil, says why a failed run counted no attempt: the
+	// function failed while the table's filesystem had no room (no free
+	// inode, or less free than 1% of its size, at least 1 MiB, at most
+	// 256 MiB): the machine's failure, not the item's; it was released.
+	NoRoom error
 
 	outage error // the table's error of an outage that kept fn from running
 }
@@ -115,7 +121,9 @@ type ExitStatus interface{ ExitCode() int }
 //     status (ExitStatus; 128+n for an *exec.ExitError of a command killed
 //     by signal n) and its text as the stderr tail; failed at MaxAttempts.
 //   - A run whose lease was lost, or that ctx stopped, is released with no
-//     attempt counted.
+//     attempt counted; so is a run that failed while the table's
+//     filesystem had no room (ItemResult.NoRoom), and while it has none
+//     Work claims nothing (waited out as an outage, bounded by MaxWait).
 //
 // The lease waited for counts from the claim that granted it. Work
 // returns nil when the queue is empty or MaxItems items were run,
@@ -150,7 +158,8 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout(), ClockSkew: skew, Grace: grace}
 	kst := t.st // the keeper bounds its renewals' lock waits through their contexts
 	rnd := worker.NewRand()
-	out := &worker.Outage{MaxWait: opts.MaxWait, Say: opts.Waiting}
+	// No claim while the table's filesystem has no room (worker.NoRoom).
+	out := &worker.Outage{MaxWait: opts.MaxWait, Say: opts.Waiting, Room: t.st.Root()}
 	for opts.MaxItems == 0 || stats.Items < opts.MaxItems {
 		if err := ctx.Err(); err != nil {
 			return stats, err
@@ -255,7 +264,9 @@ func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Co
 
 	e := worker.End{Complete: true, Succeeded: ferr == nil, Lost: lost}
 	if ferr != nil && !lost && ctx.Err() == nil {
-		e.Failure = &commit.Failure{ExitStatus: exitStatusOf(ferr), Stderr: []byte(ferr.Error())}
+		// An attempt, unless the table's filesystem has no room now: the
+		// machine's failure (worker.Failed).
+		e = worker.Failed(t.st, e, commit.Failure{ExitStatus: exitStatusOf(ferr), Stderr: []byte(ferr.Error())})
 	}
 	f := worker.Finish(t.st, it, e, maxAttempts)
 	for cause := f.Cause(); cause != nil; cause = f.Cause() {
@@ -270,6 +281,12 @@ func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Co
 		out.Over()
 	}
 	res := ItemResult{Finish: f.How, Err: ferr, Lost: lost || f.How == worker.HowLost}
+	if e.NoRoom != nil && f.How == worker.HowReleased {
+		res.NoRoom = e.NoRoom
+		if out.Say != nil {
+			out.Say(worker.NoRoomMessage(string(it.ID), "the function", e.NoRoom))
+		}
+	}
 	if rec := f.Result.Record; rec != nil {
 		res.Attempts = rec.Attempts
 	}

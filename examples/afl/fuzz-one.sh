@@ -6,7 +6,8 @@
 # LEASE_STAGE for lease work (or lease run --complete) to publish as its result
 # (ROOT/public/ID/: crashes/ and fuzzer_stats, the same names in every
 # instance, never colliding), and new inputs it found are added to the
-# queue with their content, so the campaign grows. A seed that itself
+# queue with their content, so the campaign grows (a failed lease add of
+# them fails the item, which then runs again). A seed that itself
 # crashes the target (seeds/poison-00) makes afl-fuzz refuse to start: the
 # run fails (exit 1, the end of afl-fuzz's log on stderr), an attempt is
 # counted, and after max_attempts the item is failed.
@@ -51,10 +52,19 @@ cp "$found/fuzzer_stats" "$LEASE_STAGE/"
 
 # New inputs (not the item's own, orig:), while the campaign is small:
 # its items are the records plus the queued items never claimed (free).
+# A lease add that fails (a full disk, an I/O error) fails the item: done,
+# it would never be fuzzed again and the new inputs would be lost; failed,
+# it runs again (with no attempt counted when the table's filesystem had
+# no room).
+# (The top-level counts, before the first nested object: "inodes" has a
+# "free" of its own.)
 summary=$(lease status --summary --json)
-records=$(printf '%s\n' "$summary" | sed 's/.*"records":\([0-9]*\).*/\1/')
-free=$(printf '%s\n' "$summary" | sed 's/.*"free":\([0-9]*\).*/\1/')
+records=$(printf '%s\n' "$summary" | sed 's/^{[^{}]*"records":\([0-9]*\).*/\1/')
+free=$(printf '%s\n' "$summary" | sed 's/^{[^{}]*"free":\([0-9]*\).*/\1/')
 if [ $((records + free)) -lt "$max_items" ]; then
-  find "$found/queue" -maxdepth 1 -type f -name 'id:*' ! -name '*orig:*' | head -n "$children" |
-    tr '\n' '\0' | lease add --content --null - > /dev/null
+  if ! find "$found/queue" -maxdepth 1 -type f -name 'id:*' ! -name '*orig:*' | head -n "$children" |
+    tr '\n' '\0' | lease add --content --null - > /dev/null; then
+    echo "fuzz-one.sh: lease add of the new inputs failed: the item fails, to be fuzzed again" >&2
+    exit 1
+  fi
 fi

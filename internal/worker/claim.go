@@ -38,7 +38,8 @@ func NewRand() *rand.Rand {
 // outage o, a try blocked for the machine's sake (OutageOf: a full or
 // read-only filesystem, an I/O error, ESTALE) is waited out with o, until
 // the table takes a write again or o gives up (the answer is then
-// Blocked).
+// Blocked). With o.Room set, a filesystem with no room (NoRoom) is such
+// an outage too, met before any try.
 func ClaimNext(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int, owner string, ttl float64, wait bool, deadline time.Time, o *Outage) Claimed {
 	return ClaimNextEach(ctx, st, rnd, n, owner, ttl, wait, deadline, 0, nil, o)
 }
@@ -52,6 +53,17 @@ func ClaimNextEach(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int,
 	var b *Backoff
 	start := time.Now()
 	for {
+		if o != nil && o.Room != "" {
+			if err := NoRoom(o.Room); err != nil {
+				if o.Wait(ctx, err) {
+					continue
+				}
+				// Given up (max_wait, a stop): blocked, as the claim the
+				// full filesystem would have refused.
+				out.Next = commit.Next{Answer: commit.Blocked, Results: []commit.Result{{Outcome: commit.IOError, Detail: err.Error(), Path: o.Room, Cause: err}}}
+				break
+			}
+		}
 		out.Started = time.Now()
 		nx := st.ClaimNextEach(ctx, n, owner, ttl, rnd, chunk, each)
 		out.Next = nx

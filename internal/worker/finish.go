@@ -27,6 +27,10 @@ type End struct {
 	// Lost: the holder knows its lease is lost (a renewal or check said
 	// so, or it ran out): a refusal of the finishing call is the loss.
 	Lost bool
+	// NoRoom, when not nil, is why a failure is not counted: the work
+	// failed while the table's filesystem had no room (Failed), the
+	// machine's failure; the item is released with no attempt.
+	NoRoom error
 }
 
 // The words of Finished.How, as lease run --json's "finish" says them;

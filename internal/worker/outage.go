@@ -80,6 +80,12 @@ type Outage struct {
 	MaxWait time.Duration
 	// Say, when set, gets the messages, one line each.
 	Say func(msg string)
+	// Room, when set, is the table root of a worker that runs work on
+	// what it claims (lease work, lease run --next --wait, Table.Work):
+	// while its filesystem has no room (NoRoom) ClaimNext claims nothing
+	// and waits that out as an outage, since the work would fail for the
+	// machine's sake.
+	Room string
 
 	began, said time.Time
 	next        time.Duration
