@@ -43,6 +43,7 @@ var formatSections = []Section{
 		"\tROOT/groups/SS/GID.json        group manifests, one per claimed target group\n" +
 		"\tROOT/{work,targets,groups}/SS/.lock   lock file of shard SS\n" +
 		"\tROOT/queue/SS/ID               one empty file per queued work item that is not done or failed\n" +
+		"\tROOT/held/ID.E.TOKEN           one empty file per work lease in flight (E: expires_at when claimed, rounded up)\n" +
 		"\tROOT/input/SS/ID               the content of work item ID (lease add --content), ID its SHA-256\n" +
 		"\tROOT/stage/ID.TOKEN/NAME       results staged by the holder of token TOKEN of ID\n" +
 		"\tROOT/public/NAME               results published by lease complete --publish NAME (a file or a directory)\n" +
@@ -66,6 +67,17 @@ var formatSections = []Section{
 		"tally/unqueued/ID (and fsync tally/unqueued) before it writes the first record of an ID that has no queue " +
 		"entry. A program that cannot, or will not, removes tally/TRUSTED (and tally/TRUSTED.pending) before it " +
 		"writes: the summary then reads the shards, and lease fsck --repair checks and trusts the tally again.\n\n" +
+		"held/ is not authoritative either, only a claim's accelerator (abandoned first): lease makes held/ID.E.TOKEN " +
+		"(E the lease's expires_at rounded up to the second, in decimal; TOKEN its token) under the record's lock " +
+		"after a claim's write, fsynced with the claim, and removes the names of an ID with a token up to the " +
+		"record's after a release, complete, failed release or revoke (not durably). Renewals leave the name: E is a " +
+		"lower bound of the expiry. claim --next (and every claimer from the queue) lists held/ first and tries the " +
+		"queued items whose E + clock_skew has passed, oldest first, their record lock tried once, before the " +
+		"queue; under the lock it renames a name of a lease renewed since to the record's expiry, removes the " +
+		"name of a finished item, and a takeover renames it to the new lease's. Programs that write records need " +
+		"not make or remove names: an item without one is still found in the queue. lease fsck reports a name of an " +
+		"item not held under its token as debris (--repair removes it) and anything else in held/ as an error " +
+		"(moved to lost+found/). A table without held/ is fine: the first claim makes it.\n\n" +
 		"An ID is exactly 64 lowercase hex characters (a SHA-256 digest). Anything else is rejected before any " +
 		"file is touched, so no path can be built from a bad ID.\n\n" +
 		"The shard of an ID is int(ID[0:8], 16) % shards. The shard directory SS is the shard index in lowercase " +
@@ -90,7 +102,7 @@ var formatSections = []Section{
 		"conflicting --shards is a usage error. ROOT/stage/ must be on the same filesystem as ROOT/public/.\n\n" +
 		"Only lease init creates a table: every other command refuses a ROOT without TABLE (exit 2) and creates " +
 		"nothing there, so a mistyped root or an unset LEASE_ROOT never starts a second campaign. Missing " +
-		"directories of an existing table (queue/, stage/, public/, a shard) are created on demand, durably (mkdir, then " +
+		"directories of an existing table (queue/, held/, stage/, public/, a shard) are created on demand, durably (mkdir, then " +
 		"an fsync of the parent), since other programs make tables too."},
 	{"RECORDS", "One JSON object per file, UTF-8, newline-terminated, at most 4 KiB. A work record:\n\n" +
 		"\t{\"schema\":\"lease.work/v1\",\"id\":\"<ID>\",\"status\":\"leased\",\n" +

@@ -26,6 +26,10 @@ type Item struct {
 	// first record needs no flag in the tally (tally.go) and no lookup
 	// of its queue entry under the lock.
 	queued bool
+	// held: the item was taken from held/ by that name (held.go): its
+	// lock is tried once, never waited for, and the name is renamed or
+	// removed under the lock.
+	held string
 }
 
 // Outcome is what happened to one item.
@@ -340,6 +344,9 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 			cause = fmt.Sprintf("%s (%s): %s", items[firstAt].ID, res[firstAt].Path, firstErr)
 		}
 	}
+	if k == leasefmt.Work {
+		s.unhold(res) // after the record writes, not durably
+	}
 	reported := s.now()
 	for i := range res {
 		if r := &res[i]; r.Outcome == IOError && r.Detail == "" {
@@ -388,7 +395,11 @@ func (s *Store) count(o Outcome) {
 // try of the item wrote when its rename failed in a way that may still
 // have taken effect.
 func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide Decide, settle settlePolicy, b *durable.SyncBatch, r *Result, try *itemTry) (error, bool) {
-	unlock, err := s.Lock(ctx, k, it.ID)
+	timeout := s.lockTimeout()
+	if it.held != "" {
+		timeout = 0 // a busy lock is passed over: its holder is at work
+	}
+	unlock, err := s.lockFor(ctx, k, it.ID, timeout)
 	if err != nil {
 		return s.lockFailed(err, r, "lock the record"), durable.Transient(err)
 	}
@@ -438,6 +449,9 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 	if out == OK && next == nil {
 		return nil, false
 	}
+	if out != OK && k == leasefmt.Work {
+		s.settleHeld(it, cur)
+	}
 	if out != OK {
 		if settled == nil {
 			return nil, false
@@ -472,6 +486,9 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 	if k == leasefmt.Work {
 		if marks(next.Status) {
 			s.mark(next) // still under the lock: ID.json is the file just renamed
+		}
+		if next.Status == leasefmt.Leased && (cur == nil || cur.Token != next.Token) {
+			s.hold(it, next, b) // a claim: its name in held/, in this group commit
 		}
 		s.retally(cur, next, batchSyncer(b))
 	}

@@ -288,6 +288,7 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 	s.dropStage(it.ID, it.Token)
 	s.dequeue(it.ID)
 	r.Outcome, r.Record, r.Token = OK, done, done.Token
+	s.unhold([]Result{r})
 	s.count(OK)
 	return r, nil
 }

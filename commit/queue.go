@@ -327,9 +327,12 @@ type Next struct {
 	Cleaned    int // entries of done items, removed
 	Failed     int // entries of failed items, removed
 	Foreign    int // names in queue/ that are not IDs (lease fsck reports them)
-	Read       int // queue entries read
-	Shards     int // queue shards opened
-	Expiring   float64
+	// HeldRead counts the held/ names read whose lease may be over, and
+	// TakenOver the items granted from them (held.go).
+	HeldRead, TakenOver int
+	Read                int // queue entries read
+	Shards              int // queue shards opened
+	Expiring            float64
 	// Expiring is the earliest time a held item can be taken over
 	// (expires_at + clock_skew), 0 when none is known: when a waiting
 	// claimer may look again.
@@ -360,7 +363,109 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 	var nx Next
 	got := 0
 	blocked, stopped := false, false
+	// try claims items, each of whose queue entry is in the directory
+	// entry(id) names, and sorts out the results; false when an I/O error
+	// stops the claim.
+	try := func(items []Item, entry func(leasefmt.ID) string) bool {
+		var granted []Result
+		for _, r := range s.Claim(ctx, items, owner, ttl) {
+			switch r.Outcome {
+			case OK:
+				got++
+				if r.held != "" {
+					nx.TakenOver++
+				}
+				if each != nil {
+					granted = append(granted, r)
+					continue
+				}
+				nx.Results = append(nx.Results, r)
+			case Held, LockTimeout, Expired:
+				if r.Outcome == LockTimeout && errors.Is(r.Cause, seam.ErrReadLocked) {
+					// No lease holds it: not "busy", which
+					// promises that waiting helps.
+					nx.ReadLocked++
+					blocked = true
+					nx.Results = append(nx.Results, r)
+					continue
+				}
+				nx.Held++
+				if r.Record != nil {
+					if t := r.Record.ExpiresAt + s.skew; nx.Expiring == 0 || t < nx.Expiring {
+						nx.Expiring = t
+					}
+				}
+			case Failed:
+				nx.Failed++
+				s.unqueueFailed(ctx, entry(r.ID), r.ID)
+			case Done:
+				nx.Cleaned++
+				// The entry was found in this directory, even if
+				// another program put it in the wrong one.
+				if err := s.fs.Remove(entry(r.ID)); err == nil {
+					s.stats.Dequeued.Add(1)
+				}
+			case IOError:
+				if len(granted) > 0 {
+					each(granted)
+				}
+				nx.Results = append(nx.Results, r)
+				return false
+			default:
+				blocked = true
+				nx.Results = append(nx.Results, r)
+			}
+		}
+		if len(granted) > 0 && !each(granted) {
+			stopped = true
+		}
+		return true
+	}
+	ioStop := func() Next {
+		nx.Answer = Blocked
+		if got > 0 {
+			nx.Answer = Granted
+		}
+		return nx
+	}
+	// Abandoned first: the leases of held/ that may be over, oldest
+	// first (held.go).
+	if cands, next, err := s.heldCandidates(); err == nil {
+		if next > 0 {
+			nx.Expiring = next
+		}
+		nx.HeldRead = len(cands)
+		seen := map[leasefmt.ID]bool{}
+		for len(cands) > 0 && got < n && !stopped && ctx.Err() == nil {
+			w := n - got
+			if chunk > 0 {
+				w = min(w, chunk)
+			}
+			var items []Item
+			for len(cands) > 0 && len(items) < w {
+				c := cands[0]
+				cands = cands[1:]
+				if seen[c.id] {
+					continue // an older name of the item is tried
+				}
+				seen[c.id] = true
+				if _, err := s.fs.Lstat(s.QueuePath(c.id)); err != nil {
+					// Not queued (claimed by name, or finished): not
+					// the queue's to hand out.
+					s.dropFinishedHeld(ctx, c)
+					continue
+				}
+				items = append(items, Item{ID: c.id, queued: true, held: c.name})
+			}
+			if len(items) > 0 && !try(items, s.QueuePath) {
+				return ioStop()
+			}
+		}
+	}
 	for _, sh := range rnd.Perm(s.hdr.WorkShards) {
+		if got >= n || stopped {
+			break
+		}
 		if ctx.Err() != nil {
 			stopped = true // the caller is done waiting: never "empty" then
 			break
@@ -373,10 +478,10 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 		if err != nil {
 			nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
 				Detail: durable.Describe(err), Cause: &durable.OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
-			nx.Answer = Blocked
-			return nx
+			return ioStop()
 		}
 		nx.Shards++
+		entry := func(id leasefmt.ID) string { return dirName + "/" + string(id) }
 		for read := FirstChunk; got < n && !stopped; read = NextChunk {
 			want := n - got
 			if chunk > 0 {
@@ -390,8 +495,7 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 				d.Close()
 				nx.Results = append(nx.Results, Result{Outcome: IOError, Path: s.Abs(dirName),
 					Detail: durable.Describe(err), Cause: &durable.OpError{Op: "read the queue", Path: s.Abs(dirName), Err: err}})
-				nx.Answer = Blocked
-				return nx
+				return ioStop()
 			}
 			nx.Read += len(names)
 			var cands []leasefmt.ID
@@ -414,66 +518,13 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 					items[i] = Item{ID: cands[i], queued: true}
 				}
 				cands = cands[w:]
-				var granted []Result
-				for _, r := range s.Claim(ctx, items, owner, ttl) {
-					switch r.Outcome {
-					case OK:
-						got++
-						if each != nil {
-							granted = append(granted, r)
-							continue
-						}
-						nx.Results = append(nx.Results, r)
-					case Held, LockTimeout, Expired:
-						if r.Outcome == LockTimeout && errors.Is(r.Cause, seam.ErrReadLocked) {
-							// No lease holds it: not "busy", which
-							// promises that waiting helps.
-							nx.ReadLocked++
-							blocked = true
-							nx.Results = append(nx.Results, r)
-							continue
-						}
-						nx.Held++
-						if r.Record != nil {
-							if t := r.Record.ExpiresAt + s.skew; nx.Expiring == 0 || t < nx.Expiring {
-								nx.Expiring = t
-							}
-						}
-					case Failed:
-						nx.Failed++
-						s.unqueueFailed(ctx, dirName+"/"+string(r.ID), r.ID)
-					case Done:
-						nx.Cleaned++
-						// The entry was found in this shard's directory, even
-						// if another program put it in the wrong one.
-						if err := s.fs.Remove(dirName + "/" + string(r.ID)); err == nil {
-							s.stats.Dequeued.Add(1)
-						}
-					case IOError:
-						d.Close()
-						if len(granted) > 0 {
-							each(granted)
-						}
-						nx.Results = append(nx.Results, r)
-						nx.Answer = Blocked
-						if got > 0 {
-							nx.Answer = Granted
-						}
-						return nx
-					default:
-						blocked = true
-						nx.Results = append(nx.Results, r)
-					}
-				}
-				if len(granted) > 0 && !each(granted) {
-					stopped = true
+				if !try(items, entry) {
+					d.Close()
+					return ioStop()
 				}
 			}
 		}
 		d.Close()
-		if got >= n || stopped {
-			break
-		}
 	}
 	switch {
 	case got > 0:

@@ -34,6 +34,10 @@ type Stats struct {
 	// writer could not keep it and untrusted it (tally.go; not in
 	// Snapshot).
 	Tallied, Untrusted atomic.Int64
+	// HeldRenamed and HeldRemoved count the held/ names a claim renamed
+	// (a lease renewed since) or removed (an item finished) after reading
+	// them (held.go; not in Snapshot).
+	HeldRenamed, HeldRemoved atomic.Int64
 
 	mu        sync.Mutex
 	latencies []float64 // seconds, per written record, until its directory was fsynced (a sample: addLatency)

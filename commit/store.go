@@ -556,7 +556,12 @@ func ownStage(fi fs.FileInfo, shared bool) bool {
 // waiting at most the lock timeout and no longer than ctx lasts (an error
 // wrapping ErrLockTimeout, and ctx.Err() when ctx ended the wait).
 func (s *Store) Lock(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (func(), error) {
-	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), s.lockTimeout())
+	return s.lockFor(ctx, k, id, s.lockTimeout())
+}
+
+// lockFor is Lock waiting at most timeout (0: tried once).
+func (s *Store) lockFor(ctx context.Context, k leasefmt.Kind, id leasefmt.ID, timeout time.Duration) (func(), error) {
+	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), timeout)
 }
 
 // Read reads and validates the record of id. It returns (nil, nil) when

@@ -70,6 +70,13 @@ const (
 	// named by an ID (moved to lost+found/), an entry of a done item
 	// (removed), an entry in the wrong shard (moved to its shard).
 	KindQueue Kind = "queue"
+	// KindHeld: something in held/ (docs/design.md#queue, abandoned first)
+	// that is not the name ID.EXPIRY.TOKEN of a lease held: the name of an
+	// item no longer held under that token is debris (a finisher killed
+	// before removing it; removed by repair under the record's lock);
+	// anything else (another name, a file not empty and regular, a
+	// directory) is an error, moved to lost+found/.
+	KindHeld Kind = "held"
 	// KindInput: something wrong in the input store input/: a name that
 	// is not an input shard directory, a file not named by an ID or not
 	// regular, a file whose content does not hash to its name (all moved
@@ -112,7 +119,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindInput, KindGroup, KindPermission, KindMarker, KindTally, KindReserve, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindHeld, KindInput, KindGroup, KindPermission, KindMarker, KindTally, KindReserve, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int

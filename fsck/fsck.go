@@ -255,6 +255,7 @@ func (c *checker) run() error {
 	c.sum.Marked = int(c.marked.Load())
 	c.checkPublish()
 	c.checkQueue(tasks)
+	c.checkHeld()
 	c.checkInput(tasks)
 	c.checkTally()
 	c.endTally()

@@ -126,7 +126,7 @@ func (c *checker) checkTop() {
 }
 
 // optionalDirs are top-level directories a table may lack: made on demand.
-var optionalDirs = []string{commit.QueueDir, commit.InputDir, durable.ReserveDir, commit.TallyDir}
+var optionalDirs = []string{commit.QueueDir, commit.HeldDir, commit.InputDir, durable.ReserveDir, commit.TallyDir}
 
 func isTopDir(name string) bool {
 	for _, d := range append(topDirs, optionalDirs...) {

@@ -65,7 +65,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 	}
 	p := permCheck{c: c, sh: sh, gid: gid}
 	p.check("", true)
-	dirs := []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), commit.StageDir, commit.PublicDir, commit.LostFound, "queue"}
+	dirs := []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), commit.StageDir, commit.PublicDir, commit.LostFound, "queue", commit.HeldDir}
 	for _, top := range dirs {
 		if !p.check(top, true) {
 			continue

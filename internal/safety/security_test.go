@@ -27,6 +27,7 @@ var tableName = regexp.MustCompile(`^(` +
 	`|TABLE|\.TABLE\.tmp\.[0-9a-f]+` +
 	`|(work|targets|groups)(/[0-9a-f]{2,4}(/(\.lock|[0-9a-f]{64}\.json|\.[0-9a-f]{64}\.json\.tmp\.[0-9a-f]+|[0-9a-f]{64}\.(done|failed)\.(0|[1-9][0-9]*)))?)?` + // markers: docs/design.md#statistics
 	`|queue(/[0-9a-f]{2,4}(/[0-9a-f]{64})?)?` +
+	`|held(/[0-9a-f]{64}\.(0|[1-9][0-9]{0,17})\.[1-9][0-9]{0,17})?` + // abandoned first: docs/design.md#queue
 	`|input(/[0-9a-f]{2,4}(/([0-9a-f]{64}|\.[0-9a-f]{64}\.tmp\.[0-9a-f]+))?)?` +
 	`|stage(/[0-9a-f]{64}\.[1-9][0-9]*(/[^/\x00]+)*|/[^/\x00]+)?` + // a directory result has any names below ID.TOKEN/
 	`|public(/[^/\x00]+)*` +
