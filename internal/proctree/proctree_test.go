@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // holderEnv makes the test binary a holder: it starts the command of its
@@ -268,6 +269,77 @@ func TestHolderKilled(t *testing.T) {
 		h.Wait()
 		waitGone(t, fmt.Sprintf("after kill -9 of the holder (%s, %q)", c.mode, script), append(got, sup))
 	}
+}
+
+// TestHolderAndSupervisorKilled: kill -9 of the holder and its
+// supervisor at once, where CMD runs in a cgroup of its own: the
+// sentinel's cgroup.kill ends even the processes that left CMD's process
+// group (setsid, then a double fork: their parents are gone, no
+// subreaper of ours is above them), and removes the cgroups it made.
+// Before cgroups, the sentinel killed CMD's process group only, and the
+// setsid'd sleeps ran on under PID 1.
+func TestHolderAndSupervisorKilled(t *testing.T) {
+	if !proctree.Cgroups() {
+		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
+	}
+	for _, mode := range []string{"1", "serve"} {
+		dir := t.TempDir()
+		pids := filepath.Join(dir, "pids")
+		// The marker: a sleep no other process runs, found in /proc.
+		marker := fmt.Sprintf("%d.%06d", 900+os.Getpid()%100, time.Now().Nanosecond()/1000)
+		script := tree(pids) + fmt.Sprintf(" &\nsetsid sh -c '(sleep %s & echo $! >> %s) &' &\nwait", marker, pids)
+		h := exec.Command(os.Args[0], script)
+		h.Env = append(os.Environ(), holderEnv+"="+mode)
+		out, err := h.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Stderr = os.Stderr
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		sup, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "supervisor ")))
+		got := readPids(t, pids, 5)
+		syscall.Kill(sup, syscall.SIGKILL)
+		h.Process.Kill()
+		h.Wait()
+		waitGone(t, "after kill -9 of the holder and the supervisor ("+mode+")", append(got, sup))
+		waitGone(t, "the double-forked sleep "+marker, withArg(marker))
+		// The sentinel removes the cgroups the holder and the supervisor made.
+		leftover := filepath.Join(proctree.OwnCgroup(), fmt.Sprintf("lease-%d-*", h.Process.Pid))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			m, _ := filepath.Glob(leftover)
+			if len(m) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("cgroups left: %q", m)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// withArg lists the processes that have arg among their arguments.
+func withArg(arg string) []int {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var out []int
+	for _, name := range names {
+		data, _ := os.ReadFile(name)
+		for _, a := range strings.Split(string(data), "\x00") {
+			if a == arg {
+				p, _ := strconv.Atoi(filepath.Base(filepath.Dir(name)))
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // TestSupervisorRunsEach: one Supervisor runs command after command, each
