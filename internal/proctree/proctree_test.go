@@ -27,8 +27,18 @@ import (
 // arguments under a supervisor and waits, so that the test can kill it.
 const holderEnv = "PROCTREE_TEST_HOLDER"
 
+// holderCgroupEnv names a cgroup the holder moves itself into first.
+const holderCgroupEnv = "PROCTREE_TEST_CGROUP"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(holderEnv); mode != "" {
+		if dir := os.Getenv(holderCgroupEnv); dir != "" {
+			// Into the cgroup the test made, before anything starts.
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(3)
+			}
+		}
 		c := proctree.Command("/bin/sh", "sh", "-c", os.Args[1])
 		if mode == "serve" {
 			s, err := proctree.StartSupervisor(500 * time.Millisecond)
@@ -51,7 +61,10 @@ func TestMain(m *testing.M) {
 			os.Exit(3)
 		}
 		fmt.Printf("supervisor %d\n", c.Pid())
-		c.Wait()
+		if err := c.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(4)
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -310,19 +323,66 @@ func TestHolderAndSupervisorKilled(t *testing.T) {
 		waitGone(t, "after kill -9 of the holder and the supervisor ("+mode+")", append(got, sup))
 		waitGone(t, "the double-forked sleep "+marker, withArg(marker))
 		// The sentinel removes the cgroups the holder and the supervisor made.
-		leftover := filepath.Join(proctree.OwnCgroup(), fmt.Sprintf("lease-%d-*", h.Process.Pid))
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			m, _ := filepath.Glob(leftover)
-			if len(m) == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("cgroups left: %q", m)
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
+		cgroupsGone(t, filepath.Join(proctree.OwnCgroup(), fmt.Sprintf("lease-%d-*", h.Process.Pid)))
+	}
+}
+
+// TestCgroupRefusedFallsBack: a holder in a cgroup whose children the
+// kernel will not start a process in (below a threaded cgroup, a new
+// cgroup is "domain invalid", as the "no internal processes" rule makes
+// others refuse) runs CMD without a cgroup, as before cgroups: CMD runs,
+// what it left running is stopped, and no cgroup is left behind.
+func TestCgroupRefusedFallsBack(t *testing.T) {
+	if !proctree.Cgroups() {
+		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
+	}
+	parent := filepath.Join(proctree.OwnCgroup(), fmt.Sprintf("lease-test-%d", os.Getpid()))
+	threaded := filepath.Join(parent, "t")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Rmdir(threaded); syscall.Rmdir(parent) })
+	if err := os.Mkdir(threaded, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(threaded, "cgroup.type"), []byte("threaded"), 0); err != nil {
+		testenv.Missing(t, "cgroup", "no threaded cgroups here: "+err.Error())
+	}
+	for _, mode := range []string{"1", "serve"} {
+		dir := t.TempDir()
+		left := filepath.Join(dir, "left")
+		h := exec.Command(os.Args[0], fmt.Sprintf(`setsid sh -c 'echo $$ >> %[1]s; exec sleep 600' &
+sleep 600 & echo $! >> %[1]s
+while [ "$(wc -l < %[1]s)" -lt 2 ]; do sleep 0.01; done
+echo ran > %[2]s/ran`, left, dir))
+		h.Env = append(os.Environ(), holderEnv+"="+mode, holderCgroupEnv+"="+threaded)
+		out, err := h.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the holder in a threaded cgroup (%s): %v\n%s", mode, err, out)
 		}
+		if data, _ := os.ReadFile(filepath.Join(dir, "ran")); string(data) != "ran\n" {
+			t.Errorf("CMD did not run (%s): %q", mode, data)
+		}
+		waitGone(t, "what CMD left running ("+mode+")", readPids(t, left, 2))
+		cgroupsGone(t, filepath.Join(threaded, "lease-*"))
+	}
+}
+
+// cgroupsGone waits (bounded) until no cgroup matches pattern: the holder,
+// or the sentinel once the supervisor is gone, removes those made for it.
+func cgroupsGone(t *testing.T, pattern string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, _ := filepath.Glob(pattern)
+		if len(m) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("cgroups left: %q", m)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
