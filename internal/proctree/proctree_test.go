@@ -341,7 +341,17 @@ func TestCgroupRefusedFallsBack(t *testing.T) {
 	if err := os.Mkdir(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { syscall.Rmdir(threaded); syscall.Rmdir(parent) })
+	t.Cleanup(func() {
+		// The holder's sentinel and supervisor, in it too, may still be
+		// ending: rmdir is EBUSY until they are gone.
+		deadline := time.Now().Add(30 * time.Second)
+		for syscall.Rmdir(threaded) == syscall.EBUSY && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := syscall.Rmdir(parent); err != nil {
+			t.Errorf("rmdir %s: %v", parent, err)
+		}
+	})
 	if err := os.Mkdir(threaded, 0o755); err != nil {
 		t.Fatal(err)
 	}
