@@ -70,3 +70,6 @@ func bury(keep map[int]bool) error { return nil }
 
 // Cgroups reports false: cgroups are Linux's.
 func Cgroups() bool { return false }
+
+// ownCgroup is "": cgroups are Linux's.
+func ownCgroup() string { return "" }

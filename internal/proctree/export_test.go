@@ -1,5 +1,3 @@
-//go:build linux
-
 package proctree
 
 // OwnCgroup is the directory of the calling process's cgroup v2 ("": none).
