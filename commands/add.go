@@ -3,6 +3,7 @@ package commands
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -84,7 +85,9 @@ func runAdd(c *cli.Context) error {
 		}}
 	spec.before = warnInodes
 	spec.stream = &streamSpec{progress: mode, bar: "adding", units: "IDs",
-		scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formQueue, sp) },
+		scan: func(c *cli.Context, sp *spool) error {
+			return contentHint(spoolInput(c, c.Args().Slice(), formQueue, sp), c.Args().Slice())
+		},
 		interrupted: func(done, total, ok int) string {
 			return fmt.Sprintf("lease add: interrupted after %d of %d IDs: %d added durably; run the same add again to finish (it is idempotent)", done, total, ok)
 		}}
@@ -120,5 +123,21 @@ func queueInput(c *cli.Context) ([]commit.Item, error) {
 			return nil
 		})
 	})
-	return items, err
+	return items, contentHint(err, c.Args().Slice())
+}
+
+// contentHint adds to err, a bad line of one of the FILEs (lists of IDs),
+// that --content queues files' contents: lease add corpus/* is the
+// mistake it most often is. The error stays a usage error (exit 2).
+func contentHint(err error, args []string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, a := range args {
+		if a != "-" && strings.HasPrefix(msg, a+":") {
+			return usageErr("%s (the FILEs of lease add are lists of IDs, one a line: to queue the files themselves, each one's content an item's input, use lease add --content)", msg)
+		}
+	}
+	return err
 }

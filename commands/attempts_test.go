@@ -34,7 +34,7 @@ func TestReleaseFailedAndRetry(t *testing.T) {
 			want = leasefmt.Failed
 		}
 		if rec.Status != want || rec.Attempts != int64(attempt) || rec.ExitStatus != 139 ||
-			!strings.HasSuffix(rec.StderrTail, "[31m==1==ERROR: AddressSanitizer: SEGV[0m") || len(rec.StderrTail) > leasefmt.MaxTail {
+			!strings.HasSuffix(rec.StderrTail, "\n==1==ERROR: AddressSanitizer: SEGV") || len(rec.StderrTail) > leasefmt.MaxTail {
 			t.Fatalf("attempt %d: record %+v", attempt, rec)
 		}
 	}

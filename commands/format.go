@@ -118,7 +118,7 @@ var formatSections = []Section{
 		"status, an integer in [1, 255], 128+n for a command killed by signal n; left out when not known) and " +
 		"`\"stderr_tail\":\"...\"` (the end of its standard error: at most 1024 bytes of UTF-8 whose only control " +
 		"characters are newline and tab; writers replace invalid UTF-8, turn carriage returns into newlines and " +
-		"leave other control characters out, so that the largest tail still fits a 4 KiB record, and shorten it, " +
+		"leave terminal escape sequences (CSI, OSC: a fuzzer's colours) and other control characters out, so that the largest tail still fits a 4 KiB record, and shorten it, " +
 		"keeping its end, when unknown keys leave less room). A release after a failed run (lease release " +
 		"--failed, lease run --complete when its command fails) writes the record released with attempts + 1 " +
 		"and these fields; once attempts reaches max_attempts (default 3) it writes it `failed` instead and then " +

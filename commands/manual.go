@@ -186,7 +186,7 @@ func MainPage() MainManual {
 		Env: []Item{
 			{"LEASE_CONFIG", "The TOML configuration file, when --config is not given."},
 			{"XDG_CONFIG_HOME", "Where the user configuration file lease/config.toml is looked for (default ~/.config)."},
-			{"USER", "The default owner is USER@HOST."},
+			{"USER", "The default owner is USER@HOST; USER@HOST/PID (USER@HOST/rank-N/PID under a launcher) for lease run, lease work and the Go API (leases.Open), which tell a host's workers apart."},
 			launchEnv,
 			{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 times the CPU count) while it runs, so that writers coming back from fsync and rename find one free; a value set in the environment is left alone."},
 		},

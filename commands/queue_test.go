@@ -115,6 +115,32 @@ func TestAddBadInputChangesNothing(t *testing.T) {
 	coreSame(t, "bad add input", before, coreSnapshot(t, root))
 }
 
+// TestAddFilesNotIDsHintsContent: lease add corpus/* (files that are
+// not lists of IDs) is exit 2 as any bad line, and says that --content
+// queues files; it said "bad ID" only. A bad line on stdin gets no hint.
+func TestAddFilesNotIDsHintsContent(t *testing.T) {
+	root := coreRoot(t)
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "seed-1")
+	if err := os.WriteFile(seed, []byte("\x89PNG fuzzer input\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := coreSnapshot(t, root)
+	r := coreLease(t, "", "add", "--root", root, seed)
+	if r.code != 2 || r.out != "" || !strings.Contains(r.errOut, seed+":1: malformed line") || !strings.Contains(r.errOut, "--content") || len(r.errOut) > 600 {
+		t.Errorf("add of a file that is not a list of IDs: %s, want exit 2, the bad line and a hint at --content", r)
+	}
+	if r := coreLease(t, "not-an-id\n", "add", "--root", root); r.code != 2 || strings.Contains(r.errOut, "--content") {
+		t.Errorf("add of a bad line on stdin: %s, want exit 2 and no hint", r)
+	}
+	one := filepath.Join(dir, "seed-2")
+	os.WriteFile(one, []byte("crash\n"), 0o644)
+	if r := coreLease(t, "", "add", "--root", root, one); r.code != 2 || !strings.Contains(r.errOut, one+":1: bad ID") || !strings.Contains(r.errOut, "--content") {
+		t.Errorf("add of a file of one word: %s, want exit 2, bad ID and a hint at --content", r)
+	}
+	coreSame(t, "add of files not IDs", before, coreSnapshot(t, root))
+}
+
 func TestClaimNextEmptyBusyAndWait(t *testing.T) {
 	root := coreRoot(t)
 	// Nothing queued: empty.

@@ -86,6 +86,11 @@ var runManual = Manual{
 		"SECONDS ID; tried once more then), which is exit 125 with CMD not run. Without SECONDS it waits for as long " +
 		"as it takes; SIGINT or SIGTERM end the wait (exit 125, nothing claimed). What waiting cannot change (done, " +
 		"a corrupt record, an I/O error) ends it at once. --wait is refused with --token.\n\n" +
+		"A table that cannot be written when CMD has exited (a full or read-only filesystem, EIO, ESTALE): the " +
+		"release or completion of the item is waited out as lease work waits (lease-work(1)): said once on stderr, " +
+		"tried again after 1 s doubling to 30 s, for at most --max-wait (max_wait; 0, the default: as long as it " +
+		"takes), then exit 125 as before; a signal ends the wait (128+n). The exit status is then what it would " +
+		"have been at once; a lease that ran out meanwhile (a read-only table takes no renewal) is lost, 124.\n\n" +
 		"CMD stages its results in LEASE_STAGE, the staging directory ROOT/stage/ID.TOKEN/ of this token, made " +
 		"before CMD starts and removed when CMD leaves it empty; only results staged there can be published with " +
 		"this token (fenced staging, see lease-complete(1)). CMD may itself complete the lease with its LEASE_TOKEN, " +
@@ -382,6 +387,7 @@ func runRun(c *cli.Context) error {
 		return err
 	}
 	h, code, status := ir.h, ir.code, ir.status
+	code = waitOutFinish(e, h, code)
 	item.Token = h.item.Token
 	if e.json {
 		// stats.lost counts the leases lost, as lost says: the store's own
@@ -404,6 +410,45 @@ func runRun(c *cli.Context) error {
 		return cli.Exit("", code)
 	}
 	return nil
+}
+
+// waitOutFinish: when lease run's finish of its item failed for the
+// machine's sake (a full or read-only filesystem, an I/O error, ESTALE),
+// it waits that out as lease work does (worker.Outage: the lease stays
+// held, tries after 1 s doubling to 30 s, --max-wait bounds it) and
+// finishes the item again; the exit status is then what it would have
+// been had the finish worked at once. Past --max-wait it is code, the
+// failed finish's (125); a stop signal ends the wait with 128+n.
+func waitOutFinish(e *env, h *holder, code int) int {
+	cause := h.finished.Cause()
+	if cause == nil {
+		return code
+	}
+	stopc := make(chan os.Signal, 1)
+	signal.Notify(stopc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(stopc)
+	ctx, stop := onSignal(e.ctx(), stopc)
+	defer stop()
+	o := e.outage("lease run")
+	fc := code
+	for cause != nil {
+		if !o.Wait(ctx, cause) {
+			if s, ok := stoppedBy(ctx).(syscall.Signal); ok {
+				return exitcode.RunSignal + int(s)
+			}
+			return code
+		}
+		fc = h.finishAgain()
+		cause = h.finished.Cause()
+	}
+	o.Over()
+	switch {
+	case h.lost:
+		return exitcode.RunLost
+	case fc != exitcode.OK && h.fin.exit == exitcode.OK:
+		return fc
+	}
+	return h.fin.exit
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -90,10 +90,22 @@ var workManual = Manual{
 		"double fork included, waits until none runs, and only then releases the item, with no attempt counted " +
 		"(the worker's failure, not the item's); the next item gets a new supervisor. kill -9 of CMD: the " +
 		"supervisor stops the rest of the tree, and the run is an attempt (a signal lease work did not send). " +
-		"kill -9 of lease work and its supervisor together: the sentinel kills CMD's group. What remains " +
-		"possible: a process that left CMD's process group (setsid, setpgid) survives when lease work and its " +
-		"supervisor are killed together, and anything of the tree survives when every lease process, the " +
-		"sentinel too, is killed at once. Such a process is still fenced: its LEASE_TOKEN is no longer current " +
+		"kill -9 of lease work and its supervisor together: the sentinel kills CMD's group, and CMD's cgroup " +
+		"where there is one.\n\n" +
+		"cgroups: where the machine delegates cgroup v2 to lease work (a cgroup2 mount, the cgroup of lease work " +
+		"in /proc/self/cgroup writable by its user: root, or a subtree delegated to the user, e.g. by systemd's " +
+		"Delegate=; Linux 5.14 or later for cgroup.kill), each CMD runs in a cgroup of its own: lease work makes " +
+		"a fresh directory lease-PID-RANDOM in its cgroup (never one it did not make), the supervisor a child " +
+		"cmd-N per CMD, started in it by the kernel (CLONE_INTO_CGROUP), and both are removed when CMD's tree is " +
+		"gone. Ending the tree then also writes 1 to cgroup.kill, which reaches every process of it, one that left " +
+		"CMD's process group and whose parents are gone included; the sentinel does so when the supervisor dies. " +
+		"Where there is none (cgroup v1 only, a user without a delegated cgroup, an older kernel, or a kernel that " +
+		"refuses to start CMD there, as in a cgroup with controllers enabled for its children: the \"no internal " +
+		"processes\" rule), lease work uses the process groups, subreapers and sentinel above, silently. What " +
+		"remains possible without cgroups: a process that left CMD's process group (setsid, setpgid) survives " +
+		"when lease work and its supervisor are killed together; with or without them, anything of the tree " +
+		"survives when every lease process, the sentinel too, is killed at once (its cgroup is then left, with " +
+		"those processes in it). Such a process is still fenced: its LEASE_TOKEN is no longer current " +
 		"once the lease ran out or another worker took the item over, so it cannot complete, renew or publish " +
 		"(a result staged under its token is never moved to ROOT/public/ID/; lease fsck moves it aside).\n\n" +
 		"A table that cannot be written: when its filesystem is full (ENOSPC), read-only (EROFS), failing (EIO) " +

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/leasetool/lease/internal/proctree"
 )
 
 // killScript is CMD: its first run records its supervisor (its parent)
@@ -63,10 +65,12 @@ func TestWorkKillPatterns(t *testing.T) {
 			h := newHoldTable(t)
 			id := h.workAdd("kill-"+how, 1)[0]
 			mode := "setsid"
-			if how == "both" {
-				// With the holder and the supervisor both gone, what left
-				// CMD's process group has no one above it to catch it
-				// (lease-work(1) says so): only the group is checked.
+			if how == "both" && !proctree.Cgroups() {
+				// With the holder and the supervisor both gone and no
+				// cgroup, what left CMD's process group has no one above
+				// it to catch it (lease-work(1) says so): only the group
+				// is checked. With cgroups, the sentinel's cgroup.kill
+				// ends it too.
 				mode = "group"
 			}
 			args := []string{"work", "--json", "--ttl", "3", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", killScript, "sh", mode}

@@ -173,3 +173,72 @@ func TestWorkWaitsOutOutages(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWaitsOutFinish: lease run --complete whose finish meets a table
+// that cannot be written (read-only, a few retries long, within the TTL:
+// a read-only table takes no renewal either, and a lease that runs out
+// meanwhile is lost, exit 124) waits it out as lease work does, holding
+// the lease, and completes the item once the table takes writes: exit 0,
+// the item done, no attempt. Before, it exited 125 at once with the item
+// unfinished and still leased.
+func TestRunWaitsOutFinish(t *testing.T) {
+	h := newHoldTable(t)
+	m := faultfstest.Mount(t, faultfs.Options{})
+	h.root = filepath.Join(m.Dir, "table")
+	h.must(0, "", "init", "--shards", "4")
+	id := h.workAdd("run-outage", 1)[0]
+	gate := filepath.Join(h.dir, "gate")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started := filepath.Join(h.dir, "started")
+	const ttl = 60.0
+	w := &outageWorker{stderr: filepath.Join(h.dir, "run.err"), done: make(chan struct{})}
+	w.cmd = h.command("run", "--complete", "--next", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
+		"--", "sh", "-c", `echo "$LEASE_ID" >> "$0"; while [ -e "$1" ]; do sleep 0.05; done`, started, gate)
+	f, err := os.Create(w.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Stderr = f
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	go func() {
+		w.cmd.Wait()
+		w.code = w.cmd.ProcessState.ExitCode()
+		close(w.done)
+	}()
+	t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
+	waitFor(t, "lease run running its item", func() bool {
+		b, _ := os.ReadFile(started)
+		return len(b) > 0
+	})
+	if err := m.SetRules(faultfstest.ReadOnly()); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(gate)
+	waitFor(t, "lease run saying it waits for the table", func() bool {
+		return strings.Contains(w.errText(), "the table cannot be written") || !w.running()
+	})
+	time.Sleep(3 * time.Second) // a few tries (1 s, 2 s)
+	if !w.running() {
+		t.Fatalf("lease run ended during the episode: exit %d\n%s", w.code, w.errText())
+	}
+	if err := m.SetRules(nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.done:
+	case <-time.After(holdWait):
+		t.Fatalf("lease run did not end after the episode\n%s", w.errText())
+	}
+	if w.code != 0 || !strings.Contains(w.errText(), "writable again") {
+		t.Errorf("lease run: exit %d\n%s\nwant exit 0, the end of the wait said", w.code, w.errText())
+	}
+	if rec := h.must(0, "", "status", "--json", string(id)).out; !strings.Contains(rec, `"status":"done"`) || !strings.Contains(rec, `"attempts":0`) {
+		t.Errorf("the item after the episode: %s, want done, no attempt", rec)
+	}
+	h.must(0, "", "fsck")
+}

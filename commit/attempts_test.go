@@ -47,7 +47,7 @@ func TestReleaseFailedCountsAndFails(t *testing.T) {
 		if attempt == 3 {
 			want = leasefmt.Failed
 		}
-		if rec.Status != want || rec.Attempts != attempt || rec.ExitStatus != 139 || rec.StderrTail != "[1mSegmentation fault[0m" {
+		if rec.Status != want || rec.Attempts != attempt || rec.ExitStatus != 139 || rec.StderrTail != "Segmentation fault" {
 			t.Fatalf("attempt %d: record %+v, want %s with %d attempts, exit 139 and the escaped tail", attempt, rec, want, attempt)
 		}
 		if log.count(seam.OpSyncDir) == 0 {

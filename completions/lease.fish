@@ -97,7 +97,7 @@ complete -c lease -n '__fish_seen_subcommand_from claim' -l mpi-timeout -x -d 'u
 complete -c lease -n '__fish_seen_subcommand_from claim' -l first -x -d 'take at most N of the candidates, in input order'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l next -x -d 'claim up to N free items of the table\'s queue (lease add), without a candidate list'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l wait -x -d 'when the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
-complete -c lease -n '__fish_seen_subcommand_from claim' -l max-wait -x -d 'lease work, lease run --next --wait, lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
+complete -c lease -n '__fish_seen_subcommand_from claim' -l max-wait -x -d 'lease work, lease run (its finish; its claim with --next --wait), lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
 complete -c lease -n '__fish_seen_subcommand_from claim' -l progress -x -a 'auto always never' -d 'progress bar on stderr for a run longer than a second: auto (when stderr is a terminal), always, never; not under mpirun'
 complete -c lease -n '__fish_seen_subcommand_from claim' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from claim' -a '(__lease_ids free)'
@@ -302,7 +302,7 @@ complete -c lease -n '__fish_seen_subcommand_from work' -l max-items -x -d 'stop
 complete -c lease -n '__fish_seen_subcommand_from work' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
 complete -c lease -n '__fish_seen_subcommand_from work' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from work' -l max-attempts -x -d 'failed runs after which an item becomes failed (lease retry puts it back); 0: never (env LEASE_MAX_ATTEMPTS)'
-complete -c lease -n '__fish_seen_subcommand_from work' -l max-wait -x -d 'lease work, lease run --next --wait, lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
+complete -c lease -n '__fish_seen_subcommand_from work' -l max-wait -x -d 'lease work, lease run (its finish; its claim with --next --wait), lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
 complete -c lease -n '__fish_seen_subcommand_from work' -s h -l help -d 'show help'
 
 # lease run
@@ -326,7 +326,7 @@ complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l next -d 'claim the next free item of the table\'s queue (lease add) instead of a named ID; exit 123 when the queue is empty'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l wait -x -d 'when ID is held by another lease, or the queue is busy (--next), wait with backoff: --wait alone until it is not, --wait=SECONDS or --wait SECONDS at most that long'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l max-attempts -x -d 'failed runs after which an item becomes failed (lease retry puts it back); 0: never (env LEASE_MAX_ATTEMPTS)'
-complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l max-wait -x -d 'lease work, lease run --next --wait, lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
+complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -l max-wait -x -d 'lease work, lease run (its finish; its claim with --next --wait), lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -s h -l help -d 'show help'
 complete -c lease -n '__fish_seen_subcommand_from run; and not __lease_run_after_dashdash' -a '(__lease_ids free)'
 complete -c lease -n '__fish_seen_subcommand_from run; and __lease_run_after_dashdash' -a '(__fish_complete_subcommand --fcs-skip=3 --root --config --owner --ttl --now --lock-timeout --shards --target-shards --target-timeout --clock-skew --grace --renew-interval --interval --token --max-attempts --max-wait)'
@@ -398,7 +398,7 @@ complete -c lease -n '__fish_seen_subcommand_from config' -l writers -x -d 'conc
 complete -c lease -n '__fish_seen_subcommand_from config' -l renew-interval -l interval -x -d 'renewal interval in seconds, less than ttl - clock_skew (env LEASE_RENEW_INTERVAL)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l mpi-timeout -x -d 'under mpirun, longest wait in seconds for one collective before every rank aborts (env LEASE_MPI_TIMEOUT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -l grace -x -d 'lease run: seconds between SIGTERM and SIGKILL when the lease is lost (env LEASE_GRACE)'
-complete -c lease -n '__fish_seen_subcommand_from config' -l max-wait -x -d 'lease work, lease run --next --wait, lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
+complete -c lease -n '__fish_seen_subcommand_from config' -l max-wait -x -d 'lease work, lease run (its finish; its claim with --next --wait), lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table\'s error ends it (exit 4; lease run 125); 0: no limit (env LEASE_MAX_WAIT)'
 complete -c lease -n '__fish_seen_subcommand_from config' -s h -l help -d 'show help'
 
 # lease qualify

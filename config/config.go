@@ -109,7 +109,7 @@ var All = []Setting{
 	{"grace", "LEASE_GRACE", "grace", Float, "lease run: seconds between SIGTERM and SIGKILL when the lease is lost", ftoa(DefaultGrace)},
 	{"clock_skew", "LEASE_CLOCK_SKEW", "clock-skew", Float, "bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew", ftoa(DefaultClockSkew)},
 	{"max_attempts", "LEASE_MAX_ATTEMPTS", "max-attempts", Int, "failed runs after which an item becomes failed (lease retry puts it back); 0: never", strconv.Itoa(DefaultMaxAttempts)},
-	{"max_wait", "LEASE_MAX_WAIT", "max-wait", Float, "lease work, lease run --next --wait, lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table's error ends it (exit 4; lease run 125); 0: no limit", "0, no limit"},
+	{"max_wait", "LEASE_MAX_WAIT", "max-wait", Float, "lease work, lease run (its finish; its claim with --next --wait), lease claim --next --wait: longest wait in seconds for a table that cannot be written (full, read-only, I/O error, stale NFS handle) before the table's error ends it (exit 4; lease run 125); 0: no limit", "0, no limit"},
 }
 
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh: a small fuzzing campaign on a fresh local lease table, in about ten
 # seconds. It builds lease, fills the table's queue with seeds (lease add),
-# starts three workers that each loop on `lease run --next` (fuzz the next
-# free item under a 3 s lease renewed every second; each seed's fuzzer adds
+# starts three workers, each one `lease work` (fuzz the next free item under
+# a 3 s lease renewed every second, item after item; each seed's fuzzer adds
 # a child to the queue as it runs), kills one holder with kill -9, shows its item
 # reclaimed after expiry with a larger token and its late publish refused
 # (fencing), checks the table with lease fsck, and prints a summary.
@@ -66,7 +66,7 @@ records() {
   lease status --json | sed -n 's/^{"kind":"work","id":"\([0-9a-f]*\)","status":"\([a-z]*\)","owner":"\([^"]*\)","token":\([0-9]*\).*/\1 \2 \3 \4/p'
 }
 
-# The "fuzzer" each worker runs under lease run: a shell loop that writes
+# The "fuzzer" each worker runs under lease work: a shell loop that writes
 # findings into its staging directory (LEASE_STAGE, its token's own), adds
 # the child it found (seeds only) to the queue, then publishes its findings,
 # fenced by its token.
@@ -83,20 +83,16 @@ fuzzer='
 '
 export SEEDS=$work/seeds
 
-# worker: the one-line worker loop. lease run --next claims the next free
-# item of the queue (--wait: waits while every item left is held) and exits
-# 123 once every queued item is done.
+# worker: one lease work, the long-lived worker: it claims the next free
+# item of the queue, runs the fuzzer on it under one supervisor, finishes
+# it, and goes on; it waits while every item left is held, and exits 0
+# once every queued item is done or failed.
 worker() {
   local me=$1 rc
-  while :; do
-    lease run --owner "$me" --next --wait -- sh -c "$fuzzer"
-    rc=$?
-    case $rc in
-    0) ;;
-    123) return 0 ;; # the queue is empty: the campaign is over
-    *) say "$me: lease run exited $rc" ;;
-    esac
-  done
+  lease work --owner "$me" -- sh -c "$fuzzer"
+  rc=$?
+  [ $rc -eq 0 ] || say "$me: lease work exited $rc"
+  return $rc
 }
 
 say "== a holder that will die: lease run with a long job, then kill -9"
@@ -110,7 +106,7 @@ kill -9 "$vpid"
 while kill -0 "$vpid" 2> /dev/null; do sleep 0.05; done
 say "doomed: killed lease run (pid $vpid) holding $(short "$vid") token $vtok; the lease runs out in <= 3 s"
 
-say "== $workers workers"
+say "== $workers workers: lease work --owner worker-N"
 pids=()
 for w in $(seq 1 "$workers"); do
   worker "worker-$w" &

@@ -47,6 +47,7 @@ func TestDemo(t *testing.T) {
 	}
 	text := string(out)
 	for _, want := range []string{
+		"== 3 workers: lease work --owner worker-N", // the long-lived worker, not lease run loops
 		"== summary",
 		"items done:  12 of 12 (6 seeds, 6 children found)",
 		"refusals:    1 stale publish refused",

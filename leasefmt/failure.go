@@ -45,14 +45,22 @@ func CheckTail(s string) error {
 // returns turned into newlines (a progress line's last state stays
 // readable) and every other control character but newline and tab left
 // out (terminal escape sequences cannot reach an operator's terminal
-// through lease status). Leading and trailing blank space is trimmed.
+// through lease status), and with them the rest of each escape sequence
+// (a fuzzer's colours: CSI "ESC [ ... m"; OSC "ESC ] ... BEL"; see
+// skipEscape). Leading and trailing blank space is trimmed.
 func Tail(b []byte) string {
 	if len(b) > 4*MaxTail {
 		b = b[len(b)-4*MaxTail:]
 	}
 	s := strings.ToValidUTF8(string(b), "\uFFFD")
 	var out strings.Builder
-	for _, r := range s {
+	for i := 0; i < len(s); {
+		if n := skipEscape(s[i:]); n > 0 {
+			i += n
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
 		switch {
 		case r == '\r':
 			out.WriteByte('\n')
@@ -66,6 +74,66 @@ func Tail(b []byte) string {
 		t = t[n:]
 	}
 	return t
+}
+
+// skipEscape is the length of the terminal escape sequence s starts
+// with (ECMA-48), 0 if none: CSI (ESC [ or U+009B, parameter and
+// intermediate bytes, a final byte), OSC, DCS, SOS, PM and APC strings
+// (ESC ] P X ^ _, or U+009D..., up to BEL or ST), and the other escape
+// sequences (ESC, intermediate bytes, a final byte). One cut off by the
+// end of the output goes to its end.
+func skipEscape(s string) int {
+	var i int
+	var kind byte
+	switch {
+	case strings.HasPrefix(s, "\x1b"):
+		if len(s) == 1 {
+			return 1
+		}
+		kind, i = s[1], 2
+	case strings.HasPrefix(s, "\u009b"):
+		kind, i = '[', len("\u009b")
+	case strings.HasPrefix(s, "\u009d"):
+		kind, i = ']', len("\u009d")
+	default:
+		return 0
+	}
+	switch kind {
+	case '[':
+		for i < len(s) && s[i] >= 0x20 && s[i] <= 0x3f {
+			i++
+		}
+		if i < len(s) && s[i] >= 0x40 && s[i] <= 0x7e {
+			i++
+		}
+		return i
+	case ']', 'P', 'X', '^', '_':
+		for i < len(s) {
+			switch {
+			case s[i] == '\a':
+				return i + 1
+			case strings.HasPrefix(s[i:], "\x1b\\"):
+				return i + 2
+			case strings.HasPrefix(s[i:], "\u009c"):
+				return i + len("\u009c")
+			}
+			i++
+		}
+		return i
+	}
+	switch {
+	case kind >= 0x30 && kind <= 0x7e:
+		return 2 // ESC and a final byte (ESC c, ESC 7, ESC =)
+	case kind < 0x20 || kind > 0x2f:
+		return 1 // no sequence: only the ESC goes
+	}
+	for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+		i++
+	}
+	if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+		i++
+	}
+	return i
 }
 
 // FitTail shortens r's stderr_tail, keeping its end, until r encodes

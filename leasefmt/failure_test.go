@@ -10,7 +10,15 @@ func TestTail(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{"", ""},
 		{"Segmentation fault\n", "Segmentation fault"},
-		{"\x1b[31mred\x1b[0m\n", "[31mred[0m"},
+		// Terminal escape sequences go whole, not only their ESC: the
+		// colours of a fuzzer (CSI), a window title (OSC, ended by BEL or
+		// ST), a charset switch, the one-byte CSI of C1.
+		{"\x1b[31mred\x1b[0m\n", "red"},
+		{"\x1b[1;38;5;196mbold\x1b[K end", "bold end"},
+		{"\x1b]0;afl-fuzz\x07title\x1b]8;;http://x\x1b\\link", "titlelink"},
+		{"\x1b(Bascii \u009b1mc1", "ascii c1"},
+		{"cut \x1b[31", "cut"},
+		{"\x1bcreset \x1b7saved", "reset saved"},
 		{"10%\r20%\r30%", "10%\n20%\n30%"},
 		{"a\x00b\x7fc\u0085d", "abcd"},
 		{"bad \xff\xfe utf-8", "bad \uFFFD utf-8"},

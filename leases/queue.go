@@ -79,7 +79,8 @@ func (t *Table) Add(ctx context.Context, ids ...string) ([]Result, error) {
 // ID, as lease add --content does: a worker finds it at Item.Input (and a
 // command run by lease run or lease work at LEASE_INPUT). The results are
 // in the order of contents, each with the ID of its content; a content
-// given twice is stored and queued once.
+// given twice is stored and queued once, by its first: the later ones are
+// ErrQueued, so that the results with no error count what was added.
 func (t *Table) AddContent(ctx context.Context, contents ...[]byte) ([]Result, error) {
 	cs := make([]commit.Content, len(contents))
 	for i, c := range contents {
@@ -146,6 +147,11 @@ func (t *Table) add(ctx context.Context, cs []commit.Content) ([]Result, error) 
 	for i, c := range cs {
 		out[i] = byID[c.ID]
 		out[i].Item = commit.Item{ID: c.ID}
+		if i != first[c.ID] && out[i].Outcome == commit.OK {
+			// Added once, by its first: the later ones of the same call
+			// find it queued, as a later call would.
+			out[i] = commit.Result{Item: out[i].Item, Path: out[i].Path, Outcome: commit.Queued, Detail: "given earlier in the same call"}
+		}
 	}
 	return results(out), nil
 }

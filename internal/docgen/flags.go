@@ -163,7 +163,7 @@ func envDocs(fl []flagDoc) []commands.Item {
 			commands.Item{Tag: "XDG_CONFIG_HOME", Text: "The configuration file $XDG_CONFIG_HOME/lease/config.toml is read when neither --config, LEASE_CONFIG nor ./lease.toml names one (default ~/.config)."})
 	}
 	if has["owner"] {
-		out = append(out, commands.Item{Tag: "USER", Text: "The default owner is USER@HOST."})
+		out = append(out, commands.Item{Tag: "USER", Text: "The default owner is USER@HOST; USER@HOST/PID (USER@HOST/rank-N/PID under a launcher) for lease run, lease work and the Go API (leases.Open), which tell a host's workers apart."})
 	}
 	return out
 }

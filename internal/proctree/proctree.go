@@ -1,7 +1,8 @@
 // Package proctree runs a command so that no process it starts outlives
 // it, its holder's request, or its holder's death: the whole tree, not
-// only the direct child. There are no cgroups to lean on, so a small
-// supervisor process sits between the holder (lease run) and the command:
+// only the direct child. A small supervisor process sits between the
+// holder (lease run) and the command (and where the machine lets us use
+// cgroup v2, each command runs in a cgroup of its own too: cgroup_linux.go):
 //
 //	lease run ── supervisor (child subreaper) ── CMD ── sh ── fuzzer ...
 //
@@ -111,7 +112,8 @@ type Cmd struct {
 	haveWS  bool
 	stopped bool
 
-	sentinel int // the sentinel's pid (0: none)
+	sentinel int    // the sentinel's pid (0: none)
+	group    *group // CMD's cgroup's parent (nil: none; cgroup_linux.go)
 	supGone  bool
 
 	// via is the Supervisor that runs this command (Supervisor.Command),
@@ -168,8 +170,10 @@ func (c *Cmd) Start() error {
 		env = os.Environ()
 	}
 	Subreaper() // a dead supervisor's orphans come here (Bury)
-	sent, err := startSentinel()
+	c.group = newGroup()
+	sent, err := startSentinel(c.group)
 	if err != nil {
+		c.group.remove()
 		ctlR.Close()
 		ctlW.Close()
 		stR.Close()
@@ -179,7 +183,7 @@ func (c *Cmd) Start() error {
 	sup := exec.Command("/proc/self/exe", append([]string{c.Path}, c.Args...)...)
 	sup.Path = "/proc/self/exe" // the running binary, even if self was replaced on disk
 	sup.Args[0] = "lease-supervisor"
-	sup.Env = append(append([]string(nil), env...), markerEnv+"="+strconv.FormatInt(int64(grace), 10))
+	sup.Env = append(append(append([]string(nil), env...), markerEnv+"="+strconv.FormatInt(int64(grace), 10)), c.group.env()...)
 	sup.Stdin, sup.Stdout, sup.Stderr = c.Stdin, c.Stdout, c.Stderr
 	sup.ExtraFiles = []*os.File{ctlR, stW} // fd 3: commands in; fd 4: status out
 	if sent != nil {
@@ -202,6 +206,7 @@ func (c *Cmd) Start() error {
 		sent.writer.Close() // the supervisor's alone now
 	}
 	if err != nil {
+		c.group.remove()
 		ctlR.Close()
 		ctlW.Close()
 		stR.Close()
@@ -217,6 +222,7 @@ func (c *Cmd) Start() error {
 		c.ctl.Close()
 		c.sup.Wait()
 		c.status.Close()
+		c.group.remove()
 		return fmt.Errorf("proctree: the supervisor exited before starting %s: %v", c.Path, c.sup.ProcessState)
 	}
 	if binary.LittleEndian.Uint32(msg[:4]) == msgExecFailed {
@@ -224,6 +230,7 @@ func (c *Cmd) Start() error {
 		c.ctl.Close()
 		c.sup.Wait()
 		c.status.Close()
+		c.group.remove()
 		return &os.PathError{Op: "fork/exec", Path: c.Path, Err: errno}
 	}
 	return nil
@@ -282,6 +289,9 @@ func (c *Cmd) Wait() error {
 	var msg [8]byte
 	_, err := io.ReadFull(c.status, msg[:])
 	c.status.Close()
+	if err == nil {
+		c.group.remove() // the supervisor ended and its tree is gone: its cgroups are empty
+	}
 	if err == nil && binary.LittleEndian.Uint32(msg[:4]) == msgExited {
 		c.ws, c.haveWS = syscall.WaitStatus(binary.LittleEndian.Uint32(msg[4:])), true
 	} else if ws, ok := c.sup.ProcessState.Sys().(syscall.WaitStatus); ok {
@@ -310,7 +320,10 @@ func (c *Cmd) Bury() error {
 	if c.via != nil {
 		return c.via.Bury()
 	}
-	return bury(map[int]bool{c.sup.Process.Pid: true, c.sentinel: true})
+	c.group.kill() // what left CMD's process group and the holder's tree too
+	err := bury(map[int]bool{c.sup.Process.Pid: true, c.sentinel: true})
+	c.group.remove()
+	return err
 }
 
 // WaitStatus is CMD's wait status, once Wait returned.

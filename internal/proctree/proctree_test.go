@@ -20,14 +20,25 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // holderEnv makes the test binary a holder: it starts the command of its
 // arguments under a supervisor and waits, so that the test can kill it.
 const holderEnv = "PROCTREE_TEST_HOLDER"
 
+// holderCgroupEnv names a cgroup the holder moves itself into first.
+const holderCgroupEnv = "PROCTREE_TEST_CGROUP"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(holderEnv); mode != "" {
+		if dir := os.Getenv(holderCgroupEnv); dir != "" {
+			// Into the cgroup the test made, before anything starts.
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(3)
+			}
+		}
 		c := proctree.Command("/bin/sh", "sh", "-c", os.Args[1])
 		if mode == "serve" {
 			s, err := proctree.StartSupervisor(500 * time.Millisecond)
@@ -50,7 +61,10 @@ func TestMain(m *testing.M) {
 			os.Exit(3)
 		}
 		fmt.Printf("supervisor %d\n", c.Pid())
-		c.Wait()
+		if err := c.Wait(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(4)
+		}
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -268,6 +282,134 @@ func TestHolderKilled(t *testing.T) {
 		h.Wait()
 		waitGone(t, fmt.Sprintf("after kill -9 of the holder (%s, %q)", c.mode, script), append(got, sup))
 	}
+}
+
+// TestHolderAndSupervisorKilled: kill -9 of the holder and its
+// supervisor at once, where CMD runs in a cgroup of its own: the
+// sentinel's cgroup.kill ends even the processes that left CMD's process
+// group (setsid, then a double fork: their parents are gone, no
+// subreaper of ours is above them), and removes the cgroups it made.
+// Before cgroups, the sentinel killed CMD's process group only, and the
+// setsid'd sleeps ran on under PID 1.
+func TestHolderAndSupervisorKilled(t *testing.T) {
+	if !proctree.Cgroups() {
+		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
+	}
+	for _, mode := range []string{"1", "serve"} {
+		dir := t.TempDir()
+		pids := filepath.Join(dir, "pids")
+		// The marker: a sleep no other process runs, found in /proc.
+		marker := fmt.Sprintf("%d.%06d", 900+os.Getpid()%100, time.Now().Nanosecond()/1000)
+		script := tree(pids) + fmt.Sprintf(" &\nsetsid sh -c '(sleep %s & echo $! >> %s) &' &\nwait", marker, pids)
+		h := exec.Command(os.Args[0], script)
+		h.Env = append(os.Environ(), holderEnv+"="+mode)
+		out, err := h.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Stderr = os.Stderr
+		if err := h.Start(); err != nil {
+			t.Fatal(err)
+		}
+		line, err := bufio.NewReader(out).ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		sup, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "supervisor ")))
+		got := readPids(t, pids, 5)
+		syscall.Kill(sup, syscall.SIGKILL)
+		h.Process.Kill()
+		h.Wait()
+		waitGone(t, "after kill -9 of the holder and the supervisor ("+mode+")", append(got, sup))
+		waitGone(t, "the double-forked sleep "+marker, withArg(marker))
+		// The sentinel removes the cgroups the holder and the supervisor made.
+		cgroupsGone(t, filepath.Join(proctree.OwnCgroup(), fmt.Sprintf("lease-%d-*", h.Process.Pid)))
+	}
+}
+
+// TestCgroupRefusedFallsBack: a holder in a cgroup whose children the
+// kernel will not start a process in (below a threaded cgroup, a new
+// cgroup is "domain invalid", as the "no internal processes" rule makes
+// others refuse) runs CMD without a cgroup, as before cgroups: CMD runs,
+// what it left running is stopped, and no cgroup is left behind.
+func TestCgroupRefusedFallsBack(t *testing.T) {
+	if !proctree.Cgroups() {
+		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
+	}
+	parent := filepath.Join(proctree.OwnCgroup(), fmt.Sprintf("lease-test-%d", os.Getpid()))
+	threaded := filepath.Join(parent, "t")
+	if err := os.Mkdir(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// The holder's sentinel and supervisor, in it too, may still be
+		// ending: rmdir is EBUSY until they are gone.
+		deadline := time.Now().Add(30 * time.Second)
+		for syscall.Rmdir(threaded) == syscall.EBUSY && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := syscall.Rmdir(parent); err != nil {
+			t.Errorf("rmdir %s: %v", parent, err)
+		}
+	})
+	if err := os.Mkdir(threaded, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(threaded, "cgroup.type"), []byte("threaded"), 0); err != nil {
+		testenv.Missing(t, "cgroup", "no threaded cgroups here: "+err.Error())
+	}
+	for _, mode := range []string{"1", "serve"} {
+		dir := t.TempDir()
+		left := filepath.Join(dir, "left")
+		h := exec.Command(os.Args[0], fmt.Sprintf(`setsid sh -c 'echo $$ >> %[1]s; exec sleep 600' &
+sleep 600 & echo $! >> %[1]s
+while [ "$(wc -l < %[1]s)" -lt 2 ]; do sleep 0.01; done
+echo ran > %[2]s/ran`, left, dir))
+		h.Env = append(os.Environ(), holderEnv+"="+mode, holderCgroupEnv+"="+threaded)
+		out, err := h.CombinedOutput()
+		if err != nil {
+			t.Fatalf("the holder in a threaded cgroup (%s): %v\n%s", mode, err, out)
+		}
+		if data, _ := os.ReadFile(filepath.Join(dir, "ran")); string(data) != "ran\n" {
+			t.Errorf("CMD did not run (%s): %q", mode, data)
+		}
+		waitGone(t, "what CMD left running ("+mode+")", readPids(t, left, 2))
+		cgroupsGone(t, filepath.Join(threaded, "lease-*"))
+	}
+}
+
+// cgroupsGone waits (bounded) until no cgroup matches pattern: the holder,
+// or the sentinel once the supervisor is gone, removes those made for it.
+func cgroupsGone(t *testing.T, pattern string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, _ := filepath.Glob(pattern)
+		if len(m) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("cgroups left: %q", m)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// withArg lists the processes that have arg among their arguments.
+func withArg(arg string) []int {
+	names, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	var out []int
+	for _, name := range names {
+		data, _ := os.ReadFile(name)
+		for _, a := range strings.Split(string(data), "\x00") {
+			if a == arg {
+				p, _ := strconv.Atoi(filepath.Base(filepath.Dir(name)))
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // TestSupervisorRunsEach: one Supervisor runs command after command, each

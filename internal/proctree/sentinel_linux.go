@@ -20,8 +20,11 @@ package proctree
 //     group, CMD's, itself included. So CMD's group dies with the
 //     supervisor even when the holder was killed at the same moment.
 //
-// What still escapes is a process that left CMD's process group when the
-// holder, the supervisor and (or) the sentinel are all killed at once.
+// Where CMD runs in a cgroup of its own (cgroup_linux.go), the sentinel
+// writes cgroup.kill too, and no process of CMD's tree escapes unless
+// the sentinel is killed with the supervisor. Without one, what still
+// escapes is a process that left CMD's process group when the holder,
+// the supervisor and (or) the sentinel are all killed at once.
 
 import (
 	"errors"
@@ -50,6 +53,7 @@ const groupEnv = "LEASE_PROCTREE_GROUP"
 func runSentinel() int {
 	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 		syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU, syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGVTALRM)
+	g := groupFromEnv()
 	var b [64]byte
 	for {
 		n, err := unix.Read(0, b[:])
@@ -60,6 +64,7 @@ func runSentinel() int {
 			break // end of file: the supervisor is gone
 		}
 	}
+	g.killAndRemove() // every process of every CMD's cgroup, even one out of the group
 	syscall.Kill(-syscall.Getpgrp(), syscall.SIGKILL)
 	return 0
 }
@@ -70,8 +75,9 @@ type sentinel struct {
 	writer *os.File // the pipe's write end, for the supervisor (closed here once passed)
 }
 
-// startSentinel starts a sentinel in a process group of its own.
-func startSentinel() (*sentinel, error) {
+// startSentinel starts a sentinel in a process group of its own, the
+// keeper of cgroup g too (nil: none).
+func startSentinel(g *group) (*sentinel, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("proctree: sentinel pipe: %w", err)
@@ -79,7 +85,7 @@ func startSentinel() (*sentinel, error) {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Path = "/proc/self/exe"
 	cmd.Args[0] = "lease-sentinel"
-	cmd.Env = append(os.Environ(), markerEnv+"="+sentinelValue)
+	cmd.Env = append(append(os.Environ(), markerEnv+"="+sentinelValue), g.env()...)
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

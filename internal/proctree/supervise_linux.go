@@ -56,6 +56,11 @@ type supervisor struct {
 	holderGone bool
 	// pgid is the sentinel's process group, CMD's (0: CMD's own).
 	pgid int
+	// group is the holder's cgroup for this supervisor (nil: none), cg
+	// the running CMD's, the n-th (cgroup_linux.go).
+	group *group
+	cg    *cmdGroup
+	n     int
 }
 
 func supervise(v string) int {
@@ -76,7 +81,7 @@ func supervise(v string) int {
 		fmt.Fprintf(os.Stderr, "lease-supervisor: PR_SET_CHILD_SUBREAPER: %v\n", err)
 		return 125
 	}
-	s := &supervisor{self: os.Getpid(), grace: time.Duration(n), pgid: readGroup()}
+	s := &supervisor{self: os.Getpid(), grace: time.Duration(n), pgid: readGroup(), group: groupFromEnv()}
 	sigc := make(chan os.Signal, 32)
 	signal.Notify(sigc, syscall.SIGCHLD, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 	if serving {
@@ -102,6 +107,7 @@ func supervise(v string) int {
 	if !s.cmdDone {
 		return 125
 	}
+	s.cg.remove()
 	writeMsg(status, msgExited, uint32(s.cmdWS))
 	if s.cmdWS.Signaled() {
 		return 128 + int(s.cmdWS.Signal())
@@ -111,11 +117,27 @@ func supervise(v string) int {
 
 // start starts CMD, in the sentinel's process group (or one of its own
 // when there is no sentinel: signals forwarded reach it and its children),
+// and in a cgroup of its own where there is one (see cgroup_linux.go),
 // with files as its descriptors 0, 1, 2; if the supervisor itself is
-// killed, CMD is too, and the sentinel kills CMD's group.
+// killed, CMD is too, and the sentinel kills CMD's group (and cgroup).
 func (s *supervisor) start(path string, argv, env []string, files []*os.File) error {
 	attr := &os.ProcAttr{Files: files, Env: env, Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: s.pgid, Pdeathsig: syscall.SIGKILL}}
+	s.n++
+	s.cg = s.group.newCmdGroup(s.n)
+	if s.cg != nil {
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.fd
+	}
 	proc, err := os.StartProcess(path, argv, attr)
+	if err != nil && s.cg != nil {
+		// The kernel would not start CMD there (no clone3, a cgroup with
+		// controllers and processes, ...): without a cgroup, silently.
+		s.cg.remove()
+		s.cg = nil
+		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
+		if proc, err = os.StartProcess(path, argv, attr); err == nil {
+			s.group = nil // it was the cgroup: not for the next CMDs either
+		}
+	}
 	if err != nil && s.pgid != 0 && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH)) {
 		// The sentinel is gone (killed): CMD's group is its own.
 		s.pgid = 0
@@ -123,6 +145,8 @@ func (s *supervisor) start(path string, argv, env []string, files []*os.File) er
 		proc, err = os.StartProcess(path, argv, attr)
 	}
 	if err != nil {
+		s.cg.remove()
+		s.cg = nil
 		return err
 	}
 	s.cmdPid, s.cmdDone, s.cmdWS = proc.Pid, false, 0
@@ -153,6 +177,7 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 		if !killing {
 			killing, giveUpAt = true, time.Now().Add(killWait)
 		}
+		s.cg.kill() // even what is no longer below the supervisor
 		s.signalTree(syscall.SIGKILL)
 	}
 	if s.holderGone {

@@ -35,6 +35,8 @@ type Supervisor struct {
 	exited chan struct{} // closed when the supervisor process has exited
 	// sentinel is the pid of the sentinel that leads CMD's process group.
 	sentinel int
+	// group is the cgroup of its commands (nil: none; cgroup_linux.go).
+	group *group
 
 	mu     sync.Mutex // sends
 	busy   bool
@@ -54,16 +56,18 @@ func StartSupervisor(grace time.Duration) (*Supervisor, error) {
 	}
 	child := os.NewFile(uintptr(fds[1]), "supervisor-control")
 	Subreaper() // a dead supervisor's orphans come here (Bury); without it, the sentinel still kills CMD's group
-	sent, err := startSentinel()
+	g := newGroup()
+	sent, err := startSentinel(g)
 	if err != nil {
 		child.Close()
 		unix.Close(fds[0])
+		g.remove()
 		return nil, err
 	}
 	sup := exec.Command("/proc/self/exe")
 	sup.Path = "/proc/self/exe"
 	sup.Args[0] = "lease-supervisor"
-	sup.Env = append(os.Environ(), markerEnv+"="+servePrefix+strconv.FormatInt(int64(grace), 10), sent.env(4))
+	sup.Env = append(append(os.Environ(), markerEnv+"="+servePrefix+strconv.FormatInt(int64(grace), 10), sent.env(4)), g.env()...)
 	sup.Stderr = os.Stderr
 	sup.ExtraFiles = []*os.File{child, sent.writer} // descriptors 3 and 4
 	sup.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -72,9 +76,10 @@ func StartSupervisor(grace time.Duration) (*Supervisor, error) {
 	sent.writer.Close() // the supervisor's alone now: its end is the sentinel's signal
 	if err != nil {
 		unix.Close(fds[0])
+		g.remove()
 		return nil, fmt.Errorf("proctree: start the supervisor: %w", err)
 	}
-	s := &Supervisor{sup: sup, fd: fds[0], grace: grace, exited: make(chan struct{}), sentinel: sent.cmd.Process.Pid}
+	s := &Supervisor{sup: sup, fd: fds[0], grace: grace, exited: make(chan struct{}), sentinel: sent.cmd.Process.Pid, group: g}
 	go func() {
 		sup.Wait()
 		close(s.exited)
@@ -88,7 +93,10 @@ func StartSupervisor(grace time.Duration) (*Supervisor, error) {
 // only other children must be its supervisor and sentinel.
 func (s *Supervisor) Bury() error {
 	<-s.exited
-	return bury(map[int]bool{s.sup.Process.Pid: true, s.sentinel: true})
+	s.group.kill() // what left CMD's process group and the holder's tree too
+	err := bury(map[int]bool{s.sup.Process.Pid: true, s.sentinel: true})
+	s.group.remove()
+	return err
 }
 
 // Gone reports whether the supervisor process has exited.
@@ -118,6 +126,7 @@ func (s *Supervisor) Close() error {
 	unix.Close(s.fd)
 	s.mu.Unlock()
 	<-s.exited
+	s.group.remove()
 	return nil
 }
 

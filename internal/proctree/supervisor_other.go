@@ -54,8 +54,22 @@ type sentinel struct {
 }
 
 // startSentinel starts none here.
-func startSentinel() (*sentinel, error) { return nil, nil }
+func startSentinel(g *group) (*sentinel, error) { return nil, nil }
+
+// group: cgroups are Linux's.
+type group struct{}
+
+func newGroup() *group         { return nil }
+func (g *group) env() []string { return nil }
+func (g *group) kill()         {}
+func (g *group) remove()       {}
 
 func (s *sentinel) env(fd int) string { return "" }
 
 func bury(keep map[int]bool) error { return nil }
+
+// Cgroups reports false: cgroups are Linux's.
+func Cgroups() bool { return false }
+
+// ownCgroup is "": cgroups are Linux's.
+func ownCgroup() string { return "" }

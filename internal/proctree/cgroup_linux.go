@@ -1,0 +1,247 @@
+//go:build linux
+
+package proctree
+
+// cgroup v2, where the machine lets us use it: each CMD in a cgroup of
+// its own, so that ending CMD's tree reaches every process of it, even
+// one that left CMD's process group and session and whose parents are
+// gone (setsid, then fork and exit), through cgroup.kill (Linux 5.14).
+//
+// The holder makes one group for its supervisor, a fresh directory
+// lease-PID-RANDOM in its own cgroup (found from /proc/self/cgroup and the
+// cgroup2 mount in /proc/self/mountinfo); a name that exists is never
+// used. The supervisor makes a child of it for each CMD, cmd-N, starts
+// CMD in it (clone3 with CLONE_INTO_CGROUP, so that CMD is in it before
+// it runs a single instruction), and removes it once the tree is gone.
+// The group itself is removed by the holder (Close, Wait), or by the
+// sentinel when the supervisor died (it writes cgroup.kill first).
+//
+// Where there is no cgroup2 mount, our cgroup is not writable (a user
+// without a delegated subtree), the kernel has no cgroup.kill, or the
+// kernel refuses to start CMD in the child (the "no internal processes"
+// rule of a cgroup with controllers enabled, a threaded cgroup), nothing
+// of this is used and the tree is what the child subreapers and the
+// sentinel reach (see the package documentation), silently.
+
+import (
+	"bufio"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// cgroupEnv passes the group's directory to the supervisor and the
+// sentinel (removed from the environment CMD gets).
+const cgroupEnv = "LEASE_PROCTREE_CGROUP"
+
+// group is a cgroup directory this process made (nil: none).
+type group struct{ dir string }
+
+// ownCgroup is the directory of the calling process's cgroup v2, or "".
+func ownCgroup() string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return ""
+	}
+	var rel string
+	found := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			rel, found = p, true
+		}
+	}
+	if !found || !strings.HasPrefix(rel, "/") || strings.Contains(rel, "/..") || strings.HasSuffix(rel, " (deleted)") {
+		return ""
+	}
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	best := ""
+	for sc.Scan() {
+		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS... - FSTYPE SOURCE SUPEROPTIONS
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if !ok || !strings.HasPrefix(post, "cgroup2 ") {
+			continue
+		}
+		fields := strings.Fields(pre)
+		if len(fields) < 5 || strings.Contains(fields[4], `\`) || strings.Contains(fields[3], `\`) {
+			continue // an escaped name: not ours to guess
+		}
+		root, mnt := fields[3], fields[4]
+		r := rel
+		if root != "/" {
+			var ok bool
+			if r, ok = strings.CutPrefix(rel, root); !ok || (r != "" && r[0] != '/') {
+				continue
+			}
+		}
+		dir := filepath.Join(mnt, r)
+		if best == "" || mnt == "/sys/fs/cgroup" {
+			best = dir
+		}
+	}
+	return best
+}
+
+// newGroup makes a fresh group below the calling process's cgroup, or
+// returns nil where cgroups cannot serve (see above).
+func newGroup() *group {
+	base := ownCgroup()
+	if base == "" || unix.Access(base, unix.W_OK) != nil {
+		return nil
+	}
+	for i := 0; i < 8; i++ {
+		var b [6]byte
+		rand.Read(b[:])
+		dir := filepath.Join(base, "lease-"+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(b[:]))
+		err := os.Mkdir(dir, 0o755)
+		if errors.Is(err, os.ErrExist) {
+			continue // never one we did not make
+		}
+		if err != nil {
+			return nil
+		}
+		g := &group{dir: dir}
+		if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
+			g.remove() // a kernel before 5.14
+			return nil
+		}
+		return g
+	}
+	return nil
+}
+
+// groupFromEnv is the group the holder passed (nil: none), taken out of
+// the environment.
+func groupFromEnv() *group {
+	v, ok := os.LookupEnv(cgroupEnv)
+	os.Unsetenv(cgroupEnv)
+	if !ok || !filepath.IsAbs(v) {
+		return nil
+	}
+	return &group{dir: filepath.Clean(v)}
+}
+
+// env is the environment entry that passes g on.
+func (g *group) env() []string {
+	if g == nil {
+		return nil
+	}
+	return []string{cgroupEnv + "=" + g.dir}
+}
+
+// kill sends SIGKILL to every process in g and the groups below it.
+func (g *group) kill() {
+	if g != nil {
+		writeKill(g.dir)
+	}
+}
+
+func writeKill(dir string) {
+	fd, err := unix.Open(filepath.Join(dir, "cgroup.kill"), unix.O_WRONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return
+	}
+	unix.Write(fd, []byte("1"))
+	unix.Close(fd)
+}
+
+// populated reports whether a process is left in dir or below.
+func populated(dir string) bool {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return false
+	}
+	return !strings.Contains(string(data), "populated 0")
+}
+
+// remove removes g's child groups (cmd-N) and g, once they are empty
+// (rmdir fails on a group with processes, which is then left).
+func (g *group) remove() {
+	if g == nil {
+		return
+	}
+	if names, err := os.ReadDir(g.dir); err == nil {
+		for _, e := range names {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "cmd-") {
+				syscall.Rmdir(filepath.Join(g.dir, e.Name()))
+			}
+		}
+	}
+	syscall.Rmdir(g.dir)
+}
+
+// killAndRemove kills what is in g, waits (bounded) until it is empty and
+// removes it: for a holder or sentinel whose supervisor died.
+func (g *group) killAndRemove() {
+	if g == nil {
+		return
+	}
+	g.kill()
+	deadline := time.Now().Add(killWait)
+	for populated(g.dir) && time.Now().Before(deadline) {
+		time.Sleep(poll)
+		g.kill()
+	}
+	g.remove()
+}
+
+// cmdGroup is the cgroup of one CMD, made by the supervisor in its group.
+type cmdGroup struct {
+	dir string
+	fd  int
+}
+
+// newCmdGroup makes the n-th CMD's group in g (nil: none).
+func (g *group) newCmdGroup(n int) *cmdGroup {
+	if g == nil {
+		return nil
+	}
+	dir := filepath.Join(g.dir, "cmd-"+strconv.Itoa(n))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil // one that exists is not ours to reuse
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		syscall.Rmdir(dir)
+		return nil
+	}
+	return &cmdGroup{dir: dir, fd: fd}
+}
+
+// kill sends SIGKILL to every process of c.
+func (c *cmdGroup) kill() {
+	if c != nil {
+		writeKill(c.dir)
+	}
+}
+
+// remove removes c, which must be empty by then.
+func (c *cmdGroup) remove() {
+	if c == nil {
+		return
+	}
+	unix.Close(c.fd)
+	syscall.Rmdir(c.dir)
+}
+
+// Cgroups reports whether commands run here each in a cgroup of its own
+// (a cgroup2 mount, our cgroup writable, cgroup.kill): for tests and
+// reports. The kernel may still refuse to start CMD in it (see above).
+func Cgroups() bool {
+	g := newGroup()
+	g.remove()
+	return g != nil
+}
