@@ -94,5 +94,6 @@ fuzz:
 FS ?=
 CUTS ?= 10
 powercut:
-	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" $(GO) test -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > .powercut.log 2>&1; st=$$?; \
-	grep -v '^powercut: ' .powercut.log | tail -n 40; grep '^powercut: ' .powercut.log; rm -f .powercut.log; exit $$st
+	@log=$$(mktemp); echo "go test -run 'TestPowerCut$$' ./internal/powercut/ (FS=$(FS) CUTS=$(CUTS))"; \
+	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" $(GO) test -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
+	grep -v '^powercut: ' $$log | tail -n 40; grep '^powercut: ' $$log; rm -f $$log; exit $$st

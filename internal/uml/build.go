@@ -33,7 +33,7 @@ func BuildLease(tags ...string) (string, error) {
 	if err := os.MkdirAll(Dir, 0o755); err != nil {
 		return "", err
 	}
-	removeDeadBinDirs()
+	removeDeadDirs()
 	_, file, _, ok := runtime.Caller(0)
 	if !ok {
 		return "", fmt.Errorf("uml: cannot locate the module's source")
@@ -61,21 +61,23 @@ func BuildLease(tags ...string) (string, error) {
 	return bin, nil
 }
 
-// removeDeadBinDirs removes the Dir/bin-PID-* directories of processes that
-// are gone (the PID is in the name).
-func removeDeadBinDirs() {
+// removeDeadDirs removes the directories Dir/bin-PID-RANDOM (BuildLease's)
+// and Dir/k-NAME-PID-RANDOM (the kernels' working directories) of test
+// processes that are gone: a process killed before its cleanup ran leaves
+// them. One of a live process is never touched.
+func removeDeadDirs() {
 	ents, _ := os.ReadDir(Dir)
 	for _, e := range ents {
 		name := e.Name()
-		if !strings.HasPrefix(name, "bin-") {
+		if !strings.HasPrefix(name, "bin-") && !strings.HasPrefix(name, "k-") {
 			continue
 		}
-		f := strings.SplitN(name, "-", 3)
-		if len(f) != 3 {
+		f := strings.Split(name, "-")
+		if len(f) < 3 {
 			continue
 		}
-		pid, err := strconv.Atoi(f[1])
-		if err != nil || pid == os.Getpid() {
+		pid, err := strconv.Atoi(f[len(f)-2])
+		if err != nil || pid <= 0 || pid == os.Getpid() {
 			continue
 		}
 		if err := syscall.Kill(pid, 0); err == syscall.ESRCH {

@@ -78,7 +78,7 @@ type Kernel struct {
 	console string
 	cmd     *exec.Cmd
 	exited  chan struct{}
-	killed  atomic.Bool
+	gone    atomic.Bool // Kill saw every process of the session end
 	seq     atomic.Int64
 }
 
@@ -124,7 +124,8 @@ func Boot(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err := os.MkdirAll(Dir, 0o755); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(Dir, "k-"+cfg.Name+"-")
+	removeDeadDirs()
+	dir, err := os.MkdirTemp(Dir, fmt.Sprintf("k-%s-%d-", cfg.Name, os.Getpid()))
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +138,7 @@ func Boot(ctx context.Context, cfg Config) (*Kernel, error) {
 	if mem == "" {
 		mem = "256M"
 	}
-	umid := fmt.Sprintf("%s-%d-%s", cfg.Name, os.Getpid(), filepath.Base(dir)[len("k-"+cfg.Name+"-"):])
+	umid := strings.TrimPrefix(filepath.Base(dir), "k-")
 	args := []string{"umid=" + umid, "uml_dir=" + dir, "mem=" + mem,
 		"root=/dev/root", "rootfstype=hostfs", "rootflags=/", "ro",
 		"con=null", "con0=fd:0,fd:1", "ssl=null",
@@ -271,7 +272,10 @@ func (k *Kernel) Start(script string) error {
 // is the kernel's own (Boot starts it with setsid), so nothing else is
 // touched.
 func (k *Kernel) Kill() error {
-	k.killed.Store(true)
+	if k.gone.Load() {
+		// Not again: the session's number may be another's by now.
+		return nil
+	}
 	sid := k.cmd.Process.Pid
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -289,6 +293,7 @@ func (k *Kernel) Kill() error {
 	}
 	select {
 	case <-k.exited:
+		k.gone.Store(true)
 		return nil
 	case <-time.After(time.Minute):
 		return fmt.Errorf("uml: kernel %s's main process was not reaped", k.Name)
