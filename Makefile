@@ -97,5 +97,5 @@ FS ?=
 CUTS ?= 10
 powercut:
 	@log=$$(mktemp); echo "go test -run 'TestPowerCut$$' ./internal/powercut/ (FS=$(FS) CUTS=$(CUTS))"; \
-	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" POWERCUT_BROKEN="$(BROKEN)" $(GO) test -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
-	grep -v '^powercut: ' $$log | tail -n 40; grep '^powercut: ' $$log; rm -f $$log; exit $$st
+	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" POWERCUT_BROKEN="$(BROKEN)" $(GO) test -v -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
+	grep -v '^powercut: ' $$log | grep -v '^=== ' | tail -n 60; grep '^powercut: ' $$log; rm -f $$log; exit $$st
