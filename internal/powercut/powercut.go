@@ -91,6 +91,9 @@ type Options struct {
 	// MaxCut bounds the random moment of the cut after the workload
 	// started (default 20s).
 	MaxCut time.Duration
+	// AfterBatch starts the random wait for the cut once the batch claim
+	// (Batch leases) is acknowledged instead of at lease init.
+	AfterBatch bool
 	// Log receives progress lines (may be nil).
 	Log func(format string, args ...any)
 }
@@ -144,7 +147,10 @@ func Cut(ctx context.Context, fsys FS, seed int64, o Options) (res Result, err e
 		if bytes.Contains(b, []byte("PCFAIL")) {
 			return res, fmt.Errorf("the workload failed before the cut: %s", tailLines(b, 5))
 		}
-		if bytes.Contains(b, []byte("ACK init")) {
+		if !o.AfterBatch && bytes.Contains(b, []byte("ACK init")) {
+			break
+		}
+		if o.AfterBatch && bytes.Count(b, []byte("ACK claim ")) >= Batch {
 			break
 		}
 		if time.Now().After(deadline) {
