@@ -135,7 +135,9 @@ func nfsOption(opts, key string) (string, bool) {
 // NFSv4 (type nfs4, or vers=4 on an nfs mount) is unsafe: lease's race of
 // 8 processes through two Linux 6.1 clients of one knfsd granted one lease
 // twice in every run (2 to 26 double grants a run), NFSv3 never; see
-// docs/safety.md. Locks kept local to the client (nolock, local_lock=
+// docs/safety.md: the client's recovery of its NFSv4 lock state lost
+// locks (the kernel logs "lost N locks") while processes held them, with
+// no word to those processes. Locks kept local to the client (nolock, local_lock=
 // other than none) exclude nothing across clients: unsafe whatever the
 // version.
 func nfsHazards(m Mount) []Hazard {
@@ -147,7 +149,7 @@ func nfsHazards(m Mount) []Hazard {
 		}
 		out = append(out, Hazard{Unsafe: true, Options: []string{"vers=3"},
 			What: fmt.Sprintf("NFS mount %s at %s is NFSv%s: two clients were granted one lease on NFSv4.2 in lease's tests "+
-				"(a record read under its lock was stale); mount it with vers=3", m.Source, m.Point, vers)})
+				"(the client lost locks its processes still held: it logs \"lost N locks\"); mount it with vers=3", m.Source, m.Point, vers)})
 	}
 	local := ""
 	if ll, ok := nfsOption(m.Options, "local_lock"); ok && ll != "none" {
