@@ -78,7 +78,9 @@ var initManual = Manual{
 		"filesystem that would hold it (its type and mount options, and what its client shows of itself: on a GlusterFS " +
 		"FUSE mount, the client's translators) and refuses a filesystem lease knows is unsafe (exit 2, nothing made), " +
 		"naming the options to change: GlusterFS with open-behind, quick-read, md-cache (performance.stat-prefetch), " +
-		"io-cache or nl-cache in the client, whose caches let two clients be granted the same lease. --force creates the " +
+		"io-cache or nl-cache in the client, whose caches let two clients be granted the same lease; NFSv4 (two clients were " +
+		"granted one lease on NFSv4.2 in lease's tests; mount with vers=3); NFS with locks local to the client (nolock, " +
+		"local_lock= other than none). --force creates the " +
 		"table anyway and records it in TABLE (\"unsafe_filesystem\", see lease-format(5)); every command that opens a " +
 		"table on such a filesystem warns once on stderr, forced or not. On a GlusterFS FUSE mount batches run at most " +
 		"client.event-threads - 1 record writers (1 with GlusterFS's default of 2): a process killed with as many lock " +

@@ -112,6 +112,60 @@ var guardRules = []guardRule{
 	{Magic: fuseSuperMagic, FSType: "fuse.glusterfs", Hazards: glusterHazards},
 	{Magic: fuseSuperMagic, FSType: "fuse.ceph-fuse", Hazards: cephHazards},
 	{Magic: cephSuperMagic, FSType: "ceph", Hazards: cephHazards},
+	{Magic: nfsSuperMagic, FSType: "nfs", Hazards: nfsHazards},
+	{Magic: nfsSuperMagic, FSType: "nfs4", Hazards: nfsHazards},
+}
+
+// nfsSuperMagic is the statfs f_type of the kernel's NFS client, every
+// version (NFS_SUPER_MAGIC of linux/magic.h).
+const nfsSuperMagic = 0x6969
+
+// nfsOption returns the value of the mount option key (key=value) of an
+// NFS mount's options, and whether it is there.
+func nfsOption(opts, key string) (string, bool) {
+	for _, o := range strings.Split(opts, ",") {
+		if k, v, ok := strings.Cut(o, "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// nfsHazards is the guard's NFS rule, from the mount's options alone.
+// NFSv4 (type nfs4, or vers=4 on an nfs mount) is unsafe: lease's race of
+// 8 processes through two Linux 6.1 clients of one knfsd granted one lease
+// twice in every run (2 to 26 double grants a run), NFSv3 never; see
+// docs/safety.md: the client's recovery of its NFSv4 lock state lost
+// locks (the kernel logs "lost N locks") while processes held them, with
+// no word to those processes. Locks kept local to the client (nolock, local_lock=
+// other than none) exclude nothing across clients: unsafe whatever the
+// version.
+func nfsHazards(m Mount) []Hazard {
+	var out []Hazard
+	vers, _ := nfsOption(m.Options, "vers")
+	if m.FSType == "nfs4" || strings.HasPrefix(vers, "4") {
+		if vers == "" {
+			vers = "4"
+		}
+		out = append(out, Hazard{Unsafe: true, Options: []string{"vers=3"},
+			What: fmt.Sprintf("NFS mount %s at %s is NFSv%s: two clients were granted one lease on NFSv4.2 in lease's tests "+
+				"(the client lost locks its processes still held: it logs \"lost N locks\"); mount it with vers=3", m.Source, m.Point, vers)})
+	}
+	local := ""
+	if ll, ok := nfsOption(m.Options, "local_lock"); ok && ll != "none" {
+		local = "local_lock=" + ll
+	}
+	for _, o := range strings.Split(m.Options, ",") {
+		if o == "nolock" {
+			local = "nolock"
+		}
+	}
+	if local != "" {
+		out = append(out, Hazard{Unsafe: true, Options: []string{"local_lock=none"},
+			What: fmt.Sprintf("NFS mount %s at %s has %s: its locks are local to the client and exclude nothing across "+
+				"clients (two holders get one token); remount without nolock, with local_lock=none", m.Source, m.Point, local)})
+	}
+	return out
 }
 
 // Inspect runs the guard on the filesystem holding root. root need not

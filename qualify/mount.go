@@ -125,8 +125,8 @@ func GlusterTranslators(point string) ([]string, error) {
 }
 
 // mountChecks are the checks of what the mount of root tells: which
-// filesystem it is (always passes; for the record) and, on GlusterFS and
-// CephFS, whether the client is set up in a way that makes lease unsafe
+// filesystem it is (always passes; for the record) and, on GlusterFS,
+// CephFS and NFS, whether the client is set up in a way that makes lease unsafe
 // across clients (client-caches: fails, naming the options to set).
 func mountChecks(root string) []Check {
 	abs, err := filepath.Abs(root)
@@ -152,7 +152,7 @@ func mountChecks(root string) []Check {
 }
 
 // clientCheck is the client-caches check of the filesystems qualify has
-// rules for (GlusterFS and CephFS): whether its client is set up in a way
+// rules for (GlusterFS, CephFS and NFS): whether its client is set up in a way
 // that makes lease unsafe across clients.
 func clientCheck(m Mount) (Check, bool) {
 	switch m.FSType {
@@ -160,8 +160,26 @@ func clientCheck(m Mount) (Check, bool) {
 		return glusterCheck(m), true
 	case "fuse.ceph-fuse", "ceph":
 		return cephCheck(m), true
+	case "nfs", "nfs4":
+		return nfsCheck(m), true
 	}
 	return Check{}, false
+}
+
+// nfsCheck is the client-caches check of an NFS mount: the guard's NFS
+// rule (nfsHazards) as a check, failing on NFSv4 and on locks local to the
+// client.
+func nfsCheck(m Mount) Check {
+	var what []string
+	for _, h := range nfsHazards(m) {
+		if h.Unsafe {
+			what = append(what, h.What)
+		}
+	}
+	if len(what) > 0 {
+		return Check{Name: "client-caches", Detail: strings.Join(what, "; ")}
+	}
+	return Check{Name: "client-caches", Pass: true, Detail: fmt.Sprintf("NFS mount %s at %s: NFSv3 with locks at the server (%s)", m.Source, m.Point, m.Options)}
 }
 
 // glusterCheck fails when the GlusterFS client graph of m caches records

@@ -121,3 +121,78 @@ func TestGlusterHazards(t *testing.T) {
 		t.Errorf("Inspect of a local directory: %+v", g)
 	}
 }
+
+func TestNFSHazards(t *testing.T) {
+	const (
+		v3     = "rw,vers=3,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr=10.77.0.1,mountvers=3,mountport=20048,mountproto=udp,local_lock=none,addr=10.77.0.1"
+		v3nl   = "rw,vers=3,rsize=1048576,wsize=1048576,namlen=255,hard,nolock,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr=10.77.0.1,mountvers=3,mountport=20048,mountproto=udp,local_lock=all,addr=10.77.0.1"
+		v3fl   = "rw,vers=3,hard,proto=tcp,sec=sys,local_lock=flock,addr=10.77.0.1"
+		v42    = "rw,vers=4.2,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,clientaddr=10.77.0.2,local_lock=none,addr=10.77.0.1"
+		v41pos = "rw,vers=4.1,hard,proto=tcp,sec=sys,clientaddr=10.77.0.2,local_lock=posix,addr=10.77.0.1"
+	)
+	for _, tc := range []struct {
+		name, typ, src, opts string
+		unsafe               []string // each hazard's Options
+		mention              []string // in the hazards' What
+	}{
+		{"v3", "nfs", "srv:/export", v3, nil, nil},
+		{"v3 nolock", "nfs", "srv:/export", v3nl, []string{"local_lock=none"}, []string{"nolock", "/scratch"}},
+		{"v3 local flock", "nfs", "srv:/export", v3fl, []string{"local_lock=none"}, []string{"local_lock=flock"}},
+		{"v4.2", "nfs4", "srv:/", v42, []string{"vers=3"}, []string{"NFSv4.2", "srv:/", "vers=3"}},
+		{"v4.1 local posix", "nfs4", "srv:/", v41pos, []string{"vers=3", "local_lock=none"}, []string{"NFSv4.1", "local_lock=posix"}},
+		{"vers=4 typed nfs", "nfs", "srv:/", "rw,vers=4.0,local_lock=none", []string{"vers=3"}, []string{"NFSv4.0"}},
+	} {
+		line := "41 25 0:38 / /scratch rw,relatime shared:20 - " + tc.typ + " " + tc.src + " " + tc.opts + "\n"
+		m, ok := FindMount(strings.NewReader(line), "/scratch/table")
+		if !ok || m.FSType != tc.typ {
+			t.Fatalf("%s: FindMount = %+v, %v", tc.name, m, ok)
+		}
+		var rule *guardRule
+		for i, r := range guardRules {
+			if r.FSType == m.FSType && r.Magic == 0x6969 {
+				rule = &guardRules[i]
+			}
+		}
+		if rule == nil {
+			t.Fatalf("%s: no guard rule for NFS type %s", tc.name, m.FSType)
+		}
+		g := Guard{Mount: m, Hazards: rule.Hazards(m)}
+		u := g.Unsafe()
+		var got []string
+		what := ""
+		for _, h := range u {
+			got = append(got, strings.Join(h.Options, ","))
+			what += h.What + "\n"
+			if len(h.What) > 400 {
+				t.Errorf("%s: the hazard's text is %d bytes: it must fit a bounded message with its context", tc.name, len(h.What))
+			}
+		}
+		if strings.Join(got, ";") != strings.Join(tc.unsafe, ";") {
+			t.Errorf("%s: unsafe hazards %q, want %q:\n%s", tc.name, got, tc.unsafe, what)
+		}
+		for _, w := range tc.mention {
+			if !strings.Contains(what, w) {
+				t.Errorf("%s: the hazards do not say %q:\n%s", tc.name, w, what)
+			}
+		}
+		if n, _ := g.MaxWriters(); n != 0 {
+			t.Errorf("%s: NFS bounds the writers at %d", tc.name, n)
+		}
+	}
+}
+
+func TestNFSCheck(t *testing.T) {
+	for _, tc := range []struct {
+		opts, typ string
+		pass      bool
+	}{
+		{"rw,vers=3,hard,proto=tcp,local_lock=none,addr=10.77.0.1", "nfs", true},
+		{"rw,vers=3,hard,nolock,proto=tcp,local_lock=all,addr=10.77.0.1", "nfs", false},
+		{"rw,vers=4.2,hard,proto=tcp,local_lock=none,addr=10.77.0.1", "nfs4", false},
+	} {
+		c, ok := clientCheck(Mount{Point: "/scratch", FSType: tc.typ, Source: "srv:/export", Options: tc.opts})
+		if !ok || c.Name != "client-caches" || c.Pass != tc.pass {
+			t.Errorf("%s %s: check %+v (%v), want pass=%v", tc.typ, tc.opts, c, ok, tc.pass)
+		}
+	}
+}
