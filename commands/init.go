@@ -78,8 +78,9 @@ var initManual = Manual{
 		"filesystem that would hold it (its type and mount options, and what its client shows of itself: on a GlusterFS " +
 		"FUSE mount, the client's translators) and refuses a filesystem lease knows is unsafe (exit 2, nothing made), " +
 		"naming the options to change: GlusterFS with open-behind, quick-read, md-cache (performance.stat-prefetch), " +
-		"io-cache or nl-cache in the client, whose caches let two clients be granted the same lease; NFSv4 (two clients were " +
-		"granted one lease on NFSv4.2 in lease's tests; mount with vers=3); NFS with locks local to the client (nolock, " +
+		"io-cache or nl-cache in the client, whose caches let two clients be granted the same lease; NFSv4 on a client " +
+		"with no name of its own (hostname (none) or localhost and no nfs.nfs4_unique_id: the server takes clients of one " +
+		"name for one client and drops the locks of one when another mounts); NFS with locks local to the client (nolock, " +
 		"local_lock= other than none). --force creates the " +
 		"table anyway and records it in TABLE (\"unsafe_filesystem\", see lease-format(5)); every command that opens a " +
 		"table on such a filesystem warns once on stderr, forced or not. On a GlusterFS FUSE mount batches run at most " +

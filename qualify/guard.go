@@ -131,15 +131,19 @@ func nfsOption(opts, key string) (string, bool) {
 	return "", false
 }
 
-// nfsHazards is the guard's NFS rule, from the mount's options alone.
-// NFSv4 (type nfs4, or vers=4 on an nfs mount) is unsafe: lease's race of
-// 8 processes through two Linux 6.1 clients of one knfsd granted one lease
-// twice in every run (2 to 26 double grants a run), NFSv3 never; see
-// docs/safety.md: the client's recovery of its NFSv4 lock state lost
-// locks (the kernel logs "lost N locks") while processes held them, with
-// no word to those processes. Locks kept local to the client (nolock, local_lock=
+// nfsHazards is the guard's NFS rule, from the mount's options and this
+// client's NFSv4 name. Locks kept local to the client (nolock, local_lock=
 // other than none) exclude nothing across clients: unsafe whatever the
-// version.
+// version. On NFSv4 a client is known to the server by its name (the
+// hostname, or nfs.nfs4_unique_id): two clients of one name are one client
+// to the server, which drops the locks of one when the other mounts (the
+// kernel logs "lost N locks") without a word to the processes holding
+// them; through two NFSv4.2 clients both named "(none)", 130 of 320
+// lock/read/rename rounds wrote a token twice (docs/design.md#nfs). A
+// client whose name is a default one (nfsDefaultNames) and has no unique
+// ID set is unsafe; the guard cannot see the other clients' names.
+// (The stale read NFSv4 also allowed is lease's to prevent, and does:
+// commit/seam revalidates a record's directory once its lock is granted.)
 func nfsHazards(m Mount) []Hazard {
 	var out []Hazard
 	vers, _ := nfsOption(m.Options, "vers")
@@ -147,9 +151,12 @@ func nfsHazards(m Mount) []Hazard {
 		if vers == "" {
 			vers = "4"
 		}
-		out = append(out, Hazard{Unsafe: true, Options: []string{"vers=3"},
-			What: fmt.Sprintf("NFS mount %s at %s is NFSv%s: two clients were granted one lease on NFSv4.2 in lease's tests "+
-				"(the client lost locks its processes still held: it logs \"lost N locks\"); mount it with vers=3", m.Source, m.Point, vers)})
+		if host, id := nfsIdentity(); id == "" && nfsDefaultNames[host] {
+			out = append(out, Hazard{Unsafe: true, Options: []string{"nfs.nfs4_unique_id"},
+				What: fmt.Sprintf("NFS mount %s at %s is NFSv%s and this client has no name of its own (hostname %q, no nfs4_unique_id): "+
+					"clients of one name are one client to the server, which drops one's locks when another mounts; "+
+					"give each client its own hostname or nfs.nfs4_unique_id", m.Source, m.Point, vers, host)})
+		}
 	}
 	local := ""
 	if ll, ok := nfsOption(m.Options, "local_lock"); ok && ll != "none" {
@@ -166,6 +173,30 @@ func nfsHazards(m Mount) []Hazard {
 				"clients (two holders get one token); remount without nolock, with local_lock=none", m.Source, m.Point, local)})
 	}
 	return out
+}
+
+// nfsDefaultNames are hostnames a machine has when nobody named it: an
+// NFSv4 client of such a name shares it with others.
+var nfsDefaultNames = map[string]bool{"": true, "(none)": true, "localhost": true, "localhost.localdomain": true}
+
+// nfsIdentity returns this machine's hostname and its NFSv4 client's
+// unique ID ("" when none is set: the nfs module's nfs4_unique_id, or the
+// network namespace's identifier of Linux 5.18 and later). A variable for
+// the tests.
+var nfsIdentity = func() (host, id string) {
+	read := func(name string) string {
+		b, _ := os.ReadFile(name)
+		v := strings.TrimSpace(string(b))
+		if v == "(null)" {
+			return ""
+		}
+		return v
+	}
+	id = read("/sys/module/nfs/parameters/nfs4_unique_id")
+	if id == "" {
+		id = read("/sys/fs/nfs/net/nfs_client/identifier")
+	}
+	return read("/proc/sys/kernel/hostname"), id
 }
 
 // Inspect runs the guard on the filesystem holding root. root need not

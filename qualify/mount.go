@@ -167,8 +167,8 @@ func clientCheck(m Mount) (Check, bool) {
 }
 
 // nfsCheck is the client-caches check of an NFS mount: the guard's NFS
-// rule (nfsHazards) as a check, failing on NFSv4 and on locks local to the
-// client.
+// rule (nfsHazards) as a check, failing on locks local to the client and on
+// an NFSv4 client without a name of its own.
 func nfsCheck(m Mount) Check {
 	var what []string
 	for _, h := range nfsHazards(m) {
@@ -179,7 +179,7 @@ func nfsCheck(m Mount) Check {
 	if len(what) > 0 {
 		return Check{Name: "client-caches", Detail: strings.Join(what, "; ")}
 	}
-	return Check{Name: "client-caches", Pass: true, Detail: fmt.Sprintf("NFS mount %s at %s: NFSv3 with locks at the server (%s)", m.Source, m.Point, m.Options)}
+	return Check{Name: "client-caches", Pass: true, Detail: fmt.Sprintf("NFS mount %s at %s: locks at the server (%s)", m.Source, m.Point, m.Options)}
 }
 
 // glusterCheck fails when the GlusterFS client graph of m caches records

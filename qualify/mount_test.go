@@ -1,6 +1,7 @@
 package qualify
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,7 +123,16 @@ func TestGlusterHazards(t *testing.T) {
 	}
 }
 
+// namedNFSClient makes the guard see this client's NFSv4 name as host
+// with unique ID id, for the test's duration.
+func namedNFSClient(t *testing.T, host, id string) {
+	old := nfsIdentity
+	nfsIdentity = func() (string, string) { return host, id }
+	t.Cleanup(func() { nfsIdentity = old })
+}
+
 func TestNFSHazards(t *testing.T) {
+	namedNFSClient(t, "node17", "")
 	const (
 		v3     = "rw,vers=3,rsize=1048576,wsize=1048576,namlen=255,hard,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr=10.77.0.1,mountvers=3,mountport=20048,mountproto=udp,local_lock=none,addr=10.77.0.1"
 		v3nl   = "rw,vers=3,rsize=1048576,wsize=1048576,namlen=255,hard,nolock,proto=tcp,timeo=600,retrans=2,sec=sys,mountaddr=10.77.0.1,mountvers=3,mountport=20048,mountproto=udp,local_lock=all,addr=10.77.0.1"
@@ -138,9 +148,9 @@ func TestNFSHazards(t *testing.T) {
 		{"v3", "nfs", "srv:/export", v3, nil, nil},
 		{"v3 nolock", "nfs", "srv:/export", v3nl, []string{"local_lock=none"}, []string{"nolock", "/scratch"}},
 		{"v3 local flock", "nfs", "srv:/export", v3fl, []string{"local_lock=none"}, []string{"local_lock=flock"}},
-		{"v4.2", "nfs4", "srv:/", v42, []string{"vers=3"}, []string{"NFSv4.2", "srv:/", "vers=3"}},
-		{"v4.1 local posix", "nfs4", "srv:/", v41pos, []string{"vers=3", "local_lock=none"}, []string{"NFSv4.1", "local_lock=posix"}},
-		{"vers=4 typed nfs", "nfs", "srv:/", "rw,vers=4.0,local_lock=none", []string{"vers=3"}, []string{"NFSv4.0"}},
+		{"v4.2", "nfs4", "srv:/", v42, nil, nil},
+		{"v4.1 local posix", "nfs4", "srv:/", v41pos, []string{"local_lock=none"}, []string{"local_lock=posix"}},
+		{"vers=4 typed nfs", "nfs", "srv:/", "rw,vers=4.0,local_lock=none", nil, nil},
 	} {
 		line := "41 25 0:38 / /scratch rw,relatime shared:20 - " + tc.typ + " " + tc.src + " " + tc.opts + "\n"
 		m, ok := FindMount(strings.NewReader(line), "/scratch/table")
@@ -181,14 +191,51 @@ func TestNFSHazards(t *testing.T) {
 	}
 }
 
+// A client without a name of its own: NFSv4 is unsafe there (the server
+// takes clients of one name for one), NFSv3 is not; a unique ID names it.
+func TestNFSUnnamedClient(t *testing.T) {
+	line := "41 25 0:38 / /scratch rw,relatime shared:20 - nfs4 srv:/ rw,vers=4.2,hard,proto=tcp,local_lock=none,addr=10.77.0.1\n"
+	v3 := "41 25 0:38 / /scratch rw,relatime shared:20 - nfs srv:/export rw,vers=3,hard,proto=tcp,local_lock=none,addr=10.77.0.1\n"
+	for _, tc := range []struct {
+		host, id, line string
+		unsafe         bool
+	}{
+		{"(none)", "", line, true},
+		{"localhost", "", line, true},
+		{"", "", line, true},
+		{"(none)", "4a8e2b1c-node", line, false},
+		{"node17", "", line, false},
+		{"(none)", "", v3, false},
+	} {
+		namedNFSClient(t, tc.host, tc.id)
+		m, ok := FindMount(strings.NewReader(tc.line), "/scratch/table")
+		if !ok {
+			t.Fatalf("FindMount %q", tc.line)
+		}
+		g := Guard{Mount: m, Hazards: nfsHazards(m)}
+		u := g.Unsafe()
+		if (len(u) > 0) != tc.unsafe {
+			t.Errorf("%s, host %q id %q: unsafe hazards %+v, want unsafe=%v", m.FSType, tc.host, tc.id, u, tc.unsafe)
+		}
+		if tc.unsafe && (!strings.Contains(u[0].What, "nfs4_unique_id") || !strings.Contains(u[0].What, fmt.Sprintf("%q", tc.host))) {
+			t.Errorf("host %q: the hazard does not name the hostname and the fix: %s", tc.host, u[0].What)
+		}
+		if c := nfsCheck(m); c.Pass == tc.unsafe {
+			t.Errorf("host %q id %q %s: client-caches pass=%v", tc.host, tc.id, m.FSType, c.Pass)
+		}
+	}
+}
+
 func TestNFSCheck(t *testing.T) {
+	namedNFSClient(t, "node17", "")
 	for _, tc := range []struct {
 		opts, typ string
 		pass      bool
 	}{
 		{"rw,vers=3,hard,proto=tcp,local_lock=none,addr=10.77.0.1", "nfs", true},
 		{"rw,vers=3,hard,nolock,proto=tcp,local_lock=all,addr=10.77.0.1", "nfs", false},
-		{"rw,vers=4.2,hard,proto=tcp,local_lock=none,addr=10.77.0.1", "nfs4", false},
+		{"rw,vers=4.2,hard,proto=tcp,local_lock=none,addr=10.77.0.1", "nfs4", true},
+		{"rw,vers=4.2,hard,proto=tcp,local_lock=posix,addr=10.77.0.1", "nfs4", false},
 	} {
 		c, ok := clientCheck(Mount{Point: "/scratch", FSType: tc.typ, Source: "srv:/export", Options: tc.opts})
 		if !ok || c.Name != "client-caches" || c.Pass != tc.pass {

@@ -133,18 +133,6 @@ func lockCall(fd, cmd int, lk *unix.Flock_t, quiet bool) error {
 	return err
 }
 
-// interruptible reports whether lock requests on the filesystem of fd are
-// answered by a user-space server that sees signals as interrupts (FUSE),
-// so that setlk must keep signals away from them. OS asks once, for the
-// table root: one statfs per process, not per lock file.
-func interruptible(fd int) bool {
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(fd, &st); err != nil {
-		return true // cannot tell: the quiet call is safe everywhere
-	}
-	return st.Type == unix.FUSE_SUPER_MAGIC
-}
-
 // sleep pauses for d, or until ctx is done (WaitEnded).
 func sleep(ctx context.Context, d time.Duration) error {
 	if ctx.Done() == nil {

@@ -27,8 +27,14 @@ func OS(root string) (*OSFS, error) {
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	quiet := interruptible(fd)
-	return &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: quiet, kick: newKicker(fd, quiet)}, nil
+	// One statfs per process, for the table root, not per lock file.
+	var st unix.Statfs_t
+	known := unix.Fstatfs(fd, &st) == nil
+	// FUSE's server sees signals as interrupts: its lock calls keep them
+	// away (setlk). Where it cannot tell, the quiet call is safe.
+	quiet := !known || st.Type == unix.FUSE_SUPER_MAGIC
+	nfs := known && st.Type == unix.NFS_SUPER_MAGIC
+	return &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: quiet, nfs: nfs, kick: newKicker(fd, quiet)}, nil
 }
 
 // OSFS is the kernel implementation of FS.
@@ -38,6 +44,7 @@ type OSFS struct {
 	dirs  map[string]int       // open directory handles by table-relative name
 	locks map[string]*lockFile // open shard lock files by table-relative name
 	quiet bool                 // the root is on FUSE: lock calls block signals (setlk)
+	nfs   bool                 // the root is on NFS: a granted lock revalidates its directory
 	kick  *kicker              // CephFS: slow reads ask the MDS to write its journal; nil elsewhere
 	stale []int                // directory handles dropped by Refresh, closed by Close
 	share *Sharing             // the table's sharing (SetSharing), nil when not shared

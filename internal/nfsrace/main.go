@@ -12,19 +12,29 @@
 //	    record opened under the lock whose fstat shows nlink == 0 (a stale
 //	    open of a renamed-over record) is printed as STALE.
 //
+//	nfsrace seam DIR TAG ROUNDS: the same through lease's own filesystem
+//	    seam (commit/seam: its lock of the byte, which on NFS revalidates
+//	    the directory, and its read of the record), a fresh seam.OS per
+//	    round as a lease process has: no token may be written twice.
+//
 // NFSRACE_FRESH=1 reopens DIR and the lock file every round (as every lease
 // process does); NFSRACE_PAUSE_MS pauses up to that many milliseconds
 // between rounds.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand"
 	"os"
 	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/commit/seam"
 )
 
 func fail(format string, a ...any) {
@@ -107,8 +117,8 @@ func writeToken(dfd int, tag string, tok int) {
 }
 
 func main() {
-	if len(os.Args) != 5 || (os.Args[1] != "ofd" && os.Args[1] != "rec") {
-		fail("usage: nfsrace ofd|rec DIR TAG ROUNDS")
+	if len(os.Args) != 5 || (os.Args[1] != "ofd" && os.Args[1] != "rec" && os.Args[1] != "seam") {
+		fail("usage: nfsrace ofd|rec|seam DIR TAG ROUNDS")
 	}
 	mode, dir, tag := os.Args[1], os.Args[2], os.Args[3]
 	rounds, err := strconv.Atoi(os.Args[4])
@@ -117,6 +127,10 @@ func main() {
 	}
 	fresh := os.Getenv("NFSRACE_FRESH") == "1"
 	pause, _ := strconv.Atoi(os.Getenv("NFSRACE_PAUSE_MS"))
+	if mode == "seam" {
+		viaSeam(dir, tag, rounds, pause)
+		return
+	}
 	lfd, dfd := open(dir)
 	eexist, stale := 0, 0
 	for i := 0; i < rounds; i++ {
@@ -152,4 +166,41 @@ func main() {
 		time.Sleep(time.Millisecond + time.Duration(rand.Intn(pause+1))*time.Millisecond)
 	}
 	fmt.Printf("END %s eexist=%d stale=%d\n", tag, eexist, stale)
+}
+
+// viaSeam is mode seam: lock, read and write the record as lease does,
+// through a fresh seam.OS of dir each round.
+func viaSeam(dir, tag string, rounds, pause int) {
+	for i := 0; i < rounds; i++ {
+		o, err := seam.OS(dir)
+		if err != nil {
+			fail("open %s: %v", dir, err)
+		}
+		unlock, err := o.Lock(context.Background(), "lock", 0, time.Hour)
+		if err != nil {
+			fail("lock: %v", err)
+		}
+		tok := 0
+		data, err := o.ReadFile("rec", 32)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			fail("read rec: %v", err)
+		default:
+			if tok, err = strconv.Atoi(string(data)); err != nil {
+				fail("rec holds %q", data)
+			}
+		}
+		dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fail("open %s: %v", dir, err)
+		}
+		writeToken(dfd, tag, tok+1)
+		unix.Close(dfd)
+		fmt.Printf("W %d %s\n", tok+1, tag)
+		unlock()
+		o.Close()
+		time.Sleep(time.Millisecond + time.Duration(rand.Intn(pause+1))*time.Millisecond)
+	}
+	fmt.Printf("END %s eexist=0 stale=0\n", tag)
 }
