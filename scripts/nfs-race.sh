@@ -9,10 +9,11 @@
 # Needs (as root): apt-get install -y user-mode-linux uml-utilities nfs-kernel-server nfs-common rpcbind
 # Usage: [MODE=seam|rec] scripts/nfs-race.sh [VERS=4.2] [ROUNDS=80] [PAUSE_MS=400] [LEASETIME=10]
 # MODE=seam (default): the record locked and read through lease's commit/seam; rec: a plain open.
+# OFD_ROUNDS (default ROUNDS): lock cycles of the O_EXCL holder-file part.
 # Exit 0: no EEXIST, no token written twice; 1: a double grant or stale open (logs kept); 2: setup failed.
 set -u
 cd "$(dirname "$0")/.." || exit 2
-vers=${1:-4.2}; rounds=${2:-80}; pause=${3:-400}; leasetime=${4:-10}; mode=${MODE:-seam}
+vers=${1:-4.2}; rounds=${2:-80}; pause=${3:-400}; leasetime=${4:-10}; mode=${MODE:-seam}; ofdrounds=${OFD_ROUNDS:-$rounds}
 case $mode in rec|seam) ;; *) echo "nfs-race: MODE is rec or seam"; exit 2;; esac
 guest=$PWD/scripts/nfs-guest
 w=$(mktemp -d /var/tmp/lease-nfs-race-XXXXXX) || exit 2   # not /tmp: the guests mount their own /tmp
@@ -22,7 +23,7 @@ sock=$w/switch.ctl
 for n in 2 3; do other=$((5 - n)); cat > "$w/c$n.sh" <<EOS
 touch \$NFS_MNT/up-$n; for i in \$(seq 1 300); do [ -e \$NFS_MNT/up-$other ] && break; sleep 0.2; done
 mkdir -p \$NFS_MNT/o \$NFS_MNT/r
-$X ofd \$NFS_MNT/o c$n-a $rounds > /tmp/oa 2>&1 & $X ofd \$NFS_MNT/o c$n-b $rounds > /tmp/ob 2>&1 & wait
+$X ofd \$NFS_MNT/o c$n-a $ofdrounds > /tmp/oa 2>&1 & $X ofd \$NFS_MNT/o c$n-b $ofdrounds > /tmp/ob 2>&1 & wait
 touch \$NFS_MNT/ofd-$n; for i in \$(seq 1 600); do [ -e \$NFS_MNT/ofd-$other ] && break; sleep 0.2; done
 export NFSRACE_FRESH=1 NFSRACE_PAUSE_MS=$pause
 $X $mode \$NFS_MNT/r c$n-a $rounds > /tmp/ra 2>&1 & $X $mode \$NFS_MNT/r c$n-b $rounds > /tmp/rb 2>&1 & wait

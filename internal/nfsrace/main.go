@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command nfsrace is the reproducer of lease's double grant on NFSv4.2 (see
 // docs/safety.md, NFS), run by scripts/nfs-race.sh in NFS client kernels. It
 // does what lease does to a record, without lease:

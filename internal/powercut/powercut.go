@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package powercut cuts the power of a real Linux kernel's filesystem under
 // a lease workload and checks that every operation lease acknowledged is
 // there afterwards (issue 35).

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package uml runs a User-Mode Linux kernel (Debian's linux.uml) as
 // processes of this machine: a real Linux kernel whose root is the host's
 // root, read-only (hostfs), with files of this machine as its disks

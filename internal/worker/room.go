@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/leasetool/lease/commit"
 )
 
@@ -68,19 +66,21 @@ func mib(n uint64) string {
 // A statfs that fails tells nothing: nil; so does a filesystem that
 // reports no size (some FUSE and pseudo filesystems) about its space.
 func NoRoom(root string) error {
-	var sf unix.Statfs_t
-	if err := unix.Statfs(root, &sf); err != nil {
+	sp, err := statSpace(root)
+	if err != nil {
 		return nil
 	}
-	return noRoom(root, &sf)
+	return noRoom(root, sp)
 }
 
-func noRoom(root string, sf *unix.Statfs_t) error {
-	bs := uint64(sf.Frsize)
-	if bs == 0 {
-		bs = uint64(sf.Bsize)
-	}
-	e := &NoRoomError{Root: root, Free: sf.Bavail * bs, Size: sf.Blocks * bs, FreeInodes: sf.Ffree, Inodes: sf.Files}
+// space is what statfs(2) says of a filesystem's room, in bytes and
+// inodes (statSpace: the field names and types differ between systems).
+type space struct {
+	free, size, freeInodes, inodes uint64
+}
+
+func noRoom(root string, sp space) error {
+	e := &NoRoomError{Root: root, Free: sp.free, Size: sp.size, FreeInodes: sp.freeInodes, Inodes: sp.inodes}
 	e.Floor = RoomFloor(e.Size)
 	if (e.Inodes > 0 && e.FreeInodes == 0) || (e.Size > 0 && e.Free < e.Floor) {
 		return e

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestRoomFloor: 1% of the filesystem's size, at least 1 MiB, at most
@@ -55,19 +53,19 @@ func TestNoRoomOf(t *testing.T) {
 	const mb = 1 << 20
 	for _, c := range []struct {
 		name string
-		sf   unix.Statfs_t
+		sp   space
 		want bool
 	}{
-		{"room", unix.Statfs_t{Bsize: 4096, Frsize: 4096, Blocks: 64 * mb / 4096, Bavail: 2 * mb / 4096, Files: 100, Ffree: 50}, false},
-		{"below the floor", unix.Statfs_t{Bsize: 4096, Frsize: 4096, Blocks: 64 * mb / 4096, Bavail: mb/4096 - 1, Files: 100, Ffree: 50}, true},
-		{"no inode", unix.Statfs_t{Bsize: 4096, Frsize: 4096, Blocks: 64 * mb / 4096, Bavail: 32 * mb / 4096, Files: 100, Ffree: 0}, true},
-		{"no fixed inodes", unix.Statfs_t{Bsize: 4096, Blocks: 64 * mb / 4096, Bavail: 32 * mb / 4096}, false},
-		{"no size", unix.Statfs_t{Bsize: 4096}, false},
-		{"below 1% of 10 GiB", unix.Statfs_t{Bsize: 4096, Blocks: 10 << 30 / 4096, Bavail: 100 * mb / 4096}, true},
-		{"900 MiB of 100 GiB is room (the floor is at most 256 MiB)", unix.Statfs_t{Bsize: 4096, Blocks: 100 << 30 / 4096, Bavail: 900 * mb / 4096}, false},
-		{"256 MiB of 1 TiB is room", unix.Statfs_t{Bsize: 4096, Blocks: 1 << 40 / 4096, Bavail: 257 * mb / 4096}, false},
+		{"room", space{size: 64 * mb, free: 2 * mb, inodes: 100, freeInodes: 50}, false},
+		{"below the floor", space{size: 64 * mb, free: mb - 4096, inodes: 100, freeInodes: 50}, true},
+		{"no inode", space{size: 64 * mb, free: 32 * mb, inodes: 100, freeInodes: 0}, true},
+		{"no fixed inodes", space{size: 64 * mb, free: 32 * mb}, false},
+		{"no size", space{}, false},
+		{"below 1% of 10 GiB", space{size: 10 << 30, free: 100 * mb}, true},
+		{"900 MiB of 100 GiB is room (the floor is at most 256 MiB)", space{size: 100 << 30, free: 900 * mb}, false},
+		{"256 MiB of 1 TiB is room", space{size: 1 << 40, free: 257 * mb}, false},
 	} {
-		if got := noRoom("/t", &c.sf) != nil; got != c.want {
+		if got := noRoom("/t", c.sp) != nil; got != c.want {
 			t.Errorf("%s: no room %v, want %v", c.name, got, c.want)
 		}
 	}
