@@ -7,6 +7,10 @@
 #   make demo       run the demo campaign on a fresh local table
 #   make fuzz       run every fuzz target for FUZZTIME seconds each (default 20;
 #                   not part of make test)
+#   make powercut FS=ext4|ext4-writeback|xfs|btrfs CUTS=N
+#                   N real power cuts of a User-Mode Linux kernel's filesystem
+#                   under lease (internal/powercut; needs root and
+#                   user-mode-linux); ends with one line "powercut: FS: ..."
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -23,7 +27,7 @@ DESTDIR ?=
 
 FUZZTIME ?= 20
 
-.PHONY: build install test vet cross demo man fuzz
+.PHONY: build install test vet cross demo man fuzz powercut
 
 build:
 	$(GO) build -tags "$(TAGS)" -o bin/lease .
@@ -82,3 +86,16 @@ demo:
 # (scripts/fuzz.sh); a crasher fails it and is kept in PACKAGE/testdata/fuzz/.
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
+
+# powercut makes CUTS power cuts on FS (default: 10 on each filesystem);
+# POWERCUT_SEED=S reruns the cuts from seed S; POWERCUT_MINUTES=M starts no
+# cut past M minutes (the line counts the cuts made); BROKEN=1 cuts under a
+# lease built without fsyncs (what the harness must catch) and counts the
+# losses without failing. The summary lines are the
+# last lines of its output.
+FS ?=
+CUTS ?= 10
+powercut:
+	@log=$$(mktemp); echo "go test -run 'TestPowerCut$$' ./internal/powercut/ (FS=$(FS) CUTS=$(CUTS))"; \
+	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" POWERCUT_BROKEN="$(BROKEN)" $(GO) test -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
+	grep -v '^powercut: ' $$log | tail -n 40; grep '^powercut: ' $$log; rm -f $$log; exit $$st

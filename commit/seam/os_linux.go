@@ -585,6 +585,9 @@ func (o *OSFS) SyncFile(name string) error {
 
 // fsyncFD is fsync(2) of fd, again when a signal interrupted it.
 func fsyncFD(fd int) error {
+	if syncsOff {
+		return nil
+	}
 	for {
 		if err := unix.Fsync(fd); err != unix.EINTR {
 			return err
@@ -685,6 +688,9 @@ func (f *osFile) Write(p []byte) (int, error) {
 // Sync uses fdatasync: a new file's size is data that fdatasync makes
 // durable, and nothing else of its metadata matters to a reader.
 func (f *osFile) Sync() error {
+	if syncsOff {
+		return nil
+	}
 	for {
 		err := unix.Fdatasync(f.fd)
 		if err == unix.EINTR {

@@ -1,0 +1,497 @@
+// Package powercut cuts the power of a real Linux kernel's filesystem under
+// a lease workload and checks that every operation lease acknowledged is
+// there afterwards (issue 35).
+//
+// A User-Mode Linux kernel (internal/uml) mounts an image as its disk and
+// runs lease commands on a table on it, reporting each acknowledged
+// operation on its console after the command returned success. At a random
+// moment (seeded) every process of the kernel is killed at once: the disk
+// (a file of this machine) keeps exactly what the kernel had written to it,
+// as a disk keeps what reached it when the power went. The image is then
+// mounted here (the journal is replayed) and checked: every acknowledged
+// record, token, status and published file; no token went back; no record
+// corrupt; lease fsck, fsck --repair, a clean fsck after it, and a campaign
+// that goes on.
+package powercut
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/leasetool/lease/internal/uml"
+)
+
+// FS is a filesystem the cuts are made on.
+type FS struct {
+	Name      string // ext4, ext4-writeback, xfs, btrfs
+	Type      string // the kernel's name of it
+	Mkfs      []string
+	MountOpts string // in the guest
+}
+
+// Filesystems are the filesystems a cut can be made on, by name.
+var Filesystems = map[string]FS{
+	"ext4":           {Name: "ext4", Type: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F"}},
+	"ext4-writeback": {Name: "ext4-writeback", Type: "ext4", Mkfs: []string{"mkfs.ext4", "-q", "-F"}, MountOpts: "data=writeback"},
+	"xfs":            {Name: "xfs", Type: "xfs", Mkfs: []string{"mkfs.xfs", "-q", "-f"}},
+	"btrfs":          {Name: "btrfs", Type: "btrfs", Mkfs: []string{"mkfs.btrfs", "-q", "-f"}},
+}
+
+// Names lists Filesystems in a fixed order.
+var Names = []string{"ext4", "ext4-writeback", "xfs", "btrfs"}
+
+// Result is one cut's outcome.
+type Result struct {
+	FS   string
+	Seed int64
+	// CutAfter is how long after the workload started the kernel was cut.
+	CutAfter time.Duration
+	// Acked counts the acknowledged operations (a lease of a renew-batch
+	// counts as one operation each).
+	Acked int
+	// Lost says each acknowledged operation not found after the cut.
+	Lost []string
+	// Violations are other breaches: a corrupt record, a token that went
+	// back, a repair that left errors, a campaign that cannot go on.
+	Violations []string
+	// Fsck, Repair and After are the exit statuses of lease fsck, lease
+	// fsck --repair and lease fsck again; FsckSummary is fsck's summary.
+	Fsck, Repair, After int
+	FsckSummary         string
+	// RenewOld and RenewNew count, after a cut during a renew-batch (one
+	// begun and not acknowledged), the records of its leases that show
+	// the old expiry and the new one.
+	RenewCut           bool
+	RenewOld, RenewNew int
+	// Image is the image kept after a loss or violation ("" otherwise).
+	Image string
+}
+
+// Failed says whether the cut lost or broke anything.
+func (r Result) Failed() bool { return len(r.Lost) > 0 || len(r.Violations) > 0 }
+
+// Options of a cut.
+type Options struct {
+	Lease string // the lease binary (uml.BuildLease), run in the guest and here
+	Dir   string // where the image is made (removed after a clean cut)
+	// MaxCut bounds the random moment of the cut after the workload
+	// started (default 20s).
+	MaxCut time.Duration
+	// Log receives progress lines (may be nil).
+	Log func(format string, args ...any)
+}
+
+// Cut makes one power cut on fsys with the given seed.
+func Cut(ctx context.Context, fsys FS, seed int64, o Options) (res Result, err error) {
+	res = Result{FS: fsys.Name, Seed: seed}
+	rng := rand.New(rand.NewSource(seed))
+	if o.MaxCut == 0 {
+		o.MaxCut = 20 * time.Second
+	}
+	logf := o.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	w, err := os.MkdirTemp(o.Dir, fmt.Sprintf("cut-%s-%d-", fsys.Name, seed))
+	if err != nil {
+		return res, err
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			os.RemoveAll(w)
+		}
+	}()
+	img := filepath.Join(w, "disk.img")
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		return res, err
+	}
+	if err := os.Truncate(img, 512<<20); err != nil {
+		return res, err
+	}
+	if out, err := exec.Command(fsys.Mkfs[0], append(fsys.Mkfs[1:], img)...).CombinedOutput(); err != nil {
+		return res, fmt.Errorf("%s: %v: %s", fsys.Mkfs[0], err, out)
+	}
+	k, err := uml.Boot(ctx, uml.Config{Name: "cut-" + fsys.Name, Disks: []string{img}, Modules: []string{fsys.Type}, Args: []string{"quiet"}})
+	if err != nil {
+		return res, err
+	}
+	defer k.Close()
+	if err := k.Start(workload(o.Lease, fsys.Type, fsys.MountOpts, seed)); err != nil {
+		return res, err
+	}
+	// The cut: at a random moment after the workload's first
+	// acknowledgement (so that the boot's speed does not decide whether
+	// anything ran).
+	res.CutAfter = time.Duration(rng.Int63n(int64(o.MaxCut)))
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		b, _ := k.Console()
+		if bytes.Contains(b, []byte("PCFAIL")) {
+			return res, fmt.Errorf("the workload failed before the cut: %s", tailLines(b, 5))
+		}
+		if bytes.Contains(b, []byte("ACK init")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("the workload did not start within 3 minutes; console: %s", tailLines(b, 10))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	select {
+	case <-time.After(res.CutAfter):
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	if err := k.Kill(); err != nil {
+		return res, err
+	}
+	console, err := k.Console()
+	if err != nil {
+		return res, err
+	}
+	if i := bytes.Index(console, []byte("PCFAIL")); i >= 0 {
+		return res, fmt.Errorf("the workload failed before the cut: %s", firstLine(console[i:]))
+	}
+	ex := parseAcks(console)
+	res.Acked = ex.count
+	mnt := filepath.Join(w, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		return res, err
+	}
+	if out, err := exec.Command("mount", "-o", "loop", "-t", fsys.Type, img, mnt).CombinedOutput(); err != nil {
+		res.Violations = append(res.Violations, fmt.Sprintf("the image does not mount after the cut: %v: %s", err, out))
+		keep, res.Image = true, img
+		return res, nil
+	}
+	defer func() {
+		if out, uerr := exec.Command("umount", mnt).CombinedOutput(); uerr != nil {
+			exec.Command("umount", "-l", mnt).Run()
+			if err == nil {
+				err = fmt.Errorf("umount %s: %v: %s", mnt, uerr, out)
+			}
+		}
+		if res.Failed() {
+			keep, res.Image = true, img
+		}
+	}()
+	check(&res, ex, filepath.Join(mnt, "t"), o.Lease)
+	logf("powercut %s seed %d: cut %.1fs after start, %d acknowledged, %d lost, %d violations, fsck %d/%d/%d",
+		fsys.Name, seed, res.CutAfter.Seconds(), res.Acked, len(res.Lost), len(res.Violations), res.Fsck, res.Repair, res.After)
+	return res, nil
+}
+
+func firstLine(b []byte) string {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+func tailLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// expected is what the acknowledgements promise.
+type expected struct {
+	count    int
+	inited   bool
+	added    map[string]bool
+	claimed  map[string]int64 // highest acknowledged token
+	done     map[string]int64
+	publish  map[string]pub
+	work     map[string]int64
+	renewed  map[string]int64 // ID -> T0 of its last acknowledged renewal
+	renewCut int64            // T0 of a renew begun and not acknowledged (0: none)
+	batch    map[string]bool  // the IDs the batch claim acknowledged, still not completed
+}
+
+type pub struct {
+	token int64
+	sum   string
+	size  int64
+}
+
+func parseAcks(console []byte) *expected {
+	ex := &expected{added: map[string]bool{}, claimed: map[string]int64{}, done: map[string]int64{},
+		publish: map[string]pub{}, work: map[string]int64{}, renewed: map[string]int64{}, batch: map[string]bool{}}
+	batchPhase := true
+	sc := bufio.NewScanner(bytes.NewReader(console))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "RENEW-START" {
+			ex.renewCut, _ = strconv.ParseInt(f[1], 10, 64)
+			continue
+		}
+		if len(f) < 2 || f[0] != "ACK" {
+			continue
+		}
+		tok := func(i int) int64 {
+			if len(f) <= i {
+				return -1
+			}
+			n, _ := strconv.ParseInt(f[i], 10, 64)
+			return n
+		}
+		switch f[1] {
+		case "init":
+			ex.inited = true
+			ex.count++
+		case "add":
+			if len(f) == 3 {
+				ex.added[f[2]] = true
+				ex.count++
+			}
+		case "claim":
+			if len(f) == 4 {
+				if t := tok(3); t > ex.claimed[f[2]] {
+					ex.claimed[f[2]] = t
+				}
+				if batchPhase {
+					ex.batch[f[2]] = true
+				}
+				ex.count++
+			}
+		case "renew":
+			batchPhase = false
+			t0 := tok(2)
+			for id := range ex.batch {
+				ex.renewed[id] = t0
+				ex.count++
+			}
+			ex.renewCut = 0
+		case "done":
+			if len(f) == 4 {
+				ex.done[f[2]] = tok(3)
+				delete(ex.batch, f[2])
+				ex.count++
+			}
+		case "publish":
+			if len(f) == 6 {
+				ex.publish[f[2]] = pub{token: tok(3), sum: f[4], size: tok(5)}
+				ex.count++
+			}
+		case "work":
+			if len(f) == 4 {
+				ex.work[f[2]] = tok(3)
+				ex.count++
+			}
+		case "fsck":
+			ex.count++
+		}
+		if f[1] != "claim" && f[1] != "add" && f[1] != "init" {
+			batchPhase = false
+		}
+	}
+	return ex
+}
+
+// record is the part of a lease record the check reads.
+type record struct {
+	Schema    string  `json:"schema"`
+	ID        string  `json:"id"`
+	Status    string  `json:"status"`
+	Token     int64   `json:"token"`
+	ExpiresAt float64 `json:"expires_at"`
+}
+
+func check(res *Result, ex *expected, root, lease string) {
+	lost := func(format string, args ...any) { res.Lost = append(res.Lost, fmt.Sprintf(format, args...)) }
+	bad := func(format string, args ...any) {
+		res.Violations = append(res.Violations, fmt.Sprintf(format, args...))
+	}
+	if _, err := os.Stat(filepath.Join(root, "TABLE")); err != nil {
+		if ex.inited {
+			lost("the table (acknowledged by lease init): %v", err)
+		}
+		return
+	}
+	recs := map[string]record{}
+	filepath.WalkDir(filepath.Join(root, "work"), func(p string, d fs.DirEntry, err error) error {
+		// Records are ID.json; .lock, temp files (.ID.json.tmp.*) and the
+		// status markers (ID.done.N, hard links to a record) are not.
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") || !strings.HasSuffix(d.Name(), ".json") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		var r record
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err != nil || r.ID+".json" != d.Name() || r.Token < 1 {
+			bad("corrupt record %s: %v: %q", p, err, truncate(b, 200))
+			return nil
+		}
+		recs[r.ID] = r
+		return nil
+	})
+	queued := map[string]bool{}
+	filepath.WalkDir(filepath.Join(root, "queue"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			queued[d.Name()] = true
+		}
+		return nil
+	})
+	for id := range ex.added {
+		if _, ok := recs[id]; !ok && !queued[id] {
+			lost("add %s: neither queued nor a record", id)
+		}
+	}
+	for id, t := range ex.claimed {
+		r, ok := recs[id]
+		switch {
+		case !ok:
+			lost("claim %s token %d: no record", id, t)
+		case r.Token < t:
+			lost("claim %s token %d: the record has token %d (went back)", id, t, r.Token)
+		}
+	}
+	for id, t := range ex.done {
+		if r, ok := recs[id]; !ok || r.Status != "done" || r.Token != t {
+			lost("complete %s token %d: record %+v", id, t, r)
+		}
+	}
+	for id, p := range ex.publish {
+		if r, ok := recs[id]; !ok || r.Status != "done" || r.Token != p.token {
+			lost("publish %s token %d: record %+v", id, p.token, r)
+		}
+		b, err := os.ReadFile(filepath.Join(root, "public", id, "res"))
+		sum := sha256.Sum256(b)
+		if err != nil || int64(len(b)) != p.size || hex.EncodeToString(sum[:]) != p.sum {
+			lost("publish %s: public/%s/res is %d bytes (want %d), err %v", id, id, len(b), p.size, err)
+		}
+	}
+	for id, t := range ex.work {
+		if r, ok := recs[id]; !ok || r.Status != "done" || r.Token != t {
+			lost("work %s token %d: record %+v", id, t, r)
+		}
+		if b, err := os.ReadFile(filepath.Join(root, "public", id, "out")); err != nil || strings.TrimSpace(string(b)) != id {
+			lost("work %s: public/%s/out: %q %v", id, id, truncate(b, 80), err)
+		}
+	}
+	for id, t0 := range ex.renewed {
+		if _, done := ex.done[id]; done {
+			continue
+		}
+		if r, ok := recs[id]; ok && r.Status == "leased" && r.ExpiresAt < float64(t0+RenewTTL) {
+			lost("renew %s at %d: expires_at %.0f < %d", id, t0, r.ExpiresAt, t0+RenewTTL)
+		}
+	}
+	if ex.renewCut != 0 {
+		res.RenewCut = true
+		for id := range ex.batch {
+			if r, ok := recs[id]; ok && r.Status == "leased" {
+				if r.ExpiresAt >= float64(ex.renewCut+RenewTTL) {
+					res.RenewNew++
+				} else {
+					res.RenewOld++
+				}
+			}
+		}
+	}
+	// lease fsck, --repair, fsck again: clean.
+	var out []byte
+	out, res.Fsck = runLease(lease, "fsck", "--root", root)
+	res.FsckSummary = summary(out)
+	if res.Fsck > 4 {
+		bad("lease fsck exit %d: %s", res.Fsck, tailLines(out, 5))
+	}
+	out, res.Repair = runLease(lease, "fsck", "--root", root, "--repair")
+	if res.Repair > 1 {
+		bad("lease fsck --repair exit %d: %s", res.Repair, tailLines(out, 5))
+	}
+	out, res.After = runLease(lease, "fsck", "--root", root)
+	if res.After != 0 {
+		bad("lease fsck after the repair exit %d: %s", res.After, tailLines(out, 5))
+	}
+	// The campaign goes on: an acknowledged lease, expired in a later
+	// clock, is taken over with a larger token and completed; new work is
+	// added, claimed with --next and completed.
+	now := strconv.FormatInt(time.Now().Unix()+10*RenewTTL, 10)
+	for id, t := range ex.claimed {
+		if _, d := ex.done[id]; d {
+			continue
+		}
+		if _, d := ex.publish[id]; d {
+			continue
+		}
+		out, rc := runLease(lease, "claim", "--root", root, "--owner", "after", "--now", now, "--ttl", "100", id)
+		f := strings.Fields(string(out))
+		if rc != 0 || len(f) < 2 {
+			bad("taking over %s after the cut: exit %d: %s", id, rc, out)
+			break
+		}
+		if nt, _ := strconv.ParseInt(f[1], 10, 64); nt <= t {
+			bad("taking over %s after the cut: token %d, not above the acknowledged %d", id, nt, t)
+		}
+		out, rc = runLeaseIn(lease, f[0]+" "+f[1]+"\n", "complete", "--root", root, "--now", now)
+		if rc != 0 {
+			bad("completing %s after the cut: exit %d: %s", id, rc, out)
+		}
+		break
+	}
+	nid := fmt.Sprintf("%064x", sha256.Sum256([]byte(fmt.Sprint("after-", res.Seed))))
+	if out, rc := runLeaseIn(lease, nid+"\n", "add", "--root", root); rc != 0 {
+		bad("lease add after the cut: exit %d: %s", rc, out)
+	}
+	out, rc := runLease(lease, "claim", "--root", root, "--owner", "after", "--now", now, "--ttl", "100", "--next", "1")
+	if f := strings.Fields(string(out)); rc != 0 || len(f) < 2 {
+		bad("lease claim --next after the cut: exit %d: %s", rc, out)
+	} else if out, rc := runLeaseIn(lease, f[0]+" "+f[1]+"\n", "complete", "--root", root, "--now", now); rc != 0 {
+		bad("completing %s after the cut: exit %d: %s", f[0], rc, out)
+	}
+}
+
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		b = b[:n]
+	}
+	return string(b)
+}
+
+// summary is the last line of lease fsck's output (its summary).
+func summary(out []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" && !strings.HasPrefix(l, "repair:") && !strings.HasPrefix(l, "lease fsck --repair") {
+			return l
+		}
+	}
+	return ""
+}
+
+func runLease(lease string, args ...string) ([]byte, int) { return runLeaseIn(lease, "", args...) }
+
+func runLeaseIn(lease, stdin string, args ...string) ([]byte, int) {
+	cmd := exec.Command(lease, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Dir = "/" // no ./lease.toml
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out, ee.ExitCode()
+	}
+	if err != nil {
+		return append(out, err.Error()...), -1
+	}
+	return out, 0
+}
