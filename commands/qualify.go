@@ -156,7 +156,7 @@ func runQualify(c *cli.Context) error {
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
 		return ranked(c, w, err)
 	}
-	p := qualify.Run(e.ctx(), w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
+	p := qualify.Run(e.ctx(), w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder, Sync: e.set.Sync})
 	shortOfMembers(&p, launch())
 	doc, _ := json.Marshal(p)
 	// Rank 0's proof is the proof: broadcast it so every rank agrees on
