@@ -43,6 +43,7 @@ var qualifyCommand = &cli.Command{
 		&cli.IntFlag{Name: "rounds", Value: 4, Usage: "lock rounds across ranks under mpirun"},
 		&cli.Float64Flag{Name: "max-skew", Value: 2, Usage: "largest clock skew in seconds that still qualifies"},
 		settingFlag("mpi-timeout"),
+		settingFlag("sync"),
 		&cli.StringFlag{Name: "hold-lock", Hidden: true, Usage: "internal: hold the lock of byte 0 of FILE until killed"},
 	}),
 	Action: runQualify,
