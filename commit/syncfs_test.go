@@ -65,6 +65,7 @@ func TestSyncStrategyCounts(t *testing.T) {
 				}
 			}
 			s := st.Stats().Snapshot(0)
+			t.Logf("%s: %d syncfs", tc.sync, s.Syncfs-before.Syncfs)
 			got := [3]int64{s.FileSyncs - before.FileSyncs, s.DirectorySyncs - before.DirectorySyncs, s.Syncfs - before.Syncfs}
 			for i, want := range [3][2]int64{tc.files, tc.dirs, tc.syncfs} {
 				if got[i] < want[0] || got[i] > want[1] {
