@@ -21,7 +21,7 @@ var configCommand = &cli.Command{
 		"$XDG_CONFIG_HOME/lease/config.toml; its keys are the keys printed here. It must be a regular\n" +
 		"file of at most 1 MiB: a FIFO, a device (LEASE_CONFIG=/dev/zero) or a bigger file is a\n" +
 		"configuration error naming it (exit 2, at once: it is opened without blocking), in every command.",
-	Flags:  flags(withJSON(commonFlags(), "print the settings as one JSON object of {value, origin} by key"), []cli.Flag{settingFlag("writers"), settingFlag("renew-interval"), settingFlag("mpi-timeout"), settingFlag("grace"), settingFlag("max-wait")}),
+	Flags:  flags(withJSON(commonFlags(), "print the settings as one JSON object of {value, origin} by key"), []cli.Flag{settingFlag("writers"), settingFlag("sync"), settingFlag("renew-interval"), settingFlag("mpi-timeout"), settingFlag("grace"), settingFlag("max-wait")}),
 	Action: runConfig,
 }
 

@@ -135,7 +135,7 @@ func (e *env) open(create bool) (*commit.Store, error) {
 	st, err := commit.Open(root, commit.Create(tmpl), commit.WithWrap(wrapFS),
 		commit.WithLockTimeout(time.Duration(e.set.LockTimeout*float64(time.Second))),
 		commit.WithWriters(writers), commit.WithClock(e.storeClock()),
-		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew))
+		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew), commit.WithSync(e.set.Sync))
 	var rootErr *commit.RootError
 	var shareErr *commit.ShareRootError
 	switch {

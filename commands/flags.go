@@ -49,6 +49,7 @@ func commonFlags() []cli.Flag {
 func batchFlags() []cli.Flag {
 	return []cli.Flag{
 		settingFlag("writers"),
+		settingFlag("sync"),
 		settingFlag("mpi-timeout"),
 	}
 }
@@ -80,7 +81,7 @@ func withJSON(fl []cli.Flag, usage string) []cli.Flag {
 var placeholders = map[string]string{
 	"root": "DIR", "config": "FILE", "owner": "NAME", "ttl": "SECONDS", "now": "SECONDS",
 	"lock-timeout": "SECONDS", "target-timeout": "SECONDS", "renew-interval": "SECONDS", "grace": "SECONDS",
-	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N", "clock-skew": "SECONDS", "max-attempts": "N", "max-wait": "SECONDS", "failed": "[STATUS]",
+	"mpi-timeout": "SECONDS", "shards": "N", "target-shards": "N", "writers": "N", "sync": "auto|record|syncfs", "clock-skew": "SECONDS", "max-attempts": "N", "max-wait": "SECONDS", "failed": "[STATUS]",
 	"rounds": "N", "max-skew": "SECONDS", "progress": "WHEN", "wait": "[SECONDS]", "output": "FILE",
 }
 

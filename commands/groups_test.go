@@ -238,7 +238,7 @@ func TestGroupRenewMixedBatch(t *testing.T) {
 	before := grpSnap(t, root)
 
 	in := fmt.Sprintf("%s %d\n# comment\n%s %d\n\n%s %d\n", gx, tx, gz, tzOld, gy, ty)
-	code, out, errOut := grpLease(t, in, "group-renew", "--root", root, "--now", "1050", "--ttl", "100", "-v", "--writers", "1")
+	code, out, errOut := grpLease(t, in, "group-renew", "--root", root, "--now", "1050", "--ttl", "100", "-v", "--writers", "1", "--sync", "record")
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (one stale group)\n%s", code, errOut)
 	}
@@ -279,7 +279,7 @@ func TestGroupRenewMixedBatch(t *testing.T) {
 		}
 	}
 	// --json carries the same outcome with statistics.
-	code, out, _ = grpLease(t, in, "group-renew", "--root", root, "--now", "1060", "--ttl", "100", "--json")
+	code, out, _ = grpLease(t, in, "group-renew", "--root", root, "--now", "1060", "--ttl", "100", "--json", "--sync", "record")
 	var doc struct {
 		Results []struct {
 			ID     string `json:"id"`

@@ -61,7 +61,7 @@ func TestRenewReleaseComplete(t *testing.T) {
 
 	// --json: one document with results and statistics.
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "w", "--now", "2000", "--ttl", "60", string(ids[4]))
-	r = coreMust(t, 1, string(ids[4])+" 2\n"+string(ids[3])+" 9\n", "renew-batch", "--root", root, "--now", "2010", "--ttl", "60", "--json")
+	r = coreMust(t, 1, string(ids[4])+" 2\n"+string(ids[3])+" 9\n", "renew-batch", "--root", root, "--now", "2010", "--ttl", "60", "--json", "--sync", "record")
 	var doc struct {
 		Command string `json:"command"`
 		Results []struct {

@@ -122,7 +122,7 @@ func TestMPIRenewBatchMatchesOneProcess(t *testing.T) {
 			var wantDocAt int
 			for _, np := range []int{0, 2, 4} {
 				now++
-				got := mpiRunBatch(t, bin, np, tc.input, "renew-batch", "--root", root, "--now", strconv.Itoa(now), "--ttl", "1e6", "--json")
+				got := mpiRunBatch(t, bin, np, tc.input, "renew-batch", "--root", root, "--now", strconv.Itoa(now), "--ttl", "1e6", "--json", "--sync", "record")
 				var doc mpiBatchDoc
 				if err := json.Unmarshal([]byte(got.stdout), &doc); err != nil {
 					t.Fatalf("np %d --json: %v: %q", np, err, mpiClip(got.stdout))

@@ -44,6 +44,7 @@ var qualifyCommand = &cli.Command{
 		&cli.IntFlag{Name: "rounds", Value: 4, Usage: "lock rounds across ranks under mpirun"},
 		&cli.Float64Flag{Name: "max-skew", Value: 2, Usage: "largest clock skew in seconds that still qualifies"},
 		settingFlag("mpi-timeout"),
+		settingFlag("sync"),
 		&cli.StringFlag{Name: "hold-lock", Hidden: true, Usage: "internal: hold the lock of byte 0 of FILE until killed"},
 	}),
 	Action: runQualify,
@@ -166,7 +167,7 @@ func runQualify(c *cli.Context) error {
 	if err := cluster.Agree(w, setErr, exitOf); err != nil {
 		return ranked(c, w, err)
 	}
-	p := qualify.Run(e.ctx(), w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder})
+	p := qualify.Run(e.ctx(), w, e.root(), qualify.Options{Rounds: rounds, MaxSkew: maxSkew, Holder: lockHolder, Sync: e.set.Sync})
 	shortOfMembers(&p, launch())
 	doc, _ := json.Marshal(p)
 	// Rank 0's proof is the proof: broadcast it so every rank agrees on

@@ -205,7 +205,9 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
 // over the shards to a pool of at most WithWriters concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
-// (G4). An I/O error stops the batch:
+// (G4), or, under the syncfs strategy (WithSync), each temp file is made
+// durable by a group syncfs before its rename and one syncfs after the
+// last rename stands for the directory fsyncs (durable.Disk.GroupBatch). An I/O error stops the batch:
 // no new item starts, the directories already renamed into are still
 // fsynced (G5), and no item is reported OK (G6).
 //
@@ -272,7 +274,7 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 	}
 	usedBefore, recycledBefore, unfitBefore := s.stats.SparesUsed.Load(), s.stats.SparesRecycled.Load(), s.stats.SparesUnfit.Load()
 	var (
-		batch    = s.Disk().Batch()
+		batch    = s.Disk().GroupBatch()
 		aborted  atomic.Bool
 		errMu    sync.Mutex
 		firstErr error
@@ -318,7 +320,7 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 		// batch of one shard waits for one round of directory fsyncs, not
 		// two.
 		last := left.Add(-1) == 0
-		if remaining[it.ID.Shard(n)].Add(-1) == 0 && !last && batch.Pending(dir) {
+		if remaining[it.ID.Shard(n)].Add(-1) == 0 && !last && !batch.Syncfs() && batch.Pending(dir) {
 			if err := batch.SyncDir(dir); err != nil {
 				fail(i, &durable.OpError{Op: "fsync the shard directory", Path: s.Abs(dir), Err: err})
 			}

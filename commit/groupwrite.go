@@ -353,7 +353,7 @@ func (c *groupRun) write(todo []*groupOp) {
 		}
 		j.tmp = tmp
 	})
-	batch := s.Disk().Batch()
+	batch := s.Disk().GroupBatch()
 	for _, j := range jobs {
 		if j.tmp == "" {
 			continue

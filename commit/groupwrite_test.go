@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -212,7 +213,9 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		return root, grpOpen(t, root, hook), items
 	}
 	t.Run("all renewed", func(t *testing.T) {
-		_, st, items := setup(t, nil)
+		root, _, items := setup(t, nil)
+		// Counted per record: under syncfs one syncfs stands for them.
+		st := grpOpen(t, root, nil, commit.WithSync(durable.Record))
 		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)

@@ -70,6 +70,7 @@ type Snapshot struct {
 	FileSyncs             int64     `json:"file_syncs"`
 	DirectorySyncs        int64     `json:"directory_syncs"`
 	DirectorySyncsAvoided int64     `json:"directory_syncs_avoided"`
+	Syncfs                int64     `json:"syncfs,omitempty"`
 	Failures              int64     `json:"failures"`
 	Retries               int64     `json:"retries,omitempty"`
 	SparesUsed            int64     `json:"spares_used,omitempty"`
@@ -94,6 +95,7 @@ func (s *Stats) Snapshot(d time.Duration) Snapshot {
 		Lost:           s.Lost.Load(),
 		FileSyncs:      s.FileSyncs.Load(),
 		DirectorySyncs: s.DirectorySyncs.Load(),
+		Syncfs:         s.Syncfs.Load(),
 		Failures:       s.Failures.Load(),
 		Retries:        s.Retries.Load(),
 		SparesUsed:     s.SparesUsed.Load(),
@@ -112,6 +114,7 @@ func (s *Snapshot) Add(o Snapshot) {
 	s.Lost += o.Lost
 	s.FileSyncs += o.FileSyncs
 	s.DirectorySyncs += o.DirectorySyncs
+	s.Syncfs += o.Syncfs
 	s.Failures += o.Failures
 	s.Retries += o.Retries
 	s.SparesUsed += o.SparesUsed

@@ -86,6 +86,7 @@ type options struct {
 	skew        float64
 	retry       durable.Retry
 	moreProcs   func(writers int) (restore func())
+	sync        durable.Strategy
 }
 
 // WithFS opens the table over f instead of the kernel's filesystem at the
@@ -125,6 +126,11 @@ func WithClock(c func() float64) Option { return func(o *options) { o.clock = c 
 // skew (docs/lease-format.md). Without it the skew is 0; the command line
 // and package leases give their setting, DefaultClockSkew by default.
 func WithClockSkew(skew float64) Option { return func(o *options) { o.skew = skew } }
+
+// WithSync says how a batch makes its records durable (default
+// durable.Auto: by syncfs(2) where the filesystem makes it a
+// whole-filesystem barrier, else per record; docs/design.md#durability).
+func WithSync(st durable.Strategy) Option { return func(o *options) { o.sync = st } }
 
 // WithRetry bounds the retries of one record's step after a transient
 // error of a network filesystem (default durable.DefaultRetry).
@@ -191,6 +197,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 	sh := &shared{root: root, fs: f, owned: owned, pool: max(o.writers, 1), skew: o.skew, retry: o.retry, moreProcs: o.moreProcs}
 	sh.lockWait.Store(int64(o.lockTimeout))
 	sh.disk = durable.New(f, root, &sh.stats.Counts)
+	sh.disk.SetStrategy(o.sync)
 	s := &Store{shared: sh, clock: o.clock}
 	if o.header != nil {
 		sh.hdr = o.header

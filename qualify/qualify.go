@@ -111,6 +111,9 @@ type Options struct {
 	// its stdout, and holds the lock until it is killed ([HoldLock] is
 	// such a process's body). lease runs itself: lease qualify --hold-lock.
 	Holder func(file string) *exec.Cmd
+	// Sync is the table's sync setting: the sync check reports the
+	// strategy the filesystem gets under it.
+	Sync durable.Strategy
 }
 
 // Run runs the local checks in a scratch directory root/.qualify.<nonce>
@@ -163,6 +166,7 @@ func Run(ctx context.Context, w *mpi.World, root string, opt Options) Proof {
 	w.Barrier()
 	if usable {
 		local = append(local, localChecks(ctx, dir, w.Rank(), maxSkew, opt.Holder)...)
+		local = append(local, syncCheck(dir, opt.Sync))
 	}
 	if w.Size() > 1 {
 		p.Rounds = rounds
@@ -554,4 +558,24 @@ func readTimes(w *mpi.World, mine time.Duration, round int) Check {
 	ch.Detail = fmt.Sprintf("slowest read of the record another rank had just replaced: %s (rank %d, round %d)",
 		time.Duration(worst*float64(time.Second)).Round(10*time.Microsecond), rank, rd)
 	return ch
+}
+
+// syncCheck reports how a batch on the filesystem of dir makes its records
+// durable under the setting want (durable.Disk.Choose): it informs, it
+// never fails.
+func syncCheck(dir string, want durable.Strategy) Check {
+	c := Check{Name: "sync", Pass: true}
+	f, err := seam.OS(dir)
+	if err != nil {
+		c.Detail = "record: " + err.Error()
+		return c
+	}
+	defer f.Close()
+	ch := durable.New(f, dir, new(durable.Counts)).Choose(want)
+	c.Detail = ch.Strategy.String()
+	if ch.FSType != "" {
+		c.Detail += " on " + ch.FSType
+	}
+	c.Detail += ": " + ch.Why
+	return c
 }

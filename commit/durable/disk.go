@@ -57,6 +57,9 @@ type Counts struct {
 	// (Retry): ESTALE, a read that failed after its open, a record that
 	// appeared while it was created.
 	Retries atomic.Int64
+	// Syncfs counts the syncfs(2) calls of batches under the Syncfs
+	// strategy (barrier.go).
+	Syncfs atomic.Int64
 	// SparesUsed counts the records written through a spare of the
 	// reserve on a full filesystem, SparesRecycled the replaced records'
 	// files that became spares, SparesUnfit the spares set aside because
@@ -72,6 +75,11 @@ type Disk struct {
 	ensured sync.Map   // directories known to exist
 	mkMu    sync.Mutex // EnsureDir's makers, one at a time
 	pool    reserve    // the reserve's spares as last listed (reserve.go)
+	// strategy is the Strategy chosen by SetStrategy (Record or Syncfs;
+	// Auto, the zero value, before: per record); auto says it was chosen
+	// by Auto, which checks the machine's dirty data per batch.
+	strategy atomic.Int32
+	auto     atomic.Bool
 }
 
 // New returns the Disk of the table at root (for messages) over f,
@@ -89,8 +97,19 @@ func (d *Disk) Abs(name string) string {
 }
 
 // Batch returns an empty SyncBatch over the Disk's FS that counts its
-// directory fsyncs.
+// directory fsyncs: for a write of one record or a few, per record.
 func (d *Disk) Batch() *SyncBatch { return NewSyncBatch(d.fs, &d.counts.DirectorySyncs) }
+
+// GroupBatch is Batch for a batch of many records (Store.Apply, lease add,
+// a group claim): under the Syncfs strategy (SetStrategy) it has a group
+// syncfs barrier (barrier.go), which Put waits for instead of fsyncing
+// each temp file and Flush runs instead of the directory fsyncs. Its
+// descriptor is closed when the batch is garbage (its os.File).
+func (d *Disk) GroupBatch() *SyncBatch {
+	b := d.Batch()
+	b.barrier = d.barrierFor()
+	return b
+}
 
 // TempName is the temp file name pattern of the durability protocol:
 // .NAME.tmp.<random> (docs/lease-format.md).
@@ -103,13 +122,19 @@ func TempName(name string) string {
 // WriteTemp writes data to a new temp file beside name in dir and makes it
 // durable (G1). The temp file is removed when anything fails.
 func (d *Disk) WriteTemp(dir, name string, data []byte) (string, error) {
+	return d.writeTemp(dir, name, data, true)
+}
+
+// writeTemp is WriteTemp; without fsync, the temp file is written but not
+// made durable: its caller waits for a batch's barrier before renaming it.
+func (d *Disk) writeTemp(dir, name string, data []byte, fsync bool) (string, error) {
 	tmp := path.Join(dir, TempName(name))
 	f, err := d.fs.CreateExcl(tmp)
 	if err != nil {
 		return "", &OpError{Op: "cannot create the new record's temp file", Err: Bare(err)}
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && fsync {
 		if err = f.Sync(); err == nil {
 			d.counts.FileSyncs.Add(1)
 		}
@@ -127,11 +152,20 @@ func (d *Disk) WriteTemp(dir, name string, data []byte) (string, error) {
 // Put writes data to a durable temp file beside final and moves it into
 // place in batch b: over final, or, with create, only where nothing is
 // (SyncBatch.Create; an error wrapping ErrAppeared when something is).
-// The move is durable once b is flushed.
+// The move is durable once b is flushed. Under b's syncfs barrier the temp
+// file is not fsynced: Put waits for a syncfs that started after it was
+// written (G1) before renaming it.
 func (d *Disk) Put(b *SyncBatch, final string, data []byte, create bool) error {
-	tmp, err := d.WriteTemp(path.Dir(final), path.Base(final), data)
+	tmp, err := d.writeTemp(path.Dir(final), path.Base(final), data, b.barrier == nil)
 	if err != nil {
 		return err
+	}
+	if b.barrier != nil {
+		if err := b.barrier.Sync(); err != nil {
+			d.fs.Remove(tmp)
+			b.fail(err)
+			return &OpError{Op: "cannot make the new record durable: syncfs of the table's filesystem failed (its temp file was removed)", Err: Bare(err)}
+		}
 	}
 	move := b.Replace
 	if create {

@@ -27,6 +27,10 @@ type SyncBatch struct {
 	pending  map[string]bool
 	order    []string
 	failed   error
+	// barrier, when not nil, is the batch's group syncfs (Disk.Batch
+	// under the Syncfs strategy): Flush runs it instead of the directory
+	// fsyncs, and SyncDir leaves its directory to Flush.
+	barrier *Barrier
 }
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
@@ -87,6 +91,9 @@ func (b *SyncBatch) Pending(dir string) bool {
 // sync it again unless new renames arrive. Used to pipeline the barrier of a
 // shard as soon as its last record is renamed.
 func (b *SyncBatch) SyncDir(dir string) error {
+	if b.barrier != nil {
+		return nil // one syncfs at Flush covers every directory
+	}
 	b.mu.Lock()
 	if !b.pending[dir] {
 		b.mu.Unlock()
@@ -119,10 +126,40 @@ func (b *SyncBatch) sync(dir string) error {
 	return nil
 }
 
+// fail records err as the batch's failure unless one is recorded.
+func (b *SyncBatch) fail(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.failed == nil {
+		b.failed = err
+	}
+}
+
+// Syncfs reports whether the batch has a syncfs barrier (Disk.Batch under
+// the Syncfs strategy).
+func (b *SyncBatch) Syncfs() bool { return b.barrier != nil }
+
 // Flush fsyncs every directory still pending, concurrently, and returns the
 // first directory fsync error this batch met (G6): once a barrier failed,
-// the batch has failed even if later ones succeed.
+// the batch has failed even if later ones succeed. Under a syncfs barrier
+// it runs one syncfs that starts after every rename made so far instead,
+// whatever failed before (G5), and closes the barrier's descriptor: a
+// batch under a barrier ends with its Flush.
 func (b *SyncBatch) Flush() error {
+	if b.barrier != nil {
+		b.mu.Lock()
+		n := len(b.order)
+		clear(b.pending)
+		b.order = b.order[:0]
+		b.mu.Unlock()
+		if n > 0 {
+			if err := b.barrier.Final(); err != nil {
+				b.fail(err)
+			}
+		}
+		b.barrier.Close()
+		return b.Err()
+	}
 	b.mu.Lock()
 	var dirs []string
 	for _, d := range b.order {

@@ -178,3 +178,29 @@ type ReadLockFinder interface {
 	// process holding one, when the kernel tells (0 for an OFD lock).
 	ReadLocked(name string) (locked bool, pid int, err error)
 }
+
+// FilesystemSyncer is syncfs(2) of the table's filesystem as the barrier of
+// a batch (docs/design.md#durability): where the filesystem makes syncfs a
+// whole-filesystem barrier, one syncfs after a batch's temp files and one
+// after its renames stand for their file and directory fsyncs. The engine
+// looks it up on the FS itself, not through Unwrap: a wrapper that sees the
+// file and directory fsyncs (a fault injector, a crash filesystem's
+// recorder) would not see the barrier that replaces them, so it has the
+// barrier only if it implements it. Without it, every batch fsyncs each
+// record and each directory.
+type FilesystemSyncer interface {
+	// FilesystemType names the root's filesystem by its statfs f_type
+	// ("ext4", "xfs", "btrfs", "tmpfs", "nfs", "fuse", ... or the type in
+	// hex) and says whether syncfs is a whole-filesystem barrier there.
+	FilesystemType() (name string, barrier bool, err error)
+	// OpenSyncfs opens a new descriptor of the root for syncfs: its
+	// errors report the writeback errors of the filesystem since it was
+	// opened (Linux 5.8), so a batch opens its own before it writes.
+	OpenSyncfs() (SyncfsHandle, error)
+}
+
+// SyncfsHandle is one descriptor of FilesystemSyncer.OpenSyncfs.
+type SyncfsHandle interface {
+	Syncfs() error
+	Close() error
+}
