@@ -106,7 +106,7 @@ var All = []Setting{
 	{"target_shards", "LEASE_TARGET_SHARDS", "target-shards", Int, "target and group shard count when the table is created", strconv.Itoa(DefaultShards)},
 	{"lock_timeout", "LEASE_LOCK_TIMEOUT", "lock-timeout", Float, "longest wait for a record lock in seconds; exit 5 past it", ftoa(DefaultLockTimeout)},
 	{"writers", "LEASE_WRITERS", "writers", Int, "concurrent record writers of a batch", strconv.Itoa(DefaultWriters)},
-	{"sync", "LEASE_SYNC", "sync", String, "how a batch makes its records durable: auto (one syncfs(2) barrier per group of writes on ext4, XFS, btrfs and tmpfs while the machine has little dirty data, per record elsewhere), record (fsync each record and each directory), syncfs (force the barrier where the filesystem has syncfs)", "auto"},
+	{"sync", "LEASE_SYNC", "sync", String, "how a batch makes its records durable: record (fsync each record and each directory), auto (one syncfs(2) barrier per group of writes on ext4, XFS, btrfs and tmpfs while the machine has little dirty data, per record elsewhere; not yet the default), syncfs (force the barrier where the filesystem has syncfs)", "record"},
 	{"mpi_timeout", "LEASE_MPI_TIMEOUT", "mpi-timeout", Float, "under mpirun, longest wait in seconds for one collective before every rank aborts", ftoa(DefaultMPITimeout)},
 	{"grace", "LEASE_GRACE", "grace", Float, "lease run: seconds between SIGTERM and SIGKILL when the lease is lost", ftoa(DefaultGrace)},
 	{"clock_skew", "LEASE_CLOCK_SKEW", "clock-skew", Float, "bound on the clock difference between nodes in seconds: a claim takes over from expires_at + clock_skew, a holder counts its lease lost from expires_at - clock_skew", ftoa(DefaultClockSkew)},
@@ -301,7 +301,7 @@ func (s *Settings) resolve(vals map[string]any) error {
 	s.TargetShards = integer("target_shards", DefaultShards)
 	s.LockTimeout = num("lock_timeout", DefaultLockTimeout)
 	s.Writers = integer("writers", DefaultWriters)
-	s.Sync, _ = durable.ParseStrategy(str("sync", "auto")) // checked with the value
+	s.Sync, _ = durable.ParseStrategy(str("sync", "record")) // checked with the value
 	s.MPITimeout = num("mpi_timeout", DefaultMPITimeout)
 	s.Grace = num("grace", DefaultGrace)
 	s.ClockSkew = num("clock_skew", DefaultClockSkew)
