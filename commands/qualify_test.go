@@ -42,7 +42,7 @@ type qualProof struct {
 
 // qualLocalChecks are the checks every rank makes on its own.
 var qualLocalChecks = []string{"filesystem", "inodes", "o-excl-create", "file-fsync", "atomic-rename", "directory-fsync",
-	"lock-exclusion", "lock-release-on-death", "filesystem-clock-skew"}
+	"lock-exclusion", "lock-release-on-death", "filesystem-clock-skew", "sync"}
 
 // qualDecode decodes the one line qualify prints.
 func qualDecode(t *testing.T, out string) qualProof {
