@@ -21,30 +21,6 @@ import (
 	"github.com/leasetool/lease/internal/testenv"
 )
 
-// noRoomWorker starts lease work with args on h's table, its stderr in a
-// file.
-func noRoomWorker(t *testing.T, h *holdTable, args ...string) *outageWorker {
-	t.Helper()
-	w := &outageWorker{stderr: filepath.Join(h.dir, "worker.err"), done: make(chan struct{})}
-	w.cmd = h.command(append([]string{"work"}, args...)...)
-	f, err := os.Create(w.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.cmd.Stderr = f
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	go func() {
-		w.cmd.Wait()
-		w.code = w.cmd.ProcessState.ExitCode()
-		close(w.done)
-	}()
-	t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
-	return w
-}
-
 // attemptsOf is the status and attempts of the one record of h's table.
 func attemptsOf(t *testing.T, h *holdTable) (string, int64) {
 	t.Helper()
@@ -78,7 +54,7 @@ func TestWorkNoRoomCountsNoAttempt(t *testing.T) {
 	// Each run says it started, waits while the gate is there, then writes
 	// 256 KiB of findings to LEASE_STAGE: on a full filesystem that fails.
 	script := `echo "$LEASE_ID" >> "$0"; while [ -e "$1" ]; do sleep 0.05; done; head -c 262144 /dev/zero > "$LEASE_STAGE/findings"`
-	w := noRoomWorker(t, h, "--max-attempts", "1", "--ttl", "5", "--renew-interval", "1", "--grace", "1", "--", "sh", "-c", script, started, gate)
+	w := startOutageWorker(t, h, "worker.err", "work", "--max-attempts", "1", "--ttl", "5", "--renew-interval", "1", "--grace", "1", "--", "sh", "-c", script, started, gate)
 	waitFor(t, "CMD running", func() bool { _, err := os.Stat(started); return err == nil || !w.running() })
 
 	fill(t, mnt)
@@ -128,7 +104,7 @@ func TestWorkRoomCountsAttempt(t *testing.T) {
 		`avail=$(df -B1 --output=avail %s | tail -n 1); fallocate -l $((avail - 4194304)) %s/filler.0`, mnt, mnt)).CombinedOutput(); err != nil {
 		t.Fatalf("fallocate: %v\n%s", err, out)
 	}
-	w := noRoomWorker(t, h, "--max-attempts", "2", "--ttl", "5", "--renew-interval", "1", "--", "sh", "-c", `echo "no such input" >&2; exit 3`)
+	w := startOutageWorker(t, h, "worker.err", "work", "--max-attempts", "2", "--ttl", "5", "--renew-interval", "1", "--", "sh", "-c", `echo "no such input" >&2; exit 3`)
 	waitFor(t, "lease work ending", func() bool { return !w.running() })
 	if w.code != 0 || strings.Contains(w.errText(), "no attempt counted") || !strings.Contains(w.errText(), "failed after 2 attempts") {
 		t.Errorf("lease work: exit %d\n%s\nwant exit 0, the item failed after 2 attempts", w.code, w.errText())
@@ -155,23 +131,7 @@ func TestRunNextWaitsForRoom(t *testing.T) {
 		t.Fatalf("fallocate: %v\n%s", err, out)
 	}
 	ran := filepath.Join(h.dir, "ran")
-	w := &outageWorker{stderr: filepath.Join(h.dir, "run.err"), done: make(chan struct{})}
-	w.cmd = h.command("run", "--next", "--wait", "--complete", "--", "sh", "-c", `echo "$LEASE_ID" > "$0"`, ran)
-	f, err := os.Create(w.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.cmd.Stderr = f
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	go func() {
-		w.cmd.Wait()
-		w.code = w.cmd.ProcessState.ExitCode()
-		close(w.done)
-	}()
-	t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
+	w := startOutageWorker(t, h, "run.err", "run", "--next", "--wait", "--complete", "--", "sh", "-c", `echo "$LEASE_ID" > "$0"`, ran)
 	waitFor(t, "lease run waiting for room", func() bool { return strings.Contains(w.errText(), "has no room") || !w.running() })
 	if _, err := os.Stat(ran); err == nil || !w.running() {
 		t.Fatalf("lease run ran CMD (or ended) with no room: exit %d\n%s", w.code, w.errText())

@@ -31,6 +31,31 @@ type outageWorker struct {
 	code   int
 }
 
+// startOutageWorker starts lease with args (the command first) on h's
+// table, its stderr in the file name under h's directory; t's cleanup
+// kills it.
+func startOutageWorker(t *testing.T, h *holdTable, name string, args ...string) *outageWorker {
+	t.Helper()
+	w := &outageWorker{stderr: filepath.Join(h.dir, name), done: make(chan struct{})}
+	w.cmd = h.command(args...)
+	f, err := os.Create(w.stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cmd.Stderr = f
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	go func() {
+		w.cmd.Wait()
+		w.code = w.cmd.ProcessState.ExitCode()
+		close(w.done)
+	}()
+	t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
+	return w
+}
+
 func (w *outageWorker) errText() string {
 	b, _ := os.ReadFile(w.stderr)
 	return string(b)
@@ -111,24 +136,8 @@ func TestWorkWaitsOutOutages(t *testing.T) {
 			const ttl = 2.0
 			var ws []*outageWorker
 			for i := 0; i < 2; i++ {
-				w := &outageWorker{stderr: filepath.Join(h.dir, fmt.Sprintf("worker%d.err", i)), done: make(chan struct{})}
-				w.cmd = h.command("work", "--json", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
+				w := startOutageWorker(t, h, fmt.Sprintf("worker%d.err", i), "work", "--json", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
 					"--", "sh", "-c", script, started, gate)
-				f, err := os.Create(w.stderr)
-				if err != nil {
-					t.Fatal(err)
-				}
-				w.cmd.Stderr = f
-				if err := w.cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				f.Close()
-				go func() {
-					w.cmd.Wait()
-					w.code = w.cmd.ProcessState.ExitCode()
-					close(w.done)
-				}()
-				t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
 				ws = append(ws, w)
 			}
 			waitFor(t, "both workers running an item", func() bool {
@@ -193,24 +202,8 @@ func TestRunWaitsOutFinish(t *testing.T) {
 	}
 	started := filepath.Join(h.dir, "started")
 	const ttl = 60.0
-	w := &outageWorker{stderr: filepath.Join(h.dir, "run.err"), done: make(chan struct{})}
-	w.cmd = h.command("run", "--complete", "--next", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
+	w := startOutageWorker(t, h, "run.err", "run", "--complete", "--next", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
 		"--", "sh", "-c", `echo "$LEASE_ID" >> "$0"; while [ -e "$1" ]; do sleep 0.05; done`, started, gate)
-	f, err := os.Create(w.stderr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.cmd.Stderr = f
-	if err := w.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	go func() {
-		w.cmd.Wait()
-		w.code = w.cmd.ProcessState.ExitCode()
-		close(w.done)
-	}()
-	t.Cleanup(func() { w.cmd.Process.Kill(); <-w.done })
 	waitFor(t, "lease run running its item", func() bool {
 		b, _ := os.ReadFile(started)
 		return len(b) > 0

@@ -7,7 +7,6 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/internal/userfile"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -51,31 +50,9 @@ func (c *checker) checkHeldName(e fs.DirEntry) *Finding {
 		return c.symlink(rel, "", noUnlock)
 	}
 	id, _, token, ok := commit.ParseHeldName(e.Name())
-	what := ""
-	switch {
-	case !ok:
-		what = userfile.TypeName(typ) + " whose name is not ID.EXPIRY.TOKEN"
-	case !typ.IsRegular():
-		what = userfile.TypeName(typ)
-	default:
-		fi, err := c.fs.Lstat(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed since the listing (a finish, a claim)
-		}
-		if err != nil {
-			return c.ioFinding(rel, "cannot stat", err)
-		}
-		if fi.Size() != 0 {
-			what = fmt.Sprintf("a regular file of %d bytes", fi.Size())
-		}
-	}
-	if what != "" {
-		f := &Finding{Kind: KindHeld, Path: rel, ID: id, Found: what,
-			Expected: "an empty regular file ID.EXPIRY.TOKEN per lease held", Repair: "move it to lost+found/ (never deleted)"}
-		if c.opt.Repair {
-			c.quarantineInto(rel, f, "a held/ name is an empty file ID.EXPIRY.TOKEN")
-		}
-		return f
+	if f, ok := c.emptyEntry(rel, typ, ok, emptyEntryRule{kind: KindHeld, id: id, name: "ID.EXPIRY.TOKEN",
+		expected: "an empty regular file ID.EXPIRY.TOKEN per lease held", rule: "a held/ name is an empty file ID.EXPIRY.TOKEN"}); !ok {
+		return f // not such a file (f), or removed since the listing (a finish, a claim)
 	}
 	rec, err := c.st.Read(c.ctx, leasefmt.Work, id)
 	if err != nil && !errors.Is(err, leasefmt.ErrCorrupt) {

@@ -40,31 +40,9 @@ func (c *checker) checkQueueEntry(dir string, sh int, e fs.DirEntry) *Finding {
 		return c.symlink(rel, "", noUnlock)
 	}
 	id, idErr := leasefmt.ParseID(e.Name())
-	what := ""
-	switch {
-	case idErr != nil:
-		what = userfile.TypeName(typ) + " whose name is not an ID"
-	case !typ.IsRegular():
-		what = userfile.TypeName(typ)
-	default:
-		fi, err := c.fs.Lstat(rel)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // removed since the listing (a complete)
-		}
-		if err != nil {
-			return c.ioFinding(rel, "cannot stat", err)
-		}
-		if fi.Size() != 0 {
-			what = fmt.Sprintf("a regular file of %d bytes", fi.Size())
-		}
-	}
-	if what != "" {
-		f := &Finding{Kind: KindQueue, Path: rel, ID: id, Found: what,
-			Expected: "an empty regular file named by the ID of a queued item", Repair: "move it to lost+found/ (never deleted)"}
-		if c.opt.Repair {
-			c.quarantineInto(rel, f, "a queue entry is an empty file named by an ID")
-		}
-		return f
+	if f, ok := c.emptyEntry(rel, typ, idErr == nil, emptyEntryRule{kind: KindQueue, id: id, name: "an ID",
+		expected: "an empty regular file named by the ID of a queued item", rule: "a queue entry is an empty file named by an ID"}); !ok {
+		return f // not such a file (f), or removed since the listing (a complete)
 	}
 	// Done is final: a done record read without its lock stays done.
 	rec, err := c.st.Read(c.ctx, leasefmt.Work, id)
@@ -161,4 +139,47 @@ func (c *checker) failedEntry(rel string, id leasefmt.ID, rec *leasefmt.Record) 
 		fixed(f, "removed")
 	}
 	return f
+}
+
+// emptyEntryRule is what an entry that must be an empty regular file is
+// (a queue entry, a held/ name), for emptyEntry's finding.
+type emptyEntryRule struct {
+	kind           Kind
+	id             leasefmt.ID
+	name           string // what its name must be
+	expected, rule string
+}
+
+// emptyEntry checks rel, an entry listed with type typ whose name parsed
+// (named) or not, which must be an empty regular file: ok when it is one.
+// Any other name, type or size is an error that --repair moves to
+// lost+found/ (never deleted), returned with ok false; an entry gone since
+// the listing is no finding (nil, false).
+func (c *checker) emptyEntry(rel string, typ fs.FileMode, named bool, r emptyEntryRule) (*Finding, bool) {
+	what := ""
+	switch {
+	case !named:
+		what = userfile.TypeName(typ) + " whose name is not " + r.name
+	case !typ.IsRegular():
+		what = userfile.TypeName(typ)
+	default:
+		fi, err := c.fs.Lstat(rel)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, false
+		}
+		if err != nil {
+			return c.ioFinding(rel, "cannot stat", err), false
+		}
+		if fi.Size() != 0 {
+			what = fmt.Sprintf("a regular file of %d bytes", fi.Size())
+		}
+	}
+	if what == "" {
+		return nil, true
+	}
+	f := &Finding{Kind: r.kind, Path: rel, ID: r.id, Found: what, Expected: r.expected, Repair: "move it to lost+found/ (never deleted)"}
+	if c.opt.Repair {
+		c.quarantineInto(rel, f, r.rule)
+	}
+	return f, false
 }
