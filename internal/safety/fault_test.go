@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,7 +22,17 @@ type faultRun struct {
 	run     *Run
 	fired   int // calls failed by the hook
 	cleanup int // of those, best-effort removals: emptied staging directories, queue entries of done items
+	reads   int // of those, reads: read, lstat, readdir
 	openErr error
+}
+
+// readFailedHarmlessly reports whether fr's fault, injected once, was a
+// read that left the run as the clean run ended (same exit status, same
+// acknowledgements): a claim from the queue that cannot read a candidate's
+// record before taking its lock passes it over for the next one, and a
+// read is no write to be reported failed.
+func readFailedHarmlessly(fr, clean *faultRun, sticky bool) bool {
+	return !sticky && fr.fired == 1 && fr.reads == 1 && fr.run.Exit() == clean.run.Exit() && len(fr.run.acks) == len(clean.run.acks)
 }
 
 // stageDirRemoval reports whether a call is the best-effort removal of a
@@ -70,7 +81,15 @@ func tallyCall(op seam.Op, name string) bool {
 // bestEffort reports whether a failed call is one whose failure changes no
 // outcome.
 func bestEffort(op seam.Op, name string) bool {
-	return stageDirRemoval(op, name) || queueEntryRemoval(op, name) || markerRemoval(op, name) || tallyCall(op, name)
+	return stageDirRemoval(op, name) || queueEntryRemoval(op, name) || markerRemoval(op, name) || tallyCall(op, name) || heldCall(name)
+}
+
+// heldCall reports whether a call is on held/ or one of its names: the
+// names of the leases in flight are hints for the claims from the queue
+// (commit/held.go), made, renamed and removed best effort; a held/ name
+// that cannot be made leaves its item to be found in the queue.
+func heldCall(name string) bool {
+	return name == commit.HeldDir || strings.HasPrefix(name, commit.HeldDir+"/")
 }
 
 // hooked reports whether a call of the Recorder's log went through the
@@ -111,6 +130,9 @@ func runWithFaultWrap(sc *Scenario, base *Tree, at int, errno syscall.Errno, sti
 			fr.fired++
 			if bestEffort(op, name) || fr.run != nil && fr.run.inCleanup() {
 				fr.cleanup++
+			}
+			if op == seam.OpRead || op == seam.OpLstat || op == seam.OpReadDir {
+				fr.reads++
 			}
 			mu.Unlock()
 			return err
@@ -195,6 +217,9 @@ func TestFaultInjection(t *testing.T) {
 					n++
 					where := fmt.Sprintf("%s: %v %s at call %d", sc.Name, errno, mode, at)
 					vs := faultViolations(x, sc, base, fr)
+					if readFailedHarmlessly(fr, clean, sticky) {
+						vs = slices.DeleteFunc(vs, func(v string) bool { return strings.HasPrefix(v, "exit status") })
+					}
 					if sc.Group && !sticky {
 						vs = append(vs, g9(base, fr)...)
 					}
