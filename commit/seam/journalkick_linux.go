@@ -59,16 +59,16 @@ const cephSuperMagic = 0x00c36400
 
 // newKicker returns the kicker of the table whose root is rootfd, or nil
 // unless it is on CephFS. fuse says whether it is on FUSE: ceph-fuse
-// answers its virtual xattr ceph.cluster_fsid itself (no MDS request).
-func newKicker(rootfd int, fuse bool) *kicker {
+// answers its virtual xattr ceph.cluster_fsid itself (no MDS request);
+// fstype is the root's statfs f_type (OS reads it once).
+func newKicker(rootfd int, fuse bool, fstype int64) *kicker {
 	ceph := false
 	if fuse {
 		var b [64]byte
 		_, err := unix.Fgetxattr(rootfd, "ceph.cluster_fsid", b[:])
 		ceph = err == nil || errors.Is(err, unix.ERANGE)
 	} else {
-		var sf unix.Statfs_t
-		ceph = unix.Fstatfs(rootfd, &sf) == nil && sf.Type == cephSuperMagic
+		ceph = fstype == cephSuperMagic
 	}
 	if !ceph {
 		return nil

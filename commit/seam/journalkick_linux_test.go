@@ -33,8 +33,12 @@ func TestKickerNotOnLocalFS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Close(fd)
+	var st unix.Statfs_t
+	if err := unix.Fstatfs(fd, &st); err != nil {
+		t.Fatal(err)
+	}
 	for _, fuse := range []bool{false, true} {
-		if k := newKicker(fd, fuse); k != nil {
+		if k := newKicker(fd, fuse, int64(st.Type)); k != nil {
 			k.close()
 			t.Errorf("newKicker(fuse=%v) on %s: a kicker, want none", fuse, dir)
 		}

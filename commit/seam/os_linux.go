@@ -29,12 +29,19 @@ func OS(root string) (*OSFS, error) {
 	}
 	// One statfs per process, for the table root, not per lock file.
 	var st unix.Statfs_t
-	known := unix.Fstatfs(fd, &st) == nil
+	err = unix.Fstatfs(fd, &st)
+	known := err == nil
 	// FUSE's server sees signals as interrupts: its lock calls keep them
 	// away (setlk). Where it cannot tell, the quiet call is safe.
 	quiet := !known || st.Type == unix.FUSE_SUPER_MAGIC
-	nfs := known && st.Type == unix.NFS_SUPER_MAGIC
-	return &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: quiet, nfs: nfs, kick: newKicker(fd, quiet)}, nil
+	o := &OSFS{root: root, dirs: map[string]int{"": fd}, quiet: quiet, nfs: known && st.Type == unix.NFS_SUPER_MAGIC}
+	if known {
+		o.fstype = int64(st.Type)
+	} else {
+		o.statfsErr = &fs.PathError{Op: "statfs", Path: root, Err: err}
+	}
+	o.kick = newKicker(fd, quiet, o.fstype)
+	return o, nil
 }
 
 // OSFS is the kernel implementation of FS.
@@ -45,10 +52,14 @@ type OSFS struct {
 	locks map[string]*lockFile // open shard lock files by table-relative name
 	quiet bool                 // the root is on FUSE: lock calls block signals (setlk)
 	nfs   bool                 // the root is on NFS: a granted lock revalidates its directory
-	kick  *kicker              // CephFS: slow reads ask the MDS to write its journal; nil elsewhere
-	stale []int                // directory handles dropped by Refresh, closed by Close
-	share *Sharing             // the table's sharing (SetSharing), nil when not shared
-	umask uint32               // the process's umask, read by SetSharing
+	// fstype is the root's statfs f_type, read once by OS (0 when
+	// statfsErr says why it could not be read).
+	fstype    int64
+	statfsErr error
+	kick      *kicker  // CephFS: slow reads ask the MDS to write its journal; nil elsewhere
+	stale     []int    // directory handles dropped by Refresh, closed by Close
+	share     *Sharing // the table's sharing (SetSharing), nil when not shared
+	umask     uint32   // the process's umask, read by SetSharing
 }
 
 // SetSharing implements Sharer: it makes every directory and file created from now on get the

@@ -25,21 +25,17 @@ var fsTypes = map[int64]struct {
 	0x2fc12fc1:                 {"zfs", false},
 }
 
-// FilesystemType implements FilesystemSyncer from the root's statfs f_type:
-// syncfs is the batch barrier on ext4, XFS, btrfs and tmpfs only.
+// FilesystemType implements FilesystemSyncer from the root's statfs f_type
+// (read once, by OS): syncfs is the batch barrier on ext4, XFS, btrfs and
+// tmpfs only.
 func (o *OSFS) FilesystemType() (string, bool, error) {
-	fd, err := o.dir("")
-	if err != nil {
-		return "", false, err
+	if o.statfsErr != nil {
+		return "", false, o.statfsErr
 	}
-	var st unix.Statfs_t
-	if err := unix.Fstatfs(fd, &st); err != nil {
-		return "", false, &os.PathError{Op: "statfs", Path: o.root, Err: err}
-	}
-	if t, ok := fsTypes[int64(st.Type)]; ok {
+	if t, ok := fsTypes[o.fstype]; ok {
 		return t.name, t.barrier, nil
 	}
-	return fmt.Sprintf("0x%x", st.Type), false, nil
+	return fmt.Sprintf("0x%x", o.fstype), false, nil
 }
 
 // OpenSyncfs implements FilesystemSyncer: a new descriptor of the root
