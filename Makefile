@@ -5,6 +5,7 @@
 #   make test       run every test (what .ci/run calls)
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
+#   make man        regenerate the man pages and completions from the commands' help
 #   make fuzz       run every fuzz target for FUZZTIME seconds each (default 20;
 #                   not part of make test)
 #   make powercut FS=ext4|ext4-writeback|xfs|btrfs CUTS=N
@@ -82,6 +83,11 @@ test:
 
 demo:
 	./examples/demo.sh
+
+# man regenerates the man pages, docs/lease-format.md and the completions
+# from the commands' help (commands/gen); a test fails when they are stale.
+man:
+	$(GO) generate ./commands
 
 # test-nfs runs the lock race of docs/safety.md (NFS) through two clients of
 # one server on NFSv3 and NFSv4.2 (User-Mode Linux kernels; needs root,

@@ -29,7 +29,7 @@ func NewApp() *cli.App {
 		Version:              Version,
 		EnableBashCompletion: true,
 		Description: "lease keeps one small JSON record per work item in shard directories of a table on a shared\n" +
-			"filesystem (local disk, NFS, Lustre). Workers claim work and get a fencing token, keep leases\n" +
+			"filesystem (local disk, NFS, GlusterFS, CephFS; run lease qualify on any other first). Workers claim work and get a fencing token, keep leases\n" +
 			"alive with batched renewals, and publish results only while their token is current.",
 	}
 	for _, d := range Descriptors() {

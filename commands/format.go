@@ -31,7 +31,7 @@ func FormatPage() FormatManual {
 }
 
 const formatIntro = "A lease table is a directory tree on a POSIX filesystem shared by every worker (local disk, " +
-	"NFS, Lustre). Other programs (Python coordinators, shell scripts, jq) read and write the same table, so the " +
+	"NFS, GlusterFS, CephFS; on any other, such as Lustre, run lease qualify first). Other programs (Python coordinators, shell scripts, jq) read and write the same table, so the " +
 	"layout, the records, the durability protocol and the locks below are an interface, not an implementation " +
 	"detail."
 
