@@ -58,6 +58,10 @@ type Scenario struct {
 	// Wrap, when set, wraps the FS the operation runs on (not the
 	// setup's): the faults of the scenario, such as a full filesystem.
 	Wrap func(seam.FS) seam.FS
+	// Syncfs runs the operation's batches under sync = syncfs: one
+	// syncfs(2) barrier before the renames and one after, no per-record
+	// fsync (the Recorder models syncfs; issue 41).
+	Syncfs bool
 	// MinToken is, per ID, a token some holder may have had that the
 	// starting table no longer shows (bytes that fsck cannot read): every
 	// claim after recovery must get a larger one.
@@ -277,6 +281,9 @@ func (run *Run) start(sc *Scenario) error {
 	f := run.FS
 	if sc.Table != nil && !sc.NoStore {
 		opts := []commit.Option{commit.WithFS(f), commit.WithWriters(max(sc.Writers, 1)), commit.WithRetry(Retry)}
+		if sc.Syncfs {
+			opts = append(opts, commit.WithSync(durable.Syncfs))
+		}
 		if sc.Clock != nil {
 			calls := run.calls
 			opts = append(opts, commit.WithClock(func() float64 { return sc.Clock(calls()) }))

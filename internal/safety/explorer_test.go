@@ -34,6 +34,18 @@ func (s skipSync) CreateExcl(name string) (seam.File, error) {
 
 type noSyncFile struct{ seam.File }
 
+// fakeSyncfs says syncfs is a barrier and makes nothing durable: a batch
+// under sync = syncfs then has no barrier at all.
+type fakeSyncfs struct{ seam.FS }
+
+func (fakeSyncfs) FilesystemType() (string, bool, error)  { return "crashfs", true, nil }
+func (fakeSyncfs) OpenSyncfs() (seam.SyncfsHandle, error) { return fakeSyncfsHandle{}, nil }
+
+type fakeSyncfsHandle struct{}
+
+func (fakeSyncfsHandle) Syncfs() error { return nil }
+func (fakeSyncfsHandle) Close() error  { return nil }
+
 // skipStageSync drops the fsyncs of what is staged: a directory result's
 // files and directories.
 type skipStageSync struct{ seam.FS }
@@ -75,6 +87,8 @@ func TestExplorerFindsBrokenProtocols(t *testing.T) {
 	}{
 		{name: "no directory fsync", scenario: "renew-batch",
 			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, dirs: true} }, want: "acknowledged"},
+		{name: "syncfs that syncs nothing", scenario: "renew-batch/syncfs",
+			wrap: func(f seam.FS) seam.FS { return fakeSyncfs{f} }, want: "acknowledged"},
 		{name: "no file fsync", scenario: "claim",
 			wrap: func(f seam.FS) seam.FS { return skipSync{FS: f, files: true} }, want: "acknowledged by claim"},
 		{name: "no file fsync, publish", scenario: "complete --publish",

@@ -192,7 +192,7 @@ func WorkScenarios() []*Scenario {
 	w := func(name string, writers int, run func(r *Run)) *Scenario {
 		return &Scenario{Name: name, Table: workTable(), Setup: setupWork, Run: run, Writers: writers, Now: Now}
 	}
-	return []*Scenario{
+	scs := []*Scenario{
 		{Name: "init", Now: Now, Reinit: workTable(), Run: func(r *Run) {
 			t := workTable()
 			if _, err := commit.Open(Root, commit.WithFS(r.FS), commit.Create(t)); err == nil {
@@ -254,4 +254,24 @@ func WorkScenarios() []*Scenario {
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(4), Token: res[0].Token}, "other.bin")
 		}),
 	}
+	return append(scs, syncfsVariants(scs, "renew-batch", "renew-batch/32/8-writers", "claim/32", "claim+renew+complete --publish")...)
+}
+
+// syncfsVariants copies the named scenarios of scs to run under sync =
+// syncfs (issue 41), named NAME/syncfs.
+func syncfsVariants(scs []*Scenario, names ...string) []*Scenario {
+	var out []*Scenario
+	for _, name := range names {
+		for _, sc := range scs {
+			if sc.Name == name {
+				c := *sc
+				c.Name, c.Syncfs = name+"/syncfs", true
+				out = append(out, &c)
+			}
+		}
+	}
+	if len(out) != len(names) {
+		panic("syncfsVariants: a name is not a scenario")
+	}
+	return out
 }

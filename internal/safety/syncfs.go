@@ -6,22 +6,31 @@ import (
 	"github.com/leasetool/lease/commit/seam"
 )
 
-// errNoSyncfs is what the crash filesystems answer for syncfs: they model
-// file and directory fsyncs, not a whole-filesystem barrier, so a batch on
-// them fsyncs each record and each directory (durable.Disk.Choose), as it
-// does by default on the kernel's filesystems (sync = record). Exploring the
-// barrier's order (issue 41) needs a model of syncfs: every file and
-// directory written before it started made durable.
-var errNoSyncfs = errors.New("the crash filesystems do not model syncfs(2)")
+// The Recorder models syncfs(2) (Recorder.Syncfs: every file's data and
+// every directory's entries durable from there), so a batch on it under
+// sync = syncfs takes the barrier's order (issue 41): temp files written,
+// one syncfs, the renames, one syncfs, and no per-record fsync. Scenarios
+// ask for it with Scenario.Syncfs. Mem does not model it: a batch on Mem
+// fsyncs each record and each directory (durable.Disk.Choose), as it does
+// by default on the kernel's filesystems (sync = record).
+var errNoSyncfs = errors.New("this crash filesystem does not model syncfs(2)")
 
-// FilesystemType implements seam.FilesystemSyncer: never a barrier here.
-func (r *Recorder) FilesystemType() (string, bool, error) { return "", false, errNoSyncfs }
+// FilesystemType implements seam.FilesystemSyncer: syncfs is a whole-
+// filesystem barrier in the Recorder's model. The scenarios force the
+// strategy (sync = syncfs) rather than let auto choose it, since auto asks
+// the machine's /proc/meminfo for its dirty bytes per batch.
+func (r *Recorder) FilesystemType() (string, bool, error) { return "crashfs", true, nil }
 
-// OpenSyncfs implements seam.FilesystemSyncer: never called (see
-// FilesystemType).
-func (r *Recorder) OpenSyncfs() (seam.SyncfsHandle, error) { return nil, errNoSyncfs }
+// OpenSyncfs implements seam.FilesystemSyncer: a handle whose Syncfs is
+// the Recorder's.
+func (r *Recorder) OpenSyncfs() (seam.SyncfsHandle, error) { return recSyncfs{r}, nil }
 
-// FilesystemType implements seam.FilesystemSyncer: never a barrier here.
+type recSyncfs struct{ r *Recorder }
+
+func (h recSyncfs) Syncfs() error { return h.r.Syncfs() }
+func (h recSyncfs) Close() error  { return nil }
+
+// FilesystemType implements seam.FilesystemSyncer: not modeled.
 func (m *Mem) FilesystemType() (string, bool, error) { return "", false, errNoSyncfs }
 
 // OpenSyncfs implements seam.FilesystemSyncer: never called (see

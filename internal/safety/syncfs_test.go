@@ -1,0 +1,43 @@
+package safety
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/leasetool/lease/commit/seam"
+)
+
+// TestSyncfsScenariosTakeTheBarrier: the scenarios run under sync = syncfs
+// (issue 41) make their records durable by syncfs on the Recorder, not by
+// per-record fsyncs, so the crash exploration of them explores the
+// barrier's order (content, syncfs, renames, syncfs) and not the default's.
+func TestSyncfsScenariosTakeTheBarrier(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for _, sc := range WorkScenarios() {
+		if !sc.Syncfs {
+			continue
+		}
+		n++
+		run, _, err := Record(sc, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := map[seam.Op]int{}
+		for _, c := range run.Rec.Calls() {
+			ops[c.Op]++
+		}
+		if ops[seam.OpSyncfs] == 0 {
+			t.Errorf("%s: no syncfs among %d calls", sc.Name, len(run.Rec.Calls()))
+		}
+		if strings.HasPrefix(sc.Name, "renew-batch") || strings.HasPrefix(sc.Name, "claim/") {
+			if ops[seam.OpFsync] != 0 || ops[seam.OpSyncDir] != 0 {
+				t.Errorf("%s: %d file and %d directory fsyncs under the barrier, want none", sc.Name, ops[seam.OpFsync], ops[seam.OpSyncDir])
+			}
+		}
+		t.Logf("%s: exit %d, %d calls, %d syncfs, %d fsync, %d directory fsyncs", sc.Name, run.Exit(), len(run.Rec.Calls()), ops[seam.OpSyncfs], ops[seam.OpFsync], ops[seam.OpSyncDir])
+	}
+	if n < 4 {
+		t.Errorf("%d scenarios run under sync = syncfs, want at least 4", n)
+	}
+}
