@@ -8,7 +8,7 @@
 #   make man        regenerate the man pages and completions from the commands' help
 #   make fuzz       run every fuzz target for FUZZTIME seconds each (default 20;
 #                   not part of make test)
-#   make powercut FS=ext4|ext4-writeback|xfs|btrfs CUTS=N
+#   make powercut FS=ext4|ext4-writeback|xfs|btrfs CUTS=N [SYNC=auto]
 #                   N real power cuts of a User-Mode Linux kernel's filesystem
 #                   under lease (internal/powercut; needs root and
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
@@ -108,11 +108,12 @@ fuzz:
 # POWERCUT_SEED=S reruns the cuts from seed S; POWERCUT_MINUTES=M starts no
 # cut past M minutes (the line counts the cuts made); BROKEN=1 cuts under a
 # lease built without fsyncs (what the harness must catch) and counts the
-# losses without failing. The summary lines are the
+# losses without failing; SYNC=auto (or record, syncfs) sets the table's sync
+# strategy in the guest (LEASE_SYNC; the summary line says which). The summary lines are the
 # last lines of its output.
 FS ?=
 CUTS ?= 10
 powercut:
-	@log=$$(mktemp); echo "go test -run 'TestPowerCut$$' ./internal/powercut/ (FS=$(FS) CUTS=$(CUTS))"; \
-	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" POWERCUT_BROKEN="$(BROKEN)" $(GO) test -v -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
+	@log=$$(mktemp); echo "go test -run 'TestPowerCut$$' ./internal/powercut/ (FS=$(FS) CUTS=$(CUTS) SYNC=$(SYNC))"; \
+	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" POWERCUT_BROKEN="$(BROKEN)" POWERCUT_SYNC="$(SYNC)" $(GO) test -v -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
 	grep -v '^powercut: ' $$log | grep -v '^=== ' | tail -n 60; grep '^powercut: ' $$log; rm -f $$log; exit $$st

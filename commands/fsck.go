@@ -81,7 +81,20 @@ var fsckManual = Manual{
 		"access and stops every writer of the shard. In every table, a read lock held on a lock file is a `lock` error: " +
 		"lease's writers take write locks only, so whoever holds it could not have held a lease; --repair cannot " +
 		"release it. A table that is not shared is not checked for modes: who may use it is its owner's choice (lease " +
-		"makes its lock files 0600; those an older lease made keep the umask's modes: chmod go-rwx ROOT/*/*/.lock).",
+		"makes its lock files 0600; those an older lease made keep the umask's modes: chmod go-rwx ROOT/*/*/.lock).\n\n" +
+		"After a power cut (or a machine that crashed) nothing acknowledged needs repairing: every operation that " +
+		"returned success was durable before it returned, and each record is its old version or its new one, never a " +
+		"mix (a renew-batch cut half-way leaves some of its leases with the old expiry and some with the new, each a " +
+		"valid record). What a check can find is what the writes under way left: temp files of record writes not yet " +
+		"renamed and staging directories of tokens no longer current (debris: --repair removes the temp files and " +
+		"empty directories and moves the rest to lost+found/); a complete --publish cut between its move and done " +
+		"(unfinished-publish: rolled forward to done, the result is in public/; once expired with the result still " +
+		"staged, abandoned-publish: rolled back to released, the item runs again); a group claim, renewal or release " +
+		"cut half-way, whose manifest and targets disagree (the group is released); queue entries of items that became " +
+		"done (removed); a tally that differs from the records (fixed). --repair does not touch leases held at the cut: " +
+		"they expire at their time and claims then take them over with larger tokens (tokens never go back), so the " +
+		"campaign goes on from the repaired table. Real power cuts of a Linux kernel's ext4, XFS and btrfs under a " +
+		"lease workload check all of this (docs/safety.md, Power cuts of a real kernel).",
 	Exit: fsckExit,
 	Files: []Item{
 		{"ROOT/lost+found/", "Where --repair quarantines what it cannot trust; nothing is deleted."},

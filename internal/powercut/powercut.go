@@ -22,7 +22,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -35,6 +34,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/internal/uml"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 // FS is a filesystem the cuts are made on.
@@ -81,6 +81,11 @@ type Result struct {
 	RenewOld, RenewNew int
 	// Image is the image kept after a loss or violation ("" otherwise).
 	Image string
+	// Boot is how long the kernel took to take commands, Ready how long
+	// the workload then took to the moment the wait for the cut began,
+	// Check how long the checks after the cut took; CPU is the processor
+	// time the kernel used until the cut (uml.Kernel.CPUTime).
+	Boot, Ready, Check, CPU time.Duration
 }
 
 // Failed says whether the cut lost or broke anything.
@@ -88,14 +93,25 @@ func (r Result) Failed() bool { return len(r.Lost) > 0 || len(r.Violations) > 0 
 
 // Options of a cut.
 type Options struct {
-	Lease string // the lease binary (uml.BuildLease), run in the guest and here
-	Dir   string // where the image is made (removed after a clean cut)
+	Lease string // the lease binary (uml.BuildLease): the checks here run it
+	// Guest is the workload's program (GuestPackage built by
+	// uml.BuildGuest, with the build tags of Lease), run in the guest.
+	Guest string
+	// Sync is the table's sync strategy in the guest (LEASE_SYNC: record,
+	// auto, syncfs; "" for lease's default).
+	Sync string
+	Dir  string // where the image is made (removed after a clean cut)
 	// MaxCut bounds the random moment of the cut after the workload
 	// started (default 20s).
 	MaxCut time.Duration
-	// AfterBatch starts the random wait for the cut once the batch claim
-	// (Batch leases) is acknowledged instead of at lease init.
-	AfterBatch bool
+	// AfterBatch starts the random wait for the cut once the pool's claim
+	// (Batch leases) is acknowledged instead of at lease init;
+	// AfterRenew once the first renew-batch is.
+	AfterBatch, AfterRenew bool
+	// Template, when set, is the image the cut starts from instead of a
+	// new filesystem: a table made and its pool claimed here (MakeTemplate),
+	// so that the guest's time goes to the workload, not to its setup.
+	Template *Template
 	// Log receives progress lines (may be nil).
 	Log func(format string, args ...any)
 }
@@ -122,23 +138,36 @@ func Cut(ctx context.Context, fsys FS, seed int64, o Options) (res Result, err e
 		}
 	}()
 	img := filepath.Join(w, "disk.img")
-	if err := os.WriteFile(img, nil, 0o644); err != nil {
+	var prior []byte // acknowledgements made here, before the guest ran
+	pool := ""
+	if o.Template != nil {
+		if out, err := exec.Command("cp", "--sparse=always", o.Template.Image, img).CombinedOutput(); err != nil {
+			return res, fmt.Errorf("copying the template: %v: %s", err, out)
+		}
+		prior, pool = o.Template.acks, o.Template.pool
+	} else if err := mkfs(fsys, img); err != nil {
 		return res, err
 	}
-	if err := os.Truncate(img, 512<<20); err != nil {
-		return res, err
-	}
-	if out, err := exec.Command(fsys.Mkfs[0], append(fsys.Mkfs[1:], img)...).CombinedOutput(); err != nil {
-		return res, fmt.Errorf("%s: %v: %s", fsys.Mkfs[0], err, out)
-	}
+	t0 := time.Now()
 	k, err := uml.Boot(ctx, uml.Config{Name: "cut-" + fsys.Name, Disks: []string{img}, Modules: []string{fsys.Type}, Args: []string{"quiet"}})
 	if err != nil {
 		return res, err
 	}
 	defer k.Close()
-	if err := k.Start(workload(o.Lease, fsys.Type, fsys.MountOpts, seed)); err != nil {
-		return res, err
-	}
+	res.Boot = time.Since(t0)
+	t0 = time.Now()
+	// The workload runs in the guest's foreground (Run, not Start): the
+	// guest's init does not poll its spool meanwhile, which costs a sleep
+	// process every 50 ms. Run returns when the cut ends the kernel.
+	ran := make(chan error, 1)
+	go func() {
+		_, _, err := k.Run(ctx, workload(o.Guest, fsys.Type, fsys.MountOpts, o.Sync, pool, seed))
+		ran <- err
+	}()
+	defer func() {
+		k.Kill()
+		<-ran
+	}()
 	// The cut: at a random moment after the workload's first
 	// acknowledgement (so that the boot's speed does not decide whether
 	// anything ran).
@@ -149,22 +178,39 @@ func Cut(ctx context.Context, fsys FS, seed int64, o Options) (res Result, err e
 		if bytes.Contains(b, []byte("PCFAIL")) {
 			return res, fmt.Errorf("the workload failed before the cut: %s", tailLines(b, 5))
 		}
-		if !o.AfterBatch && bytes.Contains(b, []byte("ACK init")) {
-			break
-		}
-		if o.AfterBatch && bytes.Count(b, []byte("ACK claim ")) >= Batch {
-			break
+		switch {
+		case o.AfterRenew:
+			if bytes.Contains(b, []byte("ACK renew ")) {
+				goto wait
+			}
+		case o.Template != nil:
+			// The pool is claimed: the guest's first operation is a
+			// renew-batch.
+			if bytes.Contains(b, []byte("RENEW-START ")) {
+				goto wait
+			}
+		case o.AfterBatch:
+			if bytes.Count(b, []byte("ACK hold ")) >= Batch {
+				goto wait
+			}
+		default:
+			if bytes.Contains(b, []byte("ACK init")) {
+				goto wait
+			}
 		}
 		if time.Now().After(deadline) {
 			return res, fmt.Errorf("the workload did not start within 3 minutes; console: %s", tailLines(b, 10))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+wait:
+	res.Ready = time.Since(t0)
 	select {
 	case <-time.After(res.CutAfter):
 	case <-ctx.Done():
 		return res, ctx.Err()
 	}
+	res.CPU = k.CPUTime()
 	if err := k.Kill(); err != nil {
 		return res, err
 	}
@@ -175,7 +221,11 @@ func Cut(ctx context.Context, fsys FS, seed int64, o Options) (res Result, err e
 	if i := bytes.Index(console, []byte("PCFAIL")); i >= 0 {
 		return res, fmt.Errorf("the workload failed before the cut: %s", firstLine(console[i:]))
 	}
-	ex := parseAcks(console)
+	if os.Getenv("POWERCUT_DEBUG") != "" {
+		logf("console:\n%s", console)
+	}
+	t0 = time.Now()
+	ex := parseAcks(append(prior, console...))
 	res.Acked = ex.count
 	mnt := filepath.Join(w, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
@@ -198,9 +248,113 @@ func Cut(ctx context.Context, fsys FS, seed int64, o Options) (res Result, err e
 		}
 	}()
 	check(&res, ex, filepath.Join(mnt, "t"), o.Lease)
-	logf("powercut %s seed %d: cut %.1fs after start, %d acknowledged, %d lost, %d violations, fsck %d/%d/%d",
-		fsys.Name, seed, res.CutAfter.Seconds(), res.Acked, len(res.Lost), len(res.Violations), res.Fsck, res.Repair, res.After)
+	res.Check = time.Since(t0)
+	during := ""
+	if res.RenewCut {
+		during = fmt.Sprintf(" (during a renew-batch: %d records old, %d new)", res.RenewOld, res.RenewNew)
+	}
+	logf("powercut %s seed %d: boot %.1fs, workload %.1fs, cut %.1fs after %s (kernel CPU %.1fs), check %.1fs: %d acknowledged%s, %d lost, %d violations, fsck %d/%d/%d",
+		fsys.Name, seed, res.Boot.Seconds(), res.Ready.Seconds(), res.CutAfter.Seconds(), started(o),
+		res.CPU.Seconds(), res.Check.Seconds(), res.Acked, during, len(res.Lost), len(res.Violations), res.Fsck, res.Repair, res.After)
 	return res, nil
+}
+
+// started says what the random wait for the cut began after.
+func started(o Options) string {
+	switch {
+	case o.AfterRenew:
+		return "the first renew-batch"
+	case o.Template != nil:
+		return "the start (a template's table)"
+	case o.AfterBatch:
+		return "the pool's claim"
+	}
+	return "lease init"
+}
+
+func mkfs(fsys FS, img string) error {
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		return err
+	}
+	if err := os.Truncate(img, 512<<20); err != nil {
+		return err
+	}
+	if out, err := exec.Command(fsys.Mkfs[0], append(fsys.Mkfs[1:], img)...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", fsys.Mkfs[0], err, out)
+	}
+	return nil
+}
+
+// Template is an image with a table on it whose pool (Batch leases, as
+// the guest's setup claims them) was claimed here, by lease on this
+// machine's kernel, and made durable by the unmount: cuts copy it instead
+// of spending their guest's time on lease init and the pool's claim.
+type Template struct {
+	Image string
+	acks  []byte // ACK lines of the operations made here
+	pool  string // the pool's ID TOKEN lines
+}
+
+// MakeTemplate makes a Template of fsys in dir with lease.
+func MakeTemplate(fsys FS, dir, lease string) (*Template, error) {
+	t := &Template{Image: filepath.Join(dir, "template-"+fsys.Name+".img")}
+	if err := mkfs(fsys, t.Image); err != nil {
+		return nil, err
+	}
+	mnt, err := os.MkdirTemp(dir, "template-mnt-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(mnt)
+	if out, err := exec.Command("mount", "-o", "loop", "-t", fsys.Type, t.Image, mnt).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("mount the template: %v: %s", err, out)
+	}
+	err = func() error {
+		root := filepath.Join(mnt, "t")
+		if out, rc := runLease(lease, "init", "--root", root, "--shards", strconv.Itoa(Shards)); rc != 0 {
+			return fmt.Errorf("lease init: exit %d: %s", rc, out)
+		}
+		var acks bytes.Buffer
+		acks.WriteString("ACK init\n")
+		var ids strings.Builder
+		for i := 0; i < Batch; i++ {
+			s := sha256.Sum256([]byte(fmt.Sprintf("b-template-%d", i)))
+			fmt.Fprintf(&ids, "%x\n", s)
+		}
+		out, rc := runLeaseIn(lease, ids.String(), "add", "--root", root, "-")
+		if rc != 0 {
+			return fmt.Errorf("lease add: exit %d: %s", rc, out)
+		}
+		for _, id := range strings.Fields(string(out)) {
+			fmt.Fprintf(&acks, "ACK add %s\n", id)
+		}
+		cmd := exec.Command(lease, "claim", "--root", root, "--owner", "pc", "--ttl", strconv.Itoa(ClaimTTL), "--next", strconv.Itoa(Batch))
+		cmd.Dir = "/"
+		out, err := cmd.Output()
+		if err != nil {
+			return fmt.Errorf("lease claim --next: %v", err)
+		}
+		t.pool = string(out)
+		for _, l := range strings.Split(strings.TrimSpace(t.pool), "\n") {
+			fmt.Fprintf(&acks, "ACK hold %s\n", l)
+		}
+		if n := strings.Count(t.pool, "\n"); n != Batch {
+			return fmt.Errorf("lease claim --next %d claimed %d", Batch, n)
+		}
+		t.acks = acks.Bytes()
+		return nil
+	}()
+	if out, uerr := exec.Command("umount", mnt).CombinedOutput(); uerr != nil {
+		exec.Command("umount", "-l", mnt).Run()
+		if err == nil {
+			err = fmt.Errorf("umount %s: %v: %s", mnt, uerr, out)
+		}
+	}
+	if err != nil {
+		os.Remove(t.Image)
+		return nil, err
+	}
+	return t, nil
 }
 
 func firstLine(b []byte) string {
@@ -227,9 +381,15 @@ type expected struct {
 	done     map[string]int64
 	publish  map[string]pub
 	work     map[string]int64
-	renewed  map[string]int64 // ID -> T0 of its last acknowledged renewal
-	renewCut int64            // T0 of a renew begun and not acknowledged (0: none)
-	batch    map[string]bool  // the IDs the batch claim acknowledged, still not completed
+	groups   map[string]int64   // GID -> highest acknowledged token
+	released map[string]int64   // GID -> token of its last acknowledged release
+	renewed  map[string]float64 // ID -> T0 of its last acknowledged renewal
+	pool     map[string]bool    // the leases held (ACK hold), not completed
+	// renewCut is the T0 of a renew-batch begun and not acknowledged (0:
+	// none), renewPool the leases it was renewing.
+	renewCut  float64
+	renewPool []string
+	renews    int // renew-batches acknowledged
 }
 
 type pub struct {
@@ -240,14 +400,18 @@ type pub struct {
 
 func parseAcks(console []byte) *expected {
 	ex := &expected{added: map[string]bool{}, claimed: map[string]int64{}, done: map[string]int64{},
-		publish: map[string]pub{}, work: map[string]int64{}, renewed: map[string]int64{}, batch: map[string]bool{}}
-	batchPhase := true
+		publish: map[string]pub{}, work: map[string]int64{}, groups: map[string]int64{}, released: map[string]int64{},
+		renewed: map[string]float64{}, pool: map[string]bool{}}
 	sc := bufio.NewScanner(bytes.NewReader(console))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) >= 2 && f[0] == "RENEW-START" {
-			ex.renewCut, _ = strconv.ParseInt(f[1], 10, 64)
+			ex.renewCut, _ = strconv.ParseFloat(f[1], 64)
+			ex.renewPool = ex.renewPool[:0]
+			for id := range ex.pool {
+				ex.renewPool = append(ex.renewPool, id)
+			}
 			continue
 		}
 		if len(f) < 2 || f[0] != "ACK" {
@@ -269,28 +433,28 @@ func parseAcks(console []byte) *expected {
 				ex.added[f[2]] = true
 				ex.count++
 			}
-		case "claim":
+		case "claim", "hold":
 			if len(f) == 4 {
 				if t := tok(3); t > ex.claimed[f[2]] {
 					ex.claimed[f[2]] = t
 				}
-				if batchPhase {
-					ex.batch[f[2]] = true
+				if f[1] == "hold" {
+					ex.pool[f[2]] = true
 				}
 				ex.count++
 			}
 		case "renew":
-			batchPhase = false
-			t0 := tok(2)
-			for id := range ex.batch {
+			t0, _ := strconv.ParseFloat(f[2], 64)
+			for _, id := range ex.renewPool {
 				ex.renewed[id] = t0
 				ex.count++
 			}
-			ex.renewCut = 0
+			ex.renews++
+			ex.renewCut, ex.renewPool = 0, nil
 		case "done":
 			if len(f) == 4 {
 				ex.done[f[2]] = tok(3)
-				delete(ex.batch, f[2])
+				delete(ex.pool, f[2])
 				ex.count++
 			}
 		case "publish":
@@ -303,23 +467,51 @@ func parseAcks(console []byte) *expected {
 				ex.work[f[2]] = tok(3)
 				ex.count++
 			}
+		case "group":
+			if len(f) == 4 {
+				if t := tok(3); t > ex.groups[f[2]] {
+					ex.groups[f[2]] = t
+				}
+				ex.count++
+			}
+		case "group-release":
+			if len(f) == 4 {
+				ex.released[f[2]] = tok(3)
+				ex.count++
+			}
 		case "fsck":
 			ex.count++
-		}
-		if f[1] != "claim" && f[1] != "add" && f[1] != "init" {
-			batchPhase = false
 		}
 	}
 	return ex
 }
 
-// record is the part of a lease record the check reads.
-type record struct {
-	Schema    string  `json:"schema"`
-	ID        string  `json:"id"`
-	Status    string  `json:"status"`
-	Token     int64   `json:"token"`
-	ExpiresAt float64 `json:"expires_at"`
+// records reads every record of kind k in the table (leasefmt.Decode, the
+// rules of every reader), by ID; a file that does not decode is a violation.
+func records(root string, k leasefmt.Kind, bad func(string, ...any)) map[string]*leasefmt.Record {
+	recs := map[string]*leasefmt.Record{}
+	filepath.WalkDir(filepath.Join(root, k.Dir()), func(p string, d fs.DirEntry, err error) error {
+		// Records are ID.json; .lock, temp files (.ID.json.tmp.*) and the
+		// status markers (ID.done.N, hard links to a record) are not.
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") || !strings.HasSuffix(d.Name(), ".json") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		var r *leasefmt.Record
+		if err == nil {
+			var id leasefmt.ID
+			if id, err = leasefmt.ParseID(strings.TrimSuffix(d.Name(), ".json")); err == nil {
+				r, err = leasefmt.Decode(b, k, id)
+			}
+		}
+		if err != nil {
+			bad("corrupt record %s: %v: %q", p, err, truncate(b, 200))
+			return nil
+		}
+		recs[string(r.ID)] = r
+		return nil
+	})
+	return recs
 }
 
 func check(res *Result, ex *expected, root, lease string) {
@@ -333,25 +525,9 @@ func check(res *Result, ex *expected, root, lease string) {
 		}
 		return
 	}
-	recs := map[string]record{}
-	filepath.WalkDir(filepath.Join(root, "work"), func(p string, d fs.DirEntry, err error) error {
-		// Records are ID.json; .lock, temp files (.ID.json.tmp.*) and the
-		// status markers (ID.done.N, hard links to a record) are not.
-		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".") || !strings.HasSuffix(d.Name(), ".json") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		var r record
-		if err == nil {
-			err = json.Unmarshal(b, &r)
-		}
-		if err != nil || r.ID+".json" != d.Name() || r.Token < 1 {
-			bad("corrupt record %s: %v: %q", p, err, truncate(b, 200))
-			return nil
-		}
-		recs[r.ID] = r
-		return nil
-	})
+	recs := records(root, leasefmt.Work, bad)
+	targets := records(root, leasefmt.Target, bad)
+	groups := records(root, leasefmt.Group, bad)
 	queued := map[string]bool{}
 	filepath.WalkDir(filepath.Join(root, "queue"), func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
@@ -373,15 +549,18 @@ func check(res *Result, ex *expected, root, lease string) {
 			lost("claim %s token %d: the record has token %d (went back)", id, t, r.Token)
 		}
 	}
-	for id, t := range ex.done {
-		if r, ok := recs[id]; !ok || r.Status != "done" || r.Token != t {
-			lost("complete %s token %d: record %+v", id, t, r)
+	done := func(what, id string, t int64) {
+		if r, ok := recs[id]; !ok {
+			lost("%s %s token %d: no record", what, id, t)
+		} else if r.Status != leasefmt.Done || r.Token != t {
+			lost("%s %s token %d: record %s token %d", what, id, t, r.Status, r.Token)
 		}
 	}
+	for id, t := range ex.done {
+		done("complete", id, t)
+	}
 	for id, p := range ex.publish {
-		if r, ok := recs[id]; !ok || r.Status != "done" || r.Token != p.token {
-			lost("publish %s token %d: record %+v", id, p.token, r)
-		}
+		done("publish", id, p.token)
 		b, err := os.ReadFile(filepath.Join(root, "public", id, "res"))
 		sum := sha256.Sum256(b)
 		if err != nil || int64(len(b)) != p.size || hex.EncodeToString(sum[:]) != p.sum {
@@ -389,26 +568,42 @@ func check(res *Result, ex *expected, root, lease string) {
 		}
 	}
 	for id, t := range ex.work {
-		if r, ok := recs[id]; !ok || r.Status != "done" || r.Token != t {
-			lost("work %s token %d: record %+v", id, t, r)
-		}
+		done("work", id, t)
 		if b, err := os.ReadFile(filepath.Join(root, "public", id, "out")); err != nil || strings.TrimSpace(string(b)) != id {
 			lost("work %s: public/%s/out: %q %v", id, id, truncate(b, 80), err)
+		}
+	}
+	for gid, t := range ex.groups {
+		m, ok := groups[gid]
+		switch {
+		case !ok:
+			lost("group-claim %s token %d: no manifest", gid, t)
+			continue
+		case m.Token < t:
+			lost("group-claim %s token %d: the manifest has token %d (went back)", gid, t, m.Token)
+			continue
+		case m.Token == t && ex.released[gid] == t && m.Status != leasefmt.Released:
+			lost("group-release %s token %d: the manifest is %s", gid, t, m.Status)
+		}
+		for _, id := range m.Targets {
+			if r, ok := targets[string(id)]; !ok || r.Token < t {
+				lost("group-claim %s token %d: target %s: %v", gid, t, id, r)
+			}
 		}
 	}
 	for id, t0 := range ex.renewed {
 		if _, done := ex.done[id]; done {
 			continue
 		}
-		if r, ok := recs[id]; ok && r.Status == "leased" && r.ExpiresAt < float64(t0+RenewTTL) {
-			lost("renew %s at %d: expires_at %.0f < %d", id, t0, r.ExpiresAt, t0+RenewTTL)
+		if r, ok := recs[id]; ok && r.Status == leasefmt.Leased && r.ExpiresAt < t0+RenewTTL {
+			lost("renew %s at %.6f: expires_at %.6f < %.6f", id, t0, r.ExpiresAt, t0+RenewTTL)
 		}
 	}
 	if ex.renewCut != 0 {
 		res.RenewCut = true
-		for id := range ex.batch {
-			if r, ok := recs[id]; ok && r.Status == "leased" {
-				if r.ExpiresAt >= float64(ex.renewCut+RenewTTL) {
+		for _, id := range ex.renewPool {
+			if r, ok := recs[id]; ok && r.Status == leasefmt.Leased {
+				if r.ExpiresAt >= ex.renewCut+RenewTTL {
 					res.RenewNew++
 				} else {
 					res.RenewOld++

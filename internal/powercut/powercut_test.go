@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,10 +41,11 @@ func seedFor(i int) int64 {
 // image.
 // With broken (a lease built without fsyncs) the losses are counted, not
 // failures.
-func campaign(t *testing.T, lease string, fsys powercut.FS, cuts int, maxCut time.Duration, broken bool) (acked, lost int, line string) {
+func campaign(t *testing.T, o powercut.Options, fsys powercut.FS, cuts int, broken bool) (acked, lost int, line string) {
 	t.Helper()
 	fsck := map[string]int{}
 	var renewOld, renewNew, renewCuts int
+	var cpu time.Duration
 	// POWERCUT_MINUTES bounds a long campaign: no cut starts past it.
 	var until time.Time
 	if s := os.Getenv("POWERCUT_MINUTES"); s != "" {
@@ -53,6 +56,8 @@ func campaign(t *testing.T, lease string, fsys powercut.FS, cuts int, maxCut tim
 		until = time.Now().Add(time.Duration(m * float64(time.Minute)))
 	}
 	done := 0
+	start := time.Now()
+	var tmpl *powercut.Template
 	for i := 0; i < cuts; i++ {
 		if !until.IsZero() && time.Now().After(until) {
 			t.Logf("POWERCUT_MINUTES is over: %d of %d cuts made", i, cuts)
@@ -61,15 +66,30 @@ func campaign(t *testing.T, lease string, fsys powercut.FS, cuts int, maxCut tim
 		done++
 		seed := seedFor(i)
 		t.Logf("%s cut %d: seed %d (POWERCUT_SEED=%d reruns it)", fsys.Name, i+1, seed, seed)
-		res, err := powercut.Cut(context.Background(), fsys, seed, powercut.Options{Lease: lease, Dir: dir(t), MaxCut: maxCut, Log: t.Logf,
-			// Every other cut waits for the batch claim: on a loaded
-			// machine the setup takes most of maxCut.
-			AfterBatch: i%2 == 1})
+		o := o
+		o.Dir, o.Log = dir(t), t.Logf
+		if i%4 == 3 {
+			// Every fourth cut starts from a new filesystem: the
+			// guest makes the table and claims the pool, and every
+			// other such cut waits for the pool's claim (on a loaded
+			// machine the setup takes most of MaxCut).
+			o.AfterBatch = i%8 == 7
+		} else {
+			if tmpl == nil {
+				var err error
+				if tmpl, err = powercut.MakeTemplate(fsys, dir(t), o.Lease); err != nil {
+					t.Fatal(err)
+				}
+			}
+			o.Template = tmpl
+		}
+		res, err := powercut.Cut(context.Background(), fsys, seed, o)
 		if err != nil {
 			t.Fatalf("%s seed %d: %v", fsys.Name, seed, err)
 		}
 		acked += res.Acked
 		lost += len(res.Lost)
+		cpu += res.CPU
 		fsck[fmt.Sprintf("%d/%d/%d", res.Fsck, res.Repair, res.After)]++
 		if res.RenewCut {
 			renewCuts++
@@ -98,7 +118,7 @@ func campaign(t *testing.T, lease string, fsys powercut.FS, cuts int, maxCut tim
 			t.Errorf("%s seed %d: %s", fsys.Name, seed, v)
 		}
 		if res.Image != "" {
-			t.Errorf("%s seed %d: image kept: %s", fsys.Name, seed, res.Image)
+			t.Errorf("%s seed %d: image kept: %s (moved under /var/tmp when the test ends)", fsys.Name, seed, res.Image)
 		}
 	}
 	var parts []string
@@ -109,22 +129,51 @@ func campaign(t *testing.T, lease string, fsys powercut.FS, cuts int, maxCut tim
 	if broken {
 		build = " (the broken build without fsyncs)"
 	}
-	line = fmt.Sprintf("powercut: %s%s: %d cuts, %d operations acknowledged, %d lost, fsck: %s (fsck/--repair/fsck after); cuts during a renew-batch: %d, records old %d, new %d",
-		fsys.Name, build, done, acked, lost, strings.Join(parts, ", "), renewCuts, renewOld, renewNew)
+	sync := o.Sync
+	if sync == "" {
+		sync = "lease's default"
+	}
+	line = fmt.Sprintf("powercut: %s%s: %d cuts, %d operations acknowledged, %d lost, fsck: %s (fsck/--repair/fsck after); cuts during a renew-batch: %d, records old %d, new %d; sync: %s; %.1f s per cut (the kernel's CPU until the cut: %.1f s)",
+		fsys.Name, build, done, acked, lost, strings.Join(parts, ", "), renewCuts, renewOld, renewNew, sync,
+		time.Since(start).Seconds()/float64(max(done, 1)), cpu.Seconds()/float64(max(done, 1)))
 	return acked, lost, line
 }
 
-// dir is where the images are made: under /var/tmp (sparse 512 MiB files);
-// removed at the end unless a cut kept its image for a look.
+// build builds lease (for the checks here) and the guest's workload
+// program with tags.
+func build(t *testing.T, tags ...string) powercut.Options {
+	t.Helper()
+	lease, err := uml.BuildLease(tags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest, err := uml.BuildGuest(powercut.GuestPackage, tags...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return powercut.Options{Lease: lease, Guest: guest}
+}
+
+// dir is where the images are made: under /dev/shm (sparse 512 MiB files;
+// on tmpfs the guest's flushes cost this machine no disk sync, and a cut
+// keeps what the guest wrote all the same: the kernel is cut, not this
+// machine); removed at the end, or moved to /var/tmp when the test failed
+// (a cut keeps its image for a look).
 func dir(t *testing.T) string {
-	d, err := os.MkdirTemp("/var/tmp", "lease-powercut-")
+	d, err := os.MkdirTemp("/dev/shm", "lease-powercut-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if !t.Failed() {
-			os.RemoveAll(d)
+		if t.Failed() {
+			kept := filepath.Join("/var/tmp", filepath.Base(d))
+			if out, err := exec.Command("cp", "-a", "--sparse=always", d, kept).CombinedOutput(); err != nil {
+				t.Errorf("keeping %s: %v: %s", d, err, out)
+				return
+			}
+			t.Logf("images kept in %s", kept)
 		}
+		os.RemoveAll(d)
 	})
 	return d
 }
@@ -157,15 +206,21 @@ func TestPowerCut(t *testing.T) {
 	if broken {
 		tags = append(tags, "lease_powercut_nosync")
 	}
-	lease, err := uml.BuildLease(tags...)
-	if err != nil {
-		t.Fatal(err)
+	o := build(t, tags...)
+	o.MaxCut = 6 * time.Second
+	// POWERCUT_SYNC=auto (make powercut SYNC=auto) sets the table's sync
+	// strategy in the guest (LEASE_SYNC).
+	o.Sync = os.Getenv("POWERCUT_SYNC")
+	switch o.Sync {
+	case "", "auto", "record", "syncfs":
+	default:
+		t.Fatalf("POWERCUT_SYNC=%q: want auto, record or syncfs", o.Sync)
 	}
 	for _, name := range names {
 		fsys := powercut.Filesystems[name]
 		t.Run(name, func(t *testing.T) {
 			need(t, fsys)
-			_, _, line := campaign(t, lease, fsys, cuts, 15*time.Second, broken)
+			_, _, line := campaign(t, o, fsys, cuts, broken)
 			t.Log(line)
 			fmt.Println(line)
 		})
@@ -190,13 +245,12 @@ func TestBrokenBuildLosesAcknowledged(t *testing.T) {
 	// ext4 data=ordered cut lost nothing in 3 of 3 `make powercut
 	// BROKEN=1` cuts that came later after the writes).
 	fsys.MountOpts = "commit=60"
-	lease, err := uml.BuildLease("lease_powercut_nosync")
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := build(t, "lease_powercut_nosync")
+	o.MaxCut, o.AfterBatch = time.Second, true
 	for i := 0; i < 4; i++ {
 		seed := seedFor(i)
-		res, err := powercut.Cut(context.Background(), fsys, seed, powercut.Options{Lease: lease, Dir: dir(t), MaxCut: time.Second, AfterBatch: true})
+		o.Dir = dir(t)
+		res, err := powercut.Cut(context.Background(), fsys, seed, o)
 		if err != nil {
 			t.Fatalf("seed %d: %v", seed, err)
 		}

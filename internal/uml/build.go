@@ -16,7 +16,7 @@ import (
 
 var (
 	buildMu sync.Mutex
-	built   = map[string]string{} // tags -> binary
+	built   = map[string]string{} // package and tags -> binary
 )
 
 // BuildLease builds the lease binary of this checkout (with the given
@@ -25,8 +25,17 @@ var (
 // temporary directories are under the host's /tmp, which a guest does not
 // see). Directories left by processes that are gone are removed first; one
 // of a live process never is.
-func BuildLease(tags ...string) (string, error) {
-	key := strings.Join(tags, ",")
+func BuildLease(tags ...string) (string, error) { return build(".", false, tags) }
+
+// BuildGuest builds the program pkg of this checkout (a path relative to the
+// module's root, e.g. "./internal/powercut/guest") as BuildLease builds
+// lease, statically linked (CGO_ENABLED=0): a program meant to run only in
+// a guest, where each shared library its loader opens costs system calls
+// the kernel traces.
+func BuildGuest(pkg string, tags ...string) (string, error) { return build(pkg, true, tags) }
+
+func build(pkg string, static bool, tags []string) (string, error) {
+	key := pkg + " " + strings.Join(tags, ",")
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if b, ok := built[key]; ok {
@@ -48,16 +57,23 @@ func BuildLease(tags ...string) (string, error) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "lease")
-	args := []string{"build", "-o", bin}
-	if key != "" {
-		args = append(args, "-tags", key)
+	name := "lease"
+	if pkg != "." {
+		name = filepath.Base(pkg)
 	}
-	cmd := exec.Command("go", append(args, ".")...)
+	bin := filepath.Join(dir, name)
+	args := []string{"build", "-o", bin}
+	if len(tags) > 0 {
+		args = append(args, "-tags", strings.Join(tags, ","))
+	}
+	cmd := exec.Command("go", append(args, pkg)...)
 	cmd.Dir = mod
+	if static {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("uml: go build %s: %v: %s", key, err, out)
+		return "", fmt.Errorf("uml: go build %s %s: %v: %s", pkg, strings.Join(tags, ","), err, out)
 	}
 	built[key] = bin
 	return bin, nil
