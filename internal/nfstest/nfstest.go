@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/internal/uml"
@@ -75,6 +76,11 @@ func guestDir() (string, error) {
 // root): the switch, knfsd's helpers, the NFS mount and lock helpers.
 var Tools = []string{"uml_switch", "rpc.nfsd", "rpc.mountd", "exportfs", "mount.nfs", "rpc.statd", "rpcbind"}
 
+// bootTimeout bounds each kernel's boot with its role: the server's knfsd
+// start, a client's mount (which waits out the server's grace period). On
+// this 2-core machine with a load of 40 a server took more than 2 minutes.
+const bootTimeout = 8 * time.Minute
+
 // Up starts the switch, boots the server and, once it serves, the
 // clients (in parallel; each boot returns once mounted). On error nothing
 // of it is left running.
@@ -103,7 +109,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if c.sw, err = uml.StartSwitch(ctx, name+"-sw"); err != nil {
 		return nil, err
 	}
-	c.Server, err = uml.Boot(ctx, uml.Config{Name: name + "-srv", Mem: "512M", Switch: c.sw.Socket,
+	c.Server, err = uml.Boot(ctx, uml.Config{Name: name + "-srv", Mem: "512M", Switch: c.sw.Socket, BootTimeout: bootTimeout,
 		Setup: filepath.Join(gd, "server"), Args: []string{"addr=1", "leasetime=" + strconv.Itoa(o.LeaseTime)}})
 	if err != nil {
 		c.Close()
@@ -120,7 +126,7 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 			if o.MountOpts != "" {
 				args = append(args, "opts="+o.MountOpts)
 			}
-			c.Clients[i], errs[i] = uml.Boot(ctx, uml.Config{Name: fmt.Sprintf("%s-c%d", name, i), Mem: "384M",
+			c.Clients[i], errs[i] = uml.Boot(ctx, uml.Config{Name: fmt.Sprintf("%s-c%d", name, i), Mem: "384M", BootTimeout: bootTimeout,
 				Switch: c.sw.Socket, Setup: filepath.Join(gd, "client"), Args: args})
 		}(i)
 	}
