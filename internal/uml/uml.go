@@ -12,8 +12,9 @@
 // The guest's init is guest/init of this package, read by the guest from
 // the checkout through hostfs (not from /tmp: every guest mounts a /tmp of
 // its own). Commands reach it through a spool directory under Dir, which
-// the guest mounts read-write; nothing is networked (the kernel has no
-// network device).
+// the guest mounts read-write. A kernel has no network device unless
+// Config.Switch names a uml_switch (StartSwitch): then its eth0 is on that
+// switch, reached through a Unix socket, and on nothing else.
 package uml
 
 import (
@@ -70,6 +71,18 @@ type Config struct {
 	// BootTimeout bounds the wait for the guest to take commands (default
 	// 2 minutes: a loaded machine boots slowly).
 	BootTimeout time.Duration
+	// Switch, when set, is the Unix socket of a uml_switch (StartSwitch):
+	// the guest gets an eth0 on it, a network that exists only on that
+	// switch (nothing reaches this machine's network). The guest configures
+	// its address itself (Setup).
+	Switch string
+	// Setup, when set, is a host path of a shell script the guest's init
+	// sources (with its path in UML_SETUP) after the modules and
+	// before it takes commands: the guest's role, e.g. an NFS server or
+	// client (scripts/nfs-guest). A setup that returns non-zero powers the
+	// guest off, so Boot fails with its console. What it exports is in
+	// every command's environment.
+	Setup string
 }
 
 // Kernel is a running UML kernel.
@@ -78,10 +91,17 @@ type Kernel struct {
 	dir     string // working directory under Dir
 	spool   string
 	console string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	gone    atomic.Bool // Kill saw every process of the session end
-	seq     atomic.Int64
+	session
+	seq atomic.Int64
+}
+
+// session is a process started in a session of its own (setsid) and
+// everything it started there.
+type session struct {
+	name   string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	gone   atomic.Bool // kill saw every process of the session end
 }
 
 var nameOK = func(s string) bool {
@@ -131,7 +151,8 @@ func Boot(ctx context.Context, cfg Config) (*Kernel, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := &Kernel{Name: cfg.Name, dir: dir, spool: filepath.Join(dir, "spool"), console: filepath.Join(dir, "console.log"), exited: make(chan struct{})}
+	k := &Kernel{Name: cfg.Name, dir: dir, spool: filepath.Join(dir, "spool"), console: filepath.Join(dir, "console.log")}
+	k.session = session{name: "kernel " + cfg.Name, exited: make(chan struct{})}
 	if err := os.Mkdir(k.spool, 0o755); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -145,6 +166,12 @@ func Boot(ctx context.Context, cfg Config) (*Kernel, error) {
 		"root=/dev/root", "rootfstype=hostfs", "rootflags=/", "ro",
 		"con=null", "con0=fd:0,fd:1", "ssl=null",
 		"init=" + init, "uml.spool=" + k.spool}
+	if cfg.Switch != "" {
+		args = append(args, "eth0=daemon,,unix,"+cfg.Switch)
+	}
+	if cfg.Setup != "" {
+		args = append(args, "uml.setup="+cfg.Setup)
+	}
 	if len(cfg.Modules) > 0 {
 		args = append(args, "uml.modules="+strings.Join(cfg.Modules, ","))
 	}
@@ -289,7 +316,11 @@ func (k *Kernel) Start(script string) error {
 // again until none is left, then waits for the main process. The session
 // is the kernel's own (Boot starts it with setsid), so nothing else is
 // touched.
-func (k *Kernel) Kill() error {
+func (k *Kernel) Kill() error { return k.kill() }
+
+// kill sends SIGKILL to every process of the session, again until none is
+// left, then waits for the main process.
+func (k *session) kill() error {
 	if k.gone.Load() {
 		// Not again: the session's number may be another's by now.
 		return nil
@@ -305,7 +336,7 @@ func (k *Kernel) Kill() error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("uml: processes %v of kernel %s outlived SIGKILL for a minute", pids, k.Name)
+			return fmt.Errorf("uml: processes %v of %s outlived SIGKILL for a minute", pids, k.name)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -314,7 +345,7 @@ func (k *Kernel) Kill() error {
 		k.gone.Store(true)
 		return nil
 	case <-time.After(time.Minute):
-		return fmt.Errorf("uml: kernel %s's main process was not reaped", k.Name)
+		return fmt.Errorf("uml: the main process of %s was not reaped", k.name)
 	}
 }
 
