@@ -19,7 +19,7 @@
 #                   under lease (internal/powercut; needs root and
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
 #   make test-nfs   the two-client NFS lock race (v3 and v4.2) in User-Mode Linux
-#                   kernels (scripts/nfs-race.sh, a few minutes, root; make test runs it too)
+#                   kernels (scripts/nfs-race.sh, a few minutes, root; make test-cluster runs it too)
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -129,7 +129,7 @@ demo:
 # test-nfs runs the lock race of docs/safety.md (NFS) through two clients of
 # one server on NFSv3 and NFSv4.2 (User-Mode Linux kernels; needs root,
 # user-mode-linux, uml-utilities, nfs-kernel-server, nfs-common, rpcbind): it
-# fails on a token written twice. make test runs it too (internal/nfsrace);
+# fails on a token written twice. make test-cluster runs it too (internal/nfsrace);
 # MODE=rec scripts/nfs-race.sh 4.2 shows NFSv4.2's stale reads without lease's
 # revalidation.
 test-nfs:

@@ -7,11 +7,7 @@ import (
 )
 
 func explorer() *Explorer {
-	budget := 40
-	if isLong() {
-		budget = 400
-	}
-	return &Explorer{Repair: repairer(), Budget: budget, Seed: 1, ClaimAfter: 8}
+	return &Explorer{Repair: repairer(), Budget: sized(4, 40, 400), Seed: 1, ClaimAfter: 8}
 }
 
 // TestCrashStates explores every crash state of every call prefix of the
@@ -33,8 +29,8 @@ func TestCrashStates(t *testing.T) {
 	}
 	report(t, &tally)
 	t.Logf("crash states (budget %d per crash point):\n| operation | calls | crash points | distinct states | acks |\n|---|---|---|---|---|\n%s\ntotal %d", x.Budget, strings.Join(rows, "\n"), total)
-	if total < 10000 {
-		t.Errorf("explored %d crash states, want at least 10000", total)
+	if want := sized(1000, 10000, 10000); total < want {
+		t.Errorf("explored %d crash states, want at least %d", total, want)
 	}
 }
 

@@ -152,10 +152,7 @@ func TestMemCrashModel(t *testing.T) {
 func TestPebbleCrashStates(t *testing.T) {
 	t.Parallel()
 	x := explorer()
-	samples := 4
-	if isLong() {
-		samples = 16
-	}
+	samples := sized(1, 4, 16)
 	total := 0
 	var rows []string
 	var tally Tally
