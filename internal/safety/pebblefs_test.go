@@ -156,7 +156,7 @@ func TestPebbleCrashStates(t *testing.T) {
 	total := 0
 	var rows []string
 	var tally Tally
-	for _, sc := range allScenarios() {
+	for _, sc := range sampled(allScenarios()) {
 		res, err := x.ExplorePebble(sc, samples)
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)
