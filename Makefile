@@ -3,7 +3,8 @@
 #   make install    install lease, its man pages and completions under PREFIX
 #                   (default /usr/local; PREFIX=$HOME/.local for your own account)
 #   make test       run every test but the cluster suites, with the safety
-#                   harness's crash states sampled (about 10 minutes on 2 cores)
+#                   harness's crash states sampled (the goal: under 10 minutes
+#                   on 2 cores)
 #   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm, NFS and power
 #                   cuts (User-Mode Linux); root, about 25 minutes
 #   make test-long  the full enumeration of internal/safety and the commands'
