@@ -2,7 +2,15 @@
 #   make            build bin/lease (with MPI support when Open MPI is installed)
 #   make install    install lease, its man pages and completions under PREFIX
 #                   (default /usr/local; PREFIX=$HOME/.local for your own account)
-#   make test       run every test (what .ci/run calls)
+#   make test       run every test but the cluster suites, with the safety
+#                   harness's crash states sampled (the goal: under 10 minutes
+#                   on 2 cores)
+#   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm, NFS and power
+#                   cuts (User-Mode Linux); root, about 25 minutes
+#   make test-long  the full enumeration of internal/safety and the commands'
+#                   tests with the MPI build
+#                   (.ci/run runs all three: make test, then make test-long,
+#                   beside make test-cluster)
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 #   make man        regenerate the man pages and completions from the commands' help
@@ -13,8 +21,8 @@
 #                   under lease (internal/powercut; needs root and
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
 #   make test-nfs   NFS (v3 and v4.2) in User-Mode Linux kernels, a server and two
-#                   clients: the lock race (scripts/nfs-race.sh) and the multi-client
-#                   suite (internal/nfstest, tag nfs_suite); root; make test runs the race
+#                   clients: the lock race (scripts/nfs-race.sh; make test-cluster
+#                   runs it too) and the multi-client suite (internal/nfstest, tag nfs_suite)
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -31,7 +39,19 @@ DESTDIR ?=
 
 FUZZTIME ?= 20
 
-.PHONY: build install test vet cross demo man fuzz powercut test-nfs
+# The cluster suites (make test-cluster): real GlusterFS and CephFS
+# (internal/multiclient, internal/clusterbox), NFS (internal/nfsrace) and
+# power cuts (internal/powercut) in User-Mode Linux kernels (internal/uml),
+# and the job scripts of commands/ under sbatch and srun (CLUSTER_TESTS: the
+# Slurm cluster of .ci/slurm-up.sh). make test runs everything else.
+MODULE        := github.com/leasetool/lease
+CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/powercut internal/uml
+CLUSTER_TESTS := ^(TestSlurm[A-Za-z0-9_]*|TestReadmeClusterWorkers)$$
+# commands' own MPI tests (the files under //go:build mpi): make test runs
+# them with -tags mpi; make test-long runs every test of commands so.
+MPI_TESTS     := ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' $$(grep -l '^//go:build mpi$$' commands/*_test.go) | paste -sd'|'))$$
+
+.PHONY: build install test test-cluster test-long vet cross demo man fuzz powercut test-nfs
 
 build:
 	$(GO) build -tags "$(TAGS)" -o bin/lease .
@@ -72,15 +92,39 @@ cross:
 
 # Every part runs, and the skips are listed at the end, whatever failed;
 # the exit status is the tests' (a skip fails only under LEASE_TEST_REQUIRE=all).
+# Each of test, test-cluster and test-long keeps its skips in a file of its
+# own, so that they can run at once (as .ci/run does).
 test:
 	@rm -f "$(LEASE_TEST_SKIPS)"
 	@st=0; $(MAKE) --no-print-directory vet || st=1; \
-	echo "$(GO) test $(TESTFLAGS) ./..."; $(GO) test $(TESTFLAGS) ./... || st=1; \
+	pkgs=$$($(GO) list ./... | grep -v -x $(foreach p,$(CLUSTER_PKGS),-e '$(MODULE)/$(p)')); \
+	echo "LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' ./... but $(CLUSTER_PKGS)"; \
+	LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' $$pkgs || st=1; \
 	echo "cd bench && $(GO) test $(TESTFLAGS) ./..."; (cd bench && $(GO) test $(TESTFLAGS) ./...) || st=1; \
-	if [ -n "$(TAGS)" ]; then echo "$(GO) test $(TESTFLAGS) -tags mpi ./mpi/ ./commands/"; \
-	  $(GO) test $(TESTFLAGS) -tags mpi ./mpi/ ./commands/ || st=1; \
+	if [ -n "$(TAGS)" ]; then echo "$(GO) test $(TESTFLAGS) -tags mpi ./mpi/; $(GO) test $(TESTFLAGS) -tags mpi -run '$(MPI_TESTS)' ./commands/"; \
+	  $(GO) test $(TESTFLAGS) -tags mpi ./mpi/ || st=1; \
+	  $(GO) test $(TESTFLAGS) -tags mpi -run '$(MPI_TESTS)' ./commands/ || st=1; \
 	else scripts/test-skips.sh skip "go test -tags mpi ./mpi/ ./commands/" "$(MPI_MISSING)" || st=1; fi; \
-	scripts/test-skips.sh list; exit $$st
+	scripts/test-skips.sh list "make test"; exit $$st
+
+# -p 1: one cluster at a time, and room for make test beside it on 2 cores.
+test-cluster: LEASE_TEST_SKIPS := $(CURDIR)/.test-skips-cluster
+test-cluster:
+	@rm -f "$(LEASE_TEST_SKIPS)"
+	@st=0; echo "$(GO) test $(TESTFLAGS) -p 1 $(addprefix ./,$(CLUSTER_PKGS))"; \
+	$(GO) test $(TESTFLAGS) -p 1 $(addprefix ./,$(CLUSTER_PKGS)) || st=1; \
+	echo "$(GO) test $(TESTFLAGS) -run '$(CLUSTER_TESTS)' ./commands/"; \
+	$(GO) test $(TESTFLAGS) -run '$(CLUSTER_TESTS)' ./commands/ || st=1; \
+	scripts/test-skips.sh list "make test-cluster"; exit $$st
+
+test-long: LEASE_TEST_SKIPS := $(CURDIR)/.test-skips-long
+test-long:
+	@rm -f "$(LEASE_TEST_SKIPS)"
+	@st=0; echo "$(GO) test $(TESTFLAGS) ./internal/safety/"; $(GO) test $(TESTFLAGS) ./internal/safety/ || st=1; \
+	if [ -n "$(TAGS)" ]; then echo "$(GO) test $(TESTFLAGS) -tags mpi ./commands/"; \
+	  $(GO) test $(TESTFLAGS) -tags mpi ./commands/ || st=1; \
+	else scripts/test-skips.sh skip "go test -tags mpi ./commands/" "$(MPI_MISSING)" || st=1; fi; \
+	scripts/test-skips.sh list "make test-long"; exit $$st
 
 demo:
 	./examples/demo.sh
@@ -93,7 +137,7 @@ man:
 # test-nfs runs the lock race of docs/safety.md (NFS) through two clients of
 # one server on NFSv3 and NFSv4.2 (User-Mode Linux kernels; needs root,
 # user-mode-linux, uml-utilities, nfs-kernel-server, nfs-common, rpcbind): it
-# fails on a token written twice. make test runs it too (internal/nfsrace);
+# fails on a token written twice. make test-cluster runs it too (internal/nfsrace);
 # MODE=rec scripts/nfs-race.sh 4.2 shows NFSv4.2's stale reads without lease's
 # revalidation. It then runs the multi-client suite on NFS (internal/nfstest:
 # qualify through each client, the claim --next race, held through the other

@@ -12,7 +12,8 @@ package commands_test
 //
 // These tests use both binaries (the plain one of TestMain and the MPI
 // build of mpiBinary) and run only in the build without -tags mpi, so that
-// `make test`, which runs ./commands twice, runs them once.
+// they run once. make test-cluster runs them (the Makefile's CLUSTER_TESTS
+// names them, TestSlurm* and TestReadmeClusterWorkers); make test skips them.
 
 import (
 	"encoding/json"

@@ -188,7 +188,9 @@ func TestCampaignUnderChaos(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(time.Minute):
+	case <-time.After(5 * time.Minute):
+		// Generous: on a machine at load 40 the workers' 2 s leases
+		// expire again and again before the campaign gets through.
 		out, _ := lease("status")
 		fsck, _ := lease("fsck")
 		var errs strings.Builder
@@ -204,7 +206,7 @@ func TestCampaignUnderChaos(t *testing.T) {
 				undone = append(undone, l)
 			}
 		}
-		t.Fatalf("the campaign did not finish within a minute after the chaos (%v)\nnot done:\n%s\nfsck:\n%s\n%s",
+		t.Fatalf("the campaign did not finish within 5 minutes after the chaos (%v)\nnot done:\n%s\nfsck:\n%s\n%s",
 			counts, strings.Join(undone, "\n"), fsck, errs.String())
 	}
 	os.Remove(filepath.Join(mnt, "fill"))

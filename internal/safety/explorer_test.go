@@ -78,6 +78,7 @@ func scenario(name string) *Scenario {
 // TestExplorerFindsBrokenProtocols breaks the durability protocol in ways
 // the crash model must catch, so a clean run means something.
 func TestExplorerFindsBrokenProtocols(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		scenario string

@@ -199,7 +199,10 @@ func TestFaultInjection(t *testing.T) {
 			t.Fatalf("%s: exit 4 without a fault", sc.Name)
 		}
 		step := 1
-		if !isLong() && calls > 64 {
+		switch {
+		case isSample():
+			step = max(1, calls/8) // about 8 fault points of each scenario
+		case !isLong() && calls > 64:
 			step = 3 // the big batches: every third call by default, every call with -long
 		}
 		n := 0

@@ -134,6 +134,7 @@ func TestFsckReportsIOErrors(t *testing.T) {
 // state of it must recover (TestCrashStates explores it with the others;
 // here once more on its own, so that a failure names it).
 func TestConcurrentRepairs(t *testing.T) {
+	t.Parallel()
 	var sc *Scenario
 	for _, s := range FsckScenarios() {
 		if s.Name == ConcurrentRepairs {
@@ -148,7 +149,7 @@ func TestConcurrentRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := explorer()
-	for i := 0; i < 10; i++ {
+	for i := range sized(3, 10, 10) {
 		run, _, err := Record(sc, nil)
 		if err != nil {
 			t.Fatal(err)

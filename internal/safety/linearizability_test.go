@@ -231,10 +231,7 @@ func TestLinearizability(t *testing.T) {
 	// The workload ends at want operations; limit only bounds a machine
 	// too slow to get there (about 50 s on a quiet 2-core machine, 2–3
 	// times that with other packages' tests beside it).
-	want, limit, ttl := int64(1200), 8*time.Minute, 1.5
-	if isLong() {
-		want, limit = 5000, 10*time.Minute
-	}
+	want, limit, ttl := sized[int64](300, 1200, 5000), sized(8*time.Minute, 8*time.Minute, 10*time.Minute), 1.5
 	w := &workload{bin: bin, root: filepath.Join(t.TempDir(), "table"), ttl: ttl, start: time.Now()}
 	for i := 0; i < 12; i++ {
 		w.ids = append(w.ids, TestID(1000+i))
@@ -308,7 +305,7 @@ func TestLinearizability(t *testing.T) {
 		}
 		t.Fatalf("history is %s under the lease model", res)
 	}
-	if len(w.history) < 1000 && !testing.Short() {
+	if len(w.history) < 1000 && !isSample() {
 		t.Errorf("only %d operations in %v; want at least 1000", len(w.history), limit)
 	}
 	if w.pauses.Load() == 0 || w.kills.Load() == 0 {

@@ -152,14 +152,11 @@ func TestMemCrashModel(t *testing.T) {
 func TestPebbleCrashStates(t *testing.T) {
 	t.Parallel()
 	x := explorer()
-	samples := 4
-	if isLong() {
-		samples = 16
-	}
+	samples := sized(1, 4, 16)
 	total := 0
 	var rows []string
 	var tally Tally
-	for _, sc := range allScenarios() {
+	for _, sc := range sampled(allScenarios()) {
 		res, err := x.ExplorePebble(sc, samples)
 		if err != nil {
 			t.Fatalf("%s: %v", sc.Name, err)

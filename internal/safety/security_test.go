@@ -155,6 +155,7 @@ func newTable(t *testing.T) (root, canary string) {
 // in arguments or on stdin, to every command that takes IDs, are refused
 // with exit 2 before any file is touched, in the table or beside it.
 func TestHostileIDsTouchNothing(t *testing.T) {
+	t.Parallel()
 	root, canary := newTable(t)
 	good := string(TestID(1))
 	bad := []string{
@@ -219,6 +220,7 @@ func TestHostileIDsTouchNothing(t *testing.T) {
 // table, each pointing outside it, and runs every writing command (and
 // fsck --repair) over it: nothing outside may change, whatever the exit.
 func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
+	t.Parallel()
 	id := TestID(7)
 	gts := []leasefmt.ID{TestID(300), TestID(301)}
 	type plant struct {

@@ -114,7 +114,10 @@ func TestTransientFaults(t *testing.T) {
 				}
 			}
 			step := 1
-			if !isLong() && hits > 48 {
+			switch {
+			case isSample():
+				step = max(1, hits/6) // about 6 points of each scenario and fault
+			case !isLong() && hits > 48:
 				step = 3
 			}
 			n, ok := 0, 0
