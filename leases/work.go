@@ -1,9 +1,10 @@
 package leases
 
 // Table.Work: the campaign worker of the command line's lease work, for a
-// harness written in Go. The same rules (internal/worker: the claim of the
-// queue, the finish of an item; keepalive: the keeping) so that Go workers
-// and lease work workers can share one campaign.
+// harness written in Go. The same loop (internal/worker.Loop: the claim of
+// the queue, the finish of an item, the outage and no-room waits;
+// keepalive: the keeping) so that Go workers and lease work workers can
+// share one campaign; only what runs the work is this file's.
 
 import (
 	"context"
@@ -76,7 +77,10 @@ type ItemResult struct {
 	// lost: no attempt), by-command-done or by-command-released (the
 	// function finished the lease itself).
 	Finish string
-	// Err is what the function returned.
+	// Err is what the function returned; for an item whose staging
+	// directory or stored input could not be read, the table's error (the
+	// function was not called; the item was released, no attempt counted,
+	// and Finish says how that release went).
 	Err error
 	// Attempts is the item's count of failed runs after it.
 	Attempts int64
@@ -125,7 +129,10 @@ type ExitStatus interface{ ExitCode() int }
 //     filesystem had no room (ItemResult.NoRoom), and while it has none
 //     Work claims nothing (waited out as an outage, bounded by MaxWait).
 //
-// The lease waited for counts from the claim that granted it. Work
+// The lease waited for counts from the claim that granted it; the finish
+// of an item waits for its record's lock no longer than a renewal would
+// (ttl - interval - clock skew, or the table's lock timeout when shorter).
+// The loop is lease work's own (internal/worker.Loop). Work
 // returns nil when the queue is empty or MaxItems items were run,
 // ctx.Err() when ctx ended it (the item held was released), and an error
 // wrapping ErrIO, ErrCorrupt or ErrLockTimeout when the table failed.
