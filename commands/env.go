@@ -19,6 +19,7 @@ import (
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -100,6 +101,14 @@ func (e *env) renewTTL() float64 {
 		return e.set.TTL
 	}
 	return 0
+}
+
+// timing is how a holder of this command keeps its leases and bounds
+// their finish (worker.NewTiming: the renewal interval was checked, or
+// derived from the ttl, by config).
+func (e *env) timing() worker.Timing {
+	t, _ := worker.NewTiming(e.set.TTL, e.renewTTL(), e.set.RenewInterval, e.set.Grace, e.set.ClockSkew, e.set.LockTimeout)
+	return t
 }
 
 // root is the absolute table root.

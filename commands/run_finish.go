@@ -102,7 +102,14 @@ func (h *holder) end(succeeded bool) int {
 // returns end's exit status.
 func (h *holder) finishAgain() int {
 	e, succeeded := h.ended, h.ended.Succeeded
-	f := worker.Finish(h.st, h.item, e, h.e.set.MaxAttempts)
+	var f worker.Finished
+	if h.finisher != nil {
+		f = h.finisher(e)
+	} else {
+		ctx, cancel := worker.FinishContext(h.e.timing().FinishWait())
+		f = worker.Finish(ctx, h.st, h.item, e, h.e.set.MaxAttempts)
+		cancel()
+	}
 	h.finished, h.finish = f, f.How
 	r := f.Result
 	switch {

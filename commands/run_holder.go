@@ -54,6 +54,9 @@ type holder struct {
 	notStarted bool      // CMD could not be started
 	finished   worker.Finished
 	ended      worker.End // how end finished it (finishAgain finishes it so again)
+	// finisher, when set, finishes the lease (lease work: its loop's
+	// finish); else worker.Finish within the renewal's lock wait.
+	finisher func(worker.End) worker.Finished
 	// supGone: the supervisor died under CMD (killed): the worker's
 	// failure, not the item's; no attempt is counted.
 	supGone bool
@@ -65,16 +68,7 @@ type holder struct {
 }
 
 // keepConfig is how lease run keeps its lease alive.
-func (h *holder) keepConfig() keepalive.Config {
-	set := h.e.set
-	return keepalive.Config{
-		Interval:    seconds(set.RenewInterval),
-		TTL:         seconds(h.e.renewTTL()),
-		LockTimeout: seconds(set.LockTimeout),
-		ClockSkew:   seconds(set.ClockSkew),
-		Grace:       seconds(set.Grace),
-	}
-}
+func (h *holder) keepConfig() keepalive.Config { return h.e.timing().Keep() }
 
 // childStatus is how CMD ended.
 type childStatus struct {

@@ -16,6 +16,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -46,45 +47,42 @@ type itemRun struct {
 	h      *holder
 	code   int // lease run's exit status for it
 	status childStatus
-	// cause is the table's error that kept CMD from running (the staging
-	// directory, the input), nil when it ran.
-	cause error
 }
 
-// holdItem runs CMD for the lease a claim granted (granted, its try begun
-// at start): it makes the item's staging directory, finds its input, runs
-// CMD while keepalive.Keep keeps the lease and finishes the lease after.
-// The error is an exit of a lease not run (the staging directory or the
-// input could not be read: the lease was released), 125 with its message.
-// The store's lock wait is the renewal bound meanwhile (the release or
-// completion after CMD waits for a lock no longer than a renewal would,
-// keepalive.LockWait), and what it was after.
-func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, start time.Time) (itemRun, error) {
-	item := commit.Item{ID: granted.ID, Token: granted.Token}
-	old := st.LockTimeout()
-	st.SetLockTimeout(renewLockTimeout(e.set))
-	defer st.SetLockTimeout(old)
-	h := &holder{e: e, st: st, who: spec.who, item: item, argv: spec.argv, complete: spec.complete, chatty: spec.chatty, sigc: spec.sigc, sup: spec.sup,
-		lease: keepalive.Granted(item, start, granted.Record, seconds(e.set.ClockSkew))}
+// newHolder is the holder of the lease held (its staging directory and
+// input made: worker.Prepare) while CMD runs as spec says.
+func newHolder(e *env, st *commit.Store, spec itemSpec, held worker.Held) *holder {
+	h := &holder{e: e, st: st, who: spec.who, item: held.Item, argv: spec.argv, complete: spec.complete, chatty: spec.chatty, sigc: spec.sigc, sup: spec.sup,
+		lease: keepalive.Granted(held.Item, held.Started, held.Granted.Record, seconds(e.set.ClockSkew)), stage: held.Stage, input: held.Input}
 	if spec.stop != nil {
 		h.stop, h.stopCtx = spec.stop.Done(), spec.stop
 	}
-	stage, err := st.MakeStage(item.ID, item.Token)
-	if err != nil {
-		h.end(false)
-		return itemRun{h: h, cause: err}, cli.Exit(leasefmt.Bound(fmt.Sprintf("staging directory of %s token %d: %v; lease released, %s not run", item.ID, item.Token, err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
-	}
-	h.stage = stage
-	if ok, err := st.HasInput(item.ID); err != nil {
-		h.end(false)
-		return itemRun{h: h, cause: err}, cli.Exit(leasefmt.Bound(fmt.Sprintf("stored input of %s: %v; lease released, %s not run", item.ID, err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
-	} else if ok {
-		h.input = st.Abs(st.InputPath(item.ID))
-	}
+	return h
+}
+
+// runHeld runs CMD for h's lease while keepalive.Keep keeps it, and
+// finishes the lease after.
+func runHeld(h *holder, spec itemSpec) itemRun {
 	if h.chatty {
-		fmt.Fprintf(e.errw, "%s: holding %s token %d for %s, renewing every %s, staging in %s\n",
-			spec.who, item.ID, item.Token, formatSeconds(h.lease.Duration), formatSeconds(e.set.RenewInterval), stage)
+		fmt.Fprintf(h.e.errw, "%s: holding %s token %d for %s, renewing every %s, staging in %s\n",
+			spec.who, h.item.ID, h.item.Token, formatSeconds(h.lease.Duration), formatSeconds(h.e.set.RenewInterval), h.stage)
 	}
 	code, status := h.run(spec.path, spec.stdin, spec.stdout, spec.stderr)
-	return itemRun{h: h, code: code, status: status}, nil
+	return itemRun{h: h, code: code, status: status}
+}
+
+// holdItem runs CMD for the lease a claim granted (granted, its try begun
+// at start) as lease run does: it makes the item's staging directory,
+// finds its input, runs CMD (runHeld) and finishes the lease after. The
+// error is an exit of a lease not run (the staging directory or the input
+// could not be read: the lease was released), 125 with its message. The
+// finish waits for a lock no longer than a renewal would (worker.Timing).
+func holdItem(e *env, st *commit.Store, spec itemSpec, granted commit.Result, start time.Time) (itemRun, error) {
+	held := worker.Held{Item: commit.Item{ID: granted.ID, Token: granted.Token}, Granted: granted, Started: start}
+	if err := worker.Prepare(st, &held); err != nil {
+		h := newHolder(e, st, spec, held)
+		h.end(false)
+		return itemRun{h: h}, cli.Exit(leasefmt.Bound(fmt.Sprintf("%v; lease released, %s not run", err, leasefmt.Quote(spec.argv[0]))), exitcode.RunFailed)
+	}
+	return runHeld(newHolder(e, st, spec, held), spec), nil
 }

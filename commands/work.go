@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -280,22 +279,81 @@ func runWork(c *cli.Context) error {
 		}
 	}()
 
-	w := &workLoop{e: e, st: st, finishes: map[string]int{}, outage: e.outage("lease work")}
-	w.outage.Room = st.Root() // no claim while the table's filesystem has no room (worker.NoRoom)
+	out := e.outage("lease work")
+	out.Room = st.Root() // no claim while the table's filesystem has no room (worker.NoRoom)
 	spec := itemSpec{who: "lease work", path: path, argv: argv, complete: true,
 		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: cmdSig, stop: ctx}
-	code, end := w.run(ctx, spec, maxItems)
-	if s := stoppedBy(ctx); s != nil && end == "signal" {
+	var cur itemRun // the item being run (Run, then Done)
+	defer func() {
+		if spec.sup != nil {
+			spec.sup.Close()
+		}
+	}()
+	l := &worker.Loop{Store: st, Owner: e.set.Owner, Timing: e.timing(), MaxItems: maxItems, MaxAttempts: e.set.MaxAttempts, Outage: out,
+		Start: func() error {
+			if spec.sup != nil && !spec.sup.Gone() {
+				return nil
+			}
+			// One supervisor for the worker's items (a CMD costs its own
+			// fork and exec only); again if it was killed.
+			sup, err := proctree.StartSupervisor(seconds(e.set.Grace))
+			if err != nil {
+				return err
+			}
+			if spec.sup != nil {
+				spec.sup.Close()
+			}
+			spec.sup = sup
+			return nil
+		},
+		Run: func(_ context.Context, held worker.Held, finish func(worker.End) worker.Finished) worker.Ran {
+			for _, r := range held.Met {
+				fmt.Fprintln(e.errw, failLine(r)) // errors met on the way (a corrupt record)
+			}
+			h := newHolder(e, st, spec, held)
+			h.finisher = finish
+			cur = runHeld(h, spec)
+			ran := worker.Ran{Finished: h.finished, Again: func() worker.Finished { h.finishAgain(); return h.finished }}
+			if h.notStarted {
+				ran.Stop = errors.New("CMD could not be started")
+			}
+			return ran
+		},
+		Done: func(d worker.Ended) {
+			ir := cur
+			cur = itemRun{}
+			reportItem(e, d, ir)
+			if d.Err == nil {
+				return
+			}
+			msg := leasefmt.Bound(fmt.Sprintf("lease work: %v; lease released, %s not run", d.Err, leasefmt.Quote(argv[0])))
+			switch {
+			case worker.OutageErrno(d.Err):
+				// The table could not be written for CMD's staging
+				// directory or input: the next claim waits it out.
+				fmt.Fprintln(e.errw, msg)
+			case errors.Is(d.Err, commit.ErrStageTaken):
+				// Another account took the staging directory's name: the
+				// lease was released, no attempt counted.
+				fmt.Fprintln(e.errw, msg+"; going on")
+			default:
+				fmt.Fprintln(e.errw, msg+"; stopping")
+			}
+		},
+	}
+	stop := l.Work(ctx)
+	code := workExit(e, stop, cur)
+	if s := stoppedBy(ctx); s != nil && stop.How == worker.EndSignal {
 		if sig, ok := s.(syscall.Signal); ok {
 			code = exitcode.RunSignal + int(sig)
 		}
 	}
 	if e.json {
 		snap := e.snapshot(st)
-		snap.Lost = int64(w.finishes[worker.HowLost])
-		json.NewEncoder(e.errw).Encode(workEndJSON{Command: "work", End: end, Exit: code, Items: w.items, Finishes: w.finishes, Stats: snap})
+		snap.Lost = int64(stop.Finishes[worker.HowLost])
+		json.NewEncoder(e.errw).Encode(workEndJSON{Command: "work", End: stop.How, Exit: code, Items: stop.Items, Finishes: stop.Finishes, Stats: snap})
 	} else if e.verbose {
-		fmt.Fprintf(e.errw, "lease work: %s after %d items: %s; exit %d\n", end, w.items, formatFinishes(w.finishes), code)
+		fmt.Fprintf(e.errw, "lease work: %s after %d items: %s; exit %d\n", stop.How, stop.Items, formatFinishes(stop.Finishes), code)
 	}
 	if code != exitcode.OK {
 		return cli.Exit("", code)
@@ -303,151 +361,42 @@ func runWork(c *cli.Context) error {
 	return nil
 }
 
-// workLoop is the state of one worker.
-type workLoop struct {
-	e        *env
-	st       *commit.Store
-	items    int
-	finishes map[string]int
-	// outage waits out a table that cannot be written (claims, finishes).
-	outage *worker.Outage
-}
-
-// run claims and runs items until the queue is empty, maxItems (0: no
-// limit) were run, ctx ends or the table fails; it returns the exit
-// status and the end's word.
-func (w *workLoop) run(ctx context.Context, spec itemSpec, maxItems int) (int, string) {
-	e, st := w.e, w.st
-	rnd := worker.NewRand()
-	defer func() {
-		if spec.sup != nil {
-			spec.sup.Close()
-		}
-	}()
-	for maxItems == 0 || w.items < maxItems {
-		if ctx.Err() != nil {
-			return exitcode.RunFailed, "signal"
-		}
-		cl := worker.ClaimNext(ctx, st, rnd, 1, e.set.Owner, e.set.TTL, true, time.Time{}, w.outage)
-		var granted *commit.Result
+// workExit is lease work's exit status for how its loop stopped (the
+// last item run: ir), saying on stderr why the table stopped it.
+func workExit(e *env, stop worker.Stopped, ir itemRun) int {
+	switch stop.How {
+	case worker.EndEmpty, worker.EndMaxItems:
+		return exitcode.OK
+	case worker.EndSignal:
+		return exitcode.RunFailed // 128+n below, for the signal that stopped it
+	case worker.EndCannotRun:
+		return ir.code
+	}
+	switch {
+	case stop.Blocked != nil:
 		bad := exitcode.OK
-		for i, r := range cl.Results {
-			if r.Outcome == commit.OK && granted == nil {
-				granted = &cl.Results[i]
-				continue
+		for _, r := range stop.Blocked.Results {
+			if r.Outcome != commit.OK {
+				fmt.Fprintln(e.errw, failLine(r))
+				bad = exitcode.Worse(bad, exitcode.Of(r.Outcome))
 			}
-			fmt.Fprintln(e.errw, failLine(r)) // errors met on the way (a corrupt record)
-			bad = exitcode.Worse(bad, exitcode.Of(r.Outcome))
 		}
-		switch cl.Answer {
-		case commit.Empty:
-			return exitcode.OK, "empty"
-		case commit.Busy:
-			// Only a stop ends the wait for a busy queue.
-			return exitcode.RunFailed, "signal"
-		case commit.Blocked:
-			if worker.OutageOf(cl.Next) != nil && ctx.Err() != nil {
-				return exitcode.RunFailed, "signal" // a stop ended the wait for the table
-			}
-			fmt.Fprintln(e.errw, leasefmt.Bound("lease work: no queued item can be claimed: "+blockedWhy(cl.Results)+"; stopping"))
-			if bad == exitcode.OK {
-				bad = exitcode.IO
-			}
-			return bad, "error"
+		fmt.Fprintln(e.errw, leasefmt.Bound("lease work: no queued item can be claimed: "+blockedWhy(stop.Blocked.Results)+"; stopping"))
+		if bad == exitcode.OK {
+			bad = exitcode.IO
 		}
-		if granted == nil {
-			return exitcode.IO, "error"
-		}
-		if ctx.Err() != nil {
-			// The stop came with the grant: give the item back untouched.
-			it := commit.Item{ID: granted.ID, Token: granted.Token}
-			worker.Finish(st, it, worker.End{Complete: true}, e.set.MaxAttempts)
-			return exitcode.RunFailed, "signal"
-		}
-		if spec.sup == nil || spec.sup.Gone() {
-			// One supervisor for the worker's items (a CMD costs its own
-			// fork and exec only); again if it was killed.
-			sup, err := proctree.StartSupervisor(seconds(e.set.Grace))
-			if err != nil {
-				worker.Finish(st, commit.Item{ID: granted.ID, Token: granted.Token}, worker.End{Complete: true}, e.set.MaxAttempts)
-				fmt.Fprintln(e.errw, leasefmt.Bound("lease work: "+err.Error()+"; stopping"))
-				return exitcode.RunFailed, "error"
-			}
-			if spec.sup != nil {
-				spec.sup.Close()
-			}
-			spec.sup = sup
-		}
-		began := time.Now()
-		ir, err := holdItem(e, st, spec, *granted, cl.Started)
-		w.items++
-		if err != nil && worker.OutageErrno(ir.cause) {
-			// The table could not be written for CMD's staging directory
-			// or input: the item was released (or its lease runs out),
-			// and the next claim waits the outage out.
-			w.report(ir, time.Since(began))
-			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err))
-			if !w.outage.Wait(ctx, ir.cause) {
-				if ctx.Err() != nil {
-					return exitcode.RunFailed, "signal"
-				}
-				return exitcode.IO, "error"
-			}
-			continue
-		}
-		if err != nil && errors.Is(ir.cause, commit.ErrStageTaken) {
-			// Another account took the staging directory's name: the
-			// lease was released, no attempt counted; the next item (or
-			// this one under its next token) gets a name of its own.
-			w.report(ir, time.Since(began))
-			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err)+"; going on")
-			continue
-		}
-		if !w.settle(ctx, ir.h) {
-			w.report(ir, time.Since(began))
-			if ctx.Err() != nil {
-				return exitcode.RunFailed, "signal"
-			}
-			return exitcode.IO, "error"
-		}
-		w.report(ir, time.Since(began))
-		if err != nil {
-			fmt.Fprintln(e.errw, "lease work: "+exitMessage(err)+"; stopping")
-			return exitcode.IO, "error"
-		}
-		if ir.h.notStarted {
-			return ir.code, "cannot-run"
-		}
-		if o, trouble := ir.h.finished.Trouble(); trouble {
-			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease work: %s token %d could not be finished (%s); stopping", granted.ID, granted.Token, o.Reason())))
-			return exitcode.Of(o), "error"
-		}
+		return bad
+	case stop.Starting:
+		fmt.Fprintln(e.errw, leasefmt.Bound("lease work: "+stop.Err.Error()+"; stopping"))
+		return exitcode.RunFailed
+	case stop.Trouble != nil && stop.Trouble.Cause() == nil:
+		o, _ := stop.Trouble.Trouble()
+		fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("lease work: %s token %d could not be finished (%s); stopping", stop.Held.ID, stop.Held.Token, o.Reason())))
+		return exitcode.Of(o)
 	}
-	if ctx.Err() != nil {
-		// The stop came during the last item: a stop all the same (128+n).
-		return exitcode.RunFailed, "signal"
-	}
-	return exitcode.OK, "max-items"
-}
-
-// settle waits out a finish of h that failed for the machine's sake (a
-// full or read-only filesystem, an I/O error, ESTALE: worker.Outage) and
-// finishes the item again once the table takes writes; false when the
-// wait ended (max_wait, a stop) with the item still unfinished.
-func (w *workLoop) settle(ctx context.Context, h *holder) bool {
-	for {
-		cause := h.finished.Cause()
-		if cause == nil {
-			if w.outage.Waiting() {
-				w.outage.Over()
-			}
-			return true
-		}
-		if !w.outage.Wait(ctx, cause) {
-			return false
-		}
-		h.finishAgain()
-	}
+	// An outage longer than max_wait, or a table error of an item's
+	// staging directory or input (said as the item was reported).
+	return exitcode.IO
 }
 
 // blockedWhy names the reasons of the results that blocked a claim.
@@ -469,27 +418,26 @@ func blockedWhy(res []commit.Result) string {
 	return why
 }
 
-// exitMessage is the message of an error that holdItem returned.
-func exitMessage(err error) string {
-	if ec, ok := err.(cli.ExitCoder); ok {
-		return fmt.Sprint(ec)
-	}
-	return err.Error()
-}
-
-// report prints what -v and --json say of one item.
-func (w *workLoop) report(ir itemRun, took time.Duration) {
-	h, e := ir.h, w.e
-	w.finishes[h.finish]++
+// reportItem prints what -v and --json say of one item (ir: how its CMD
+// ran, zero when it did not).
+func reportItem(e *env, d worker.Ended, ir itemRun) {
+	f := d.Finished
 	var attempts int64
-	if rec := h.finished.Result.Record; rec != nil {
+	if rec := f.Result.Record; rec != nil {
 		attempts = rec.Attempts
+	}
+	lost, lostReason := f.How == worker.HowLost, ""
+	if lost {
+		lostReason = failLine(f.Result)
+	}
+	if ir.h != nil {
+		lost, lostReason = ir.h.lost, ir.h.lostReason
 	}
 	switch {
 	case e.json:
-		json.NewEncoder(e.errw).Encode(workItemJSON{Command: "work", Item: w.items, ID: string(h.item.ID), Token: h.item.Token,
-			ChildStatus: ir.status.code, ChildSignal: ir.status.signal, Lost: h.lost, LostReason: h.lostReason,
-			Finish: h.finish, Attempts: attempts, DurationS: took.Seconds()})
+		json.NewEncoder(e.errw).Encode(workItemJSON{Command: "work", Item: d.N, ID: string(d.Held.ID), Token: d.Held.Token,
+			ChildStatus: ir.status.code, ChildSignal: ir.status.signal, Lost: lost, LostReason: lostReason,
+			Finish: f.How, Attempts: attempts, DurationS: d.Took.Seconds()})
 	case e.verbose:
 		status := "not run"
 		switch {
@@ -499,13 +447,13 @@ func (w *workLoop) report(ir itemRun, took time.Duration) {
 			status = fmt.Sprintf("exit %d", *ir.status.code)
 		}
 		more := ""
-		if h.finished.Published {
-			more = " (published public/" + string(h.item.ID) + "/)"
+		if f.Published {
+			more = " (published public/" + string(d.Held.ID) + "/)"
 		}
-		if attempts > 0 && h.finished.Attempt {
+		if attempts > 0 && f.Attempt {
 			more += fmt.Sprintf(" (attempt %d)", attempts)
 		}
-		fmt.Fprintf(e.errw, "lease work: item %d: %s token %d: %s, %s%s, %s\n", w.items, h.item.ID, h.item.Token, status, h.finish, more, formatSeconds(took.Seconds()))
+		fmt.Fprintf(e.errw, "lease work: item %d: %s token %d: %s, %s%s, %s\n", d.N, d.Held.ID, d.Held.Token, status, f.How, more, formatSeconds(d.Took.Seconds()))
 	}
 }
 

@@ -293,7 +293,7 @@ func (s *Settings) resolve(vals map[string]any) error {
 	if _, ok := vals["ttl"]; !ok {
 		s.origin["ttl"] = "default (max(" + ftoa(DefaultMinTTL) + ", 4*target_timeout))"
 	}
-	s.RenewInterval = num("renew_interval", math.Max(0.1, math.Min(30, s.TTL/3)))
+	s.RenewInterval = num("renew_interval", RenewInterval(s.TTL))
 	if _, ok := vals["renew_interval"]; !ok {
 		s.origin["renew_interval"] = "default (max(0.1, min(30, ttl/3)))"
 	}
@@ -325,6 +325,11 @@ func (s *Settings) resolve(vals map[string]any) error {
 	}
 	return nil
 }
+
+// RenewInterval is the default time between renewals of a lease of ttl
+// seconds: a third of it, at least 0.1 s and at most 30 s (renew_interval;
+// leases.WorkOptions.Interval 0).
+func RenewInterval(ttl float64) float64 { return math.Max(0.1, math.Min(30, ttl/3)) }
 
 // CheckRenewInterval refuses a renewal interval under which a renewal could
 // not arrive before the lease counts as lost: the commands that renew on an

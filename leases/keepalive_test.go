@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,8 +51,8 @@ func init() {
 }
 
 // holdRecordLock starts a process that holds id's record lock until the test
-// ends.
-func holdRecordLock(t *testing.T, root, id string) {
+// ends, or until the function it returns is called.
+func holdRecordLock(t *testing.T, root, id string) (release func()) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -66,10 +67,13 @@ func holdRecordLock(t *testing.T, root, id string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	var once sync.Once
+	release = func() { once.Do(func() { stdin.Close(); cmd.Wait() }) }
+	t.Cleanup(release)
 	if line, err := bufio.NewReader(out).ReadString('\n'); line != "locked\n" {
 		t.Fatalf("the lock holder said %q (%v): %s", line, err, errb.String())
 	}
+	return release
 }
 
 // keepTable is a new table whose clocks agree within 0.1 s (one host).

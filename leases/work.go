@@ -1,9 +1,10 @@
 package leases
 
 // Table.Work: the campaign worker of the command line's lease work, for a
-// harness written in Go. The same rules (internal/worker: the claim of the
-// queue, the finish of an item; keepalive: the keeping) so that Go workers
-// and lease work workers can share one campaign.
+// harness written in Go. The same loop (internal/worker.Loop: the claim of
+// the queue, the finish of an item, the outage and no-room waits;
+// keepalive: the keeping) so that Go workers and lease work workers can
+// share one campaign; only what runs the work is this file's.
 
 import (
 	"context"
@@ -76,7 +77,10 @@ type ItemResult struct {
 	// lost: no attempt), by-command-done or by-command-released (the
 	// function finished the lease itself).
 	Finish string
-	// Err is what the function returned.
+	// Err is what the function returned; for an item whose staging
+	// directory or stored input could not be read, the table's error (the
+	// function was not called; the item was released, no attempt counted,
+	// and Finish says how that release went).
 	Err error
 	// Attempts is the item's count of failed runs after it.
 	Attempts int64
@@ -89,7 +93,7 @@ type ItemResult struct {
 	// 256 MiB): the machine's failure, not the item's; it was released.
 	NoRoom error
 
-	outage error // the table's error of an outage that kept fn from running
+	finished worker.Finished // how workOne's finish went
 }
 
 // WorkStats counts what Work did, by how each item was finished.
@@ -125,13 +129,15 @@ type ExitStatus interface{ ExitCode() int }
 //     filesystem had no room (ItemResult.NoRoom), and while it has none
 //     Work claims nothing (waited out as an outage, bounded by MaxWait).
 //
-// The lease waited for counts from the claim that granted it. Work
+// The lease waited for counts from the claim that granted it; the finish
+// of an item waits for its record's lock no longer than a renewal would
+// (ttl - interval - clock skew, or the table's lock timeout when shorter).
+// The loop is lease work's own (internal/worker.Loop). Work
 // returns nil when the queue is empty or MaxItems items were run,
 // ctx.Err() when ctx ended it (the item held was released), and an error
 // wrapping ErrIO, ErrCorrupt or ErrLockTimeout when the table failed.
 // Items that fail, are lost or cannot be published never end it.
 func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, opts WorkOptions) (WorkStats, error) {
-	stats := WorkStats{Finishes: map[string]int{}}
 	maxAttempts := opts.MaxAttempts
 	switch {
 	case maxAttempts == 0:
@@ -143,117 +149,96 @@ func (t *Table) Work(ctx context.Context, fn func(context.Context, Item) error, 
 	if ttl == 0 {
 		ttl = t.ttl
 	}
-	skew := time.Duration(t.st.ClockSkew() * float64(time.Second))
-	interval := opts.Interval
-	if interval == 0 {
-		interval = max(100*time.Millisecond, min(30*time.Second, ttl/3))
-	}
-	if interval >= ttl-skew {
-		return stats, fmt.Errorf("work: renewal interval %v must be less than ttl %v - clock skew %v", interval, ttl, skew)
-	}
 	grace := opts.Grace
 	if grace == 0 {
 		grace = time.Duration(config.DefaultGrace * float64(time.Second))
 	}
-	cfg := keepalive.Config{Interval: interval, LockTimeout: t.st.LockTimeout(), ClockSkew: skew, Grace: grace}
-	kst := t.st // the keeper bounds its renewals' lock waits through their contexts
-	rnd := worker.NewRand()
-	// No claim while the table's filesystem has no room (worker.NoRoom).
-	out := &worker.Outage{MaxWait: opts.MaxWait, Say: opts.Waiting, Room: t.st.Root()}
-	for opts.MaxItems == 0 || stats.Items < opts.MaxItems {
-		if err := ctx.Err(); err != nil {
-			return stats, err
-		}
-		cl := worker.ClaimNext(ctx, t.st, rnd, 1, t.owner, ttl.Seconds(), true, time.Time{}, out)
-		if worker.OutageOf(cl.Next) != nil && ctx.Err() != nil {
-			return stats, ctx.Err()
-		}
-		if cl.Answer == commit.Empty {
-			return stats, nil
-		}
-		if cl.Answer == commit.Busy {
-			return stats, ctx.Err() // only ctx ends the wait
-		}
-		l, err := nextLease(cl)
-		if err != nil {
-			return stats, err
-		}
-		var granted commit.Result
-		for _, r := range cl.Results {
-			if r.Outcome == commit.OK {
-				granted = r
-				break
-			}
-		}
-		it := commit.Item{ID: granted.ID, Token: granted.Token}
-		if ctx.Err() != nil {
-			worker.Finish(t.st, it, worker.End{Complete: true}, maxAttempts)
-			return stats, ctx.Err()
-		}
-		res, err := t.workOne(ctx, kst, cfg, fn, granted, cl.Started, maxAttempts, out)
-		stats.Items++
-		res.Lease = l
-		stats.Finishes[res.Finish]++
-		if opts.Done != nil {
-			opts.Done(res)
-		}
-		if err != nil && res.outage != nil {
-			// The table could not be written for the item's staging
-			// directory or input: released (or left to run out); the next
-			// claim waits the outage out.
-			if !out.Wait(ctx, res.outage) {
-				if ctx.Err() != nil {
-					return stats, ctx.Err()
-				}
-				return stats, err
-			}
-			continue
-		}
-		if err != nil && errors.Is(err, commit.ErrStageTaken) {
-			// Another account took the staging directory's name: the
-			// lease was released with no attempt; go on.
-			continue
-		}
-		if err != nil {
-			return stats, err
-		}
+	timing, err := worker.NewTiming(ttl.Seconds(), 0, opts.Interval.Seconds(), grace.Seconds(), t.st.ClockSkew(), t.st.LockTimeout().Seconds())
+	if err != nil {
+		return WorkStats{Finishes: map[string]int{}}, fmt.Errorf("work: %w", err)
 	}
-	return stats, nil
+	var cur ItemResult // the item being run (Run, then Done)
+	l := &worker.Loop{Store: t.st, Owner: t.owner, Timing: timing, MaxItems: opts.MaxItems, MaxAttempts: maxAttempts,
+		// No claim while the table's filesystem has no room (worker.NoRoom).
+		Outage: &worker.Outage{MaxWait: opts.MaxWait, Say: opts.Waiting, Room: t.st.Root()},
+		Run: func(ctx context.Context, h worker.Held, finish func(worker.End) worker.Finished) worker.Ran {
+			cur = t.workOne(ctx, timing, fn, h, finish)
+			return worker.Ran{Finished: cur.finished}
+		},
+		Done: func(d worker.Ended) {
+			res := cur
+			cur = ItemResult{}
+			if d.Err != nil {
+				res = ItemResult{Err: d.Err}
+			}
+			res.Lease = results([]commit.Result{d.Held.Granted})[0].Lease
+			res.Finish, res.Lost = d.Finished.How, res.Lost || d.Finished.How == worker.HowLost
+			if d.End.NoRoom != nil && d.Finished.How == worker.HowReleased {
+				res.NoRoom = d.End.NoRoom
+				if opts.Waiting != nil {
+					opts.Waiting(worker.NoRoomMessage(string(d.Held.ID), "the function", d.End.NoRoom))
+				}
+			}
+			if rec := d.Finished.Result.Record; rec != nil {
+				res.Attempts = rec.Attempts
+			}
+			if opts.Done != nil {
+				opts.Done(res)
+			}
+		},
+	}
+	end := l.Work(ctx)
+	stats := WorkStats{Items: end.Items, Finishes: end.Finishes}
+	switch end.How {
+	case worker.EndEmpty, worker.EndMaxItems:
+		return stats, nil
+	case worker.EndSignal:
+		return stats, ctx.Err()
+	}
+	switch {
+	case end.Blocked != nil:
+		_, err := nextLease(*end.Blocked)
+		if err == nil {
+			err = fmt.Errorf("%w: %w", ErrIO, end.Err)
+		}
+		return stats, err
+	case end.Trouble != nil:
+		f := *end.Trouble
+		cause := f.Result.Err()
+		if f.StageErr != nil {
+			cause = fmt.Errorf("%w: %w", ErrIO, f.StageErr)
+		}
+		if cause == nil {
+			o, _ := f.Trouble()
+			cause = errors.New(o.Reason())
+		}
+		return stats, fmt.Errorf("%s token %d could not be finished: %w", end.Held.ID, end.Held.Token, cause)
+	}
+	return stats, fmt.Errorf("%w: %w", ErrIO, end.Err)
 }
 
-// workOne runs fn for the item a claim granted (its try begun at start)
-// and finishes it; the error is a table error that ends Work.
-func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Config, fn func(context.Context, Item) error,
-	granted commit.Result, start time.Time, maxAttempts int, out *worker.Outage) (ItemResult, error) {
-	it := commit.Item{ID: granted.ID, Token: granted.Token}
-	stage, err := t.st.MakeStage(it.ID, it.Token)
-	if err != nil {
-		worker.Finish(t.st, it, worker.End{Complete: true}, maxAttempts)
-		return ItemResult{Finish: commit.IOError.Reason(), outage: outageErr(err)}, fmt.Errorf("%w: staging directory of %s token %d: %w", ErrIO, it.ID, it.Token, err)
-	}
-	item := Item{Stage: stage}
-	item.ID, item.Token = string(it.ID), it.Token
-	if ok, err := t.st.HasInput(it.ID); err != nil {
-		worker.Finish(t.st, it, worker.End{Complete: true}, maxAttempts)
-		return ItemResult{Finish: commit.IOError.Reason(), outage: outageErr(err)}, fmt.Errorf("%w: stored input of %s: %w", ErrIO, it.ID, err)
-	} else if ok {
-		item.Input = t.st.Abs(t.st.InputPath(it.ID))
-	}
-	lease := keepalive.Granted(it, start, granted.Record, cfg.ClockSkew)
-	if granted.Record != nil {
-		item.Expires = time.UnixMicro(int64(granted.Record.ExpiresAt * 1e6))
+// workOne runs fn for the item h while its lease is kept alive, and
+// finishes it with finish.
+func (t *Table) workOne(ctx context.Context, timing worker.Timing, fn func(context.Context, Item) error, h worker.Held,
+	finish func(worker.End) worker.Finished) ItemResult {
+	item := Item{Stage: h.Stage, Input: h.Input}
+	item.ID, item.Token = string(h.ID), h.Token
+	lease := keepalive.Granted(h.Item, h.Started, h.Granted.Record, timing.ClockSkew)
+	if h.Granted.Record != nil {
+		item.Expires = time.UnixMicro(int64(h.Granted.Record.ExpiresAt * 1e6))
 	}
 
 	// fn's context ends when the lease is lost (the keeper says so) or
-	// ctx ends; the keeping itself ends only when fn has returned.
+	// ctx ends; the keeping itself ends only when fn has returned. The
+	// keeper bounds its renewals' lock waits through their contexts.
 	fctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	kctx, stopKeeping := context.WithCancel(context.Background())
 	kept := make(chan keepalive.Report, 1)
 	go func() {
-		kept <- keepalive.Keep(kctx, keepalive.Store(kst), lease, cfg, func(r keepalive.Report) {
+		kept <- keepalive.Keep(kctx, keepalive.Store(t.st), lease, timing.Keep(), func(r keepalive.Report) {
 			if r.Event == keepalive.Lost {
-				cancel(fmt.Errorf("%w: %s token %d", ErrLost, it.ID, it.Token))
+				cancel(fmt.Errorf("%w: %s token %d", ErrLost, h.ID, h.Token))
 			}
 		})
 	}()
@@ -268,47 +253,7 @@ func (t *Table) workOne(ctx context.Context, kst *commit.Store, cfg keepalive.Co
 		// machine's failure (worker.Failed).
 		e = worker.Failed(t.st, e, commit.Failure{ExitStatus: exitStatusOf(ferr), Stderr: []byte(ferr.Error())})
 	}
-	f := worker.Finish(t.st, it, e, maxAttempts)
-	for cause := f.Cause(); cause != nil; cause = f.Cause() {
-		// A finish that failed for the machine's sake: wait it out and
-		// finish again (the result stays staged meanwhile).
-		if !out.Wait(ctx, cause) {
-			break
-		}
-		f = worker.Finish(t.st, it, e, maxAttempts)
-	}
-	if f.Cause() == nil {
-		out.Over()
-	}
-	res := ItemResult{Finish: f.How, Err: ferr, Lost: lost || f.How == worker.HowLost}
-	if e.NoRoom != nil && f.How == worker.HowReleased {
-		res.NoRoom = e.NoRoom
-		if out.Say != nil {
-			out.Say(worker.NoRoomMessage(string(it.ID), "the function", e.NoRoom))
-		}
-	}
-	if rec := f.Result.Record; rec != nil {
-		res.Attempts = rec.Attempts
-	}
-	if o, trouble := f.Trouble(); trouble {
-		cause := f.Result.Err()
-		if f.StageErr != nil {
-			cause = fmt.Errorf("%w: %w", ErrIO, f.StageErr)
-		}
-		if cause == nil {
-			cause = errors.New(o.Reason())
-		}
-		return res, fmt.Errorf("%s token %d could not be finished: %w", it.ID, it.Token, cause)
-	}
-	return res, nil
-}
-
-// outageErr is err when it is an outage's (worker.OutageErrno), else nil.
-func outageErr(err error) error {
-	if worker.OutageErrno(err) {
-		return err
-	}
-	return nil
+	return ItemResult{Err: ferr, Lost: lost, finished: finish(e)}
 }
 
 // exitStatusOf is the exit status an error carries, 0 when none: a

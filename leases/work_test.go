@@ -199,3 +199,39 @@ func TestDefaultOwnerIsWorkers(t *testing.T) {
 		t.Errorf("the record without WithOwner: %s\nwant an owner ending in %s", data, want)
 	}
 }
+
+// TestWorkFinishWaitsNoLongerThanARenewal: the finish of an item waits for
+// its record's lock no longer than a renewal would (ttl - interval -
+// clock skew), through its context's deadline, not the table's lock
+// timeout (an hour here): with another process holding the lock when the
+// function returns, Work ends with an error wrapping ErrLockTimeout. The
+// lock holder is let go after 20 s, far past the renewal's bound of 1.9 s:
+// a finish that waited the table's lock timeout then finishes the item,
+// and the run that follows it (no lock held) makes it done.
+func TestWorkFinishWaitsNoLongerThanARenewal(t *testing.T) {
+	t.Parallel()
+	root := filepath.Join(t.TempDir(), "table")
+	tb, err := leases.Create(root, leases.WithShards(4, 4), leases.WithClockSkew(100*time.Millisecond),
+		leases.WithOwner("test/work"), leases.WithLockTimeout(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	if _, err := tb.AddContent(context.Background(), []byte("locked at the finish")); err != nil {
+		t.Fatal(err)
+	}
+	var release func()
+	stats, err := tb.Work(context.Background(), func(ctx context.Context, it leases.Item) error {
+		if release == nil {
+			release = holdRecordLock(t, root, it.ID)
+			time.AfterFunc(20*time.Second, release)
+		}
+		return nil
+	}, leases.WorkOptions{TTL: 3 * time.Second, Interval: time.Second})
+	if release != nil {
+		release()
+	}
+	if !errors.Is(err, leases.ErrLockTimeout) || stats.Finishes["done"] != 0 {
+		t.Fatalf("Work: %+v, %v; want the finish refused with ErrLockTimeout", stats, err)
+	}
+}

@@ -9,7 +9,11 @@
 //     staged is published whole as public/ID/ and the item is done only
 //     when that succeeded; a run that failed on its own counts an attempt
 //     (failed at max_attempts); a run that was stopped, or whose lease was
-//     lost, counts none.
+//     lost, counts none;
+//   - the loop of a long-lived worker ([Loop]): claim, run, finish, wait
+//     out a table that cannot be written ([Outage]) or a filesystem with
+//     no room, until the queue is empty; lease work and Table.Work run it,
+//     each with its own way of running the work.
 //
 // Keeping the lease alive while the work runs is package keepalive's.
 // The rules are those of docs/lease-format.md (attempts, whole results)

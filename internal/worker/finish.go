@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/keepalive"
@@ -107,26 +108,72 @@ func (f Finished) Trouble() (commit.Outcome, bool) {
 // A lease its holder finished itself with its token (done, or released)
 // counts as finished; a refusal of a lease that is gone is HowLost. An
 // empty staging directory is removed; one with anything in it stays.
-func Finish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
+//
+// ctx bounds the lock wait of each write: its deadline, when it has one,
+// is the longest any of them waits for a record's lock (a holder's finish
+// waits no longer than a renewal would: FinishContext), each write
+// getting the whole span, so that the release settling a publish that
+// failed is still tried. The writes are never cut short otherwise, not
+// even by the signal that stopped the worker: a lease ends released or
+// done rather than left to expire.
+func Finish(ctx context.Context, st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
 	defer st.FS().Remove(commit.StagePath(it.ID, it.Token)) // only an empty one goes
+	w := &writes{ctx: ctx}
+	if d, ok := ctx.Deadline(); ok {
+		w.span = max(time.Nanosecond, time.Until(d))
+	}
+	defer w.done()
+	finishCtx := w.next
 	items := []commit.Item{it}
 	switch {
 	case e.Complete && e.Succeeded:
 		empty, err := st.StageEmpty(it.ID, it.Token)
 		if err != nil {
-			rel := st.Release(finishCtx, items)[0]
+			rel := st.Release(finishCtx(), items)[0]
 			return Finished{How: commit.IOError.Reason(), Result: rel, StageErr: err}
 		}
 		if !empty {
-			return publish(st, it, e, maxAttempts)
+			return publish(finishCtx, st, it, e, maxAttempts)
 		}
-		return classify(st.Complete(finishCtx, items)[0], HowDone, e.Lost)
+		return classify(st.Complete(finishCtx(), items)[0], HowDone, e.Lost)
 	case e.Complete && e.Failure != nil && !e.Lost:
-		f := classify(st.ReleaseFailed(finishCtx, items, *e.Failure, maxAttempts)[0], HowReleased, false)
+		f := classify(st.ReleaseFailed(finishCtx(), items, *e.Failure, maxAttempts)[0], HowReleased, false)
 		f.Attempt = f.Result.Outcome == commit.OK
 		return f
 	}
-	return classify(st.Release(finishCtx, items)[0], HowReleased, e.Lost)
+	return classify(st.Release(finishCtx(), items)[0], HowReleased, e.Lost)
+}
+
+// writes gives each write of a finish its context: ctx's values, never
+// cancelled, with a deadline span from the write's start when ctx had
+// one.
+type writes struct {
+	ctx     context.Context
+	span    time.Duration
+	cancels []context.CancelFunc
+}
+
+func (w *writes) next() context.Context {
+	ctx := context.WithoutCancel(w.ctx)
+	if w.span > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, w.span)
+		w.cancels = append(w.cancels, cancel)
+	}
+	return ctx
+}
+
+func (w *writes) done() {
+	for _, c := range w.cancels {
+		c()
+	}
+}
+
+// FinishContext is the context of a holder's finish: its lock waits end
+// at the renewal's bound wait (keepalive.LockWait), not the store's lock
+// timeout, which a claim waits.
+func FinishContext(wait time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), wait)
 }
 
 // classify names how the finishing call r went; ok is the word of its
@@ -155,9 +202,9 @@ func classify(r commit.Result, ok string, lost bool) Finished {
 
 // publish publishes the staging directory of it as public/ID/ and
 // completes it (see Finish).
-func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
+func publish(finishCtx func() context.Context, st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
 	items := []commit.Item{it}
-	r, err := st.CompleteStage(finishCtx, it)
+	r, err := st.CompleteStage(finishCtx(), it)
 	refused := ""
 	switch {
 	case errors.Is(err, commit.ErrStaged):
@@ -166,7 +213,7 @@ func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished 
 		refused = r.Detail
 	}
 	if refused != "" {
-		res := st.ReleaseFailed(finishCtx, items, commit.Failure{Stderr: []byte("the result cannot be published: " + refused)}, maxAttempts)[0]
+		res := st.ReleaseFailed(finishCtx(), items, commit.Failure{Stderr: []byte("the result cannot be published: " + refused)}, maxAttempts)[0]
 		f := classify(res, HowPublishRefused, e.Lost)
 		if res.Outcome == commit.OK {
 			f.How, f.Attempt = HowPublishRefused, true
@@ -186,16 +233,9 @@ func publish(st *commit.Store, it commit.Item, e End, maxAttempts int) Finished 
 	// An I/O error, a lock timeout, a corrupt record: the record may be
 	// committing; the release settles it (done if the result moved).
 	bad := r
-	rel := st.Release(finishCtx, items)[0]
+	rel := st.Release(finishCtx(), items)[0]
 	if rel.Outcome == commit.Done {
 		return Finished{How: HowDone, Result: rel, Published: true}
 	}
 	return Finished{How: bad.Outcome.Reason(), Result: bad, PublishErr: &bad}
 }
-
-// finishCtx is the context of the writes that finish an item (release,
-// complete, publish, failed): never cut short, not even by the signal that
-// stopped the worker, so that a lease ends released or done rather than
-// left to expire; each write's lock wait is still bounded by the store's
-// lock timeout.
-var finishCtx = context.Background()

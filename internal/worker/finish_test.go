@@ -73,7 +73,7 @@ func TestFinishRules(t *testing.T) {
 
 	// Succeeded, nothing staged: done; the empty staging directory goes.
 	it := claimed(t, st, "empty")
-	if f := Finish(st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowDone || f.Published || f.Attempt {
+	if f := Finish(context.Background(), st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowDone || f.Published || f.Attempt {
 		t.Errorf("empty stage: %+v", f)
 	}
 	if exists(st, commit.StagePath(it.ID, it.Token)) || status(t, st, it.ID).Status != leasefmt.Done {
@@ -82,7 +82,7 @@ func TestFinishRules(t *testing.T) {
 
 	// Succeeded with files staged, any names: published whole as public/ID/.
 	it = claimed(t, st, "found", "crashes/id:000000,sig:11", "fuzzer_stats")
-	if f := Finish(st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowDone || !f.Published {
+	if f := Finish(context.Background(), st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowDone || !f.Published {
 		t.Errorf("staged result: %+v", f)
 	}
 	if !exists(st, "public/"+string(it.ID)+"/crashes/id:000000,sig:11") || !exists(st, "public/"+string(it.ID)+"/fuzzer_stats") {
@@ -92,7 +92,7 @@ func TestFinishRules(t *testing.T) {
 	// A publish that collides: not done, an attempt, the stage stays.
 	it = claimed(t, st, "collides", "crash")
 	os.MkdirAll(st.Abs("public/"+string(it.ID)), 0o755)
-	f := Finish(st, it, End{Complete: true, Succeeded: true}, 3)
+	f := Finish(context.Background(), st, it, End{Complete: true, Succeeded: true}, 3)
 	if f.How != HowPublishRefused || !f.Attempt || f.Refused == "" {
 		t.Errorf("collision: %+v", f)
 	}
@@ -106,7 +106,7 @@ func TestFinishRules(t *testing.T) {
 	// Failed on its own: attempts counted; failed at max_attempts.
 	for n := 1; n <= 2; n++ {
 		it = claimed(t, st, "poison")
-		f := Finish(st, it, End{Complete: true, Failure: failure}, 2)
+		f := Finish(context.Background(), st, it, End{Complete: true, Failure: failure}, 2)
 		want := map[int]string{1: HowReleased, 2: HowFailed}[n]
 		if f.How != want || !f.Attempt || f.Result.Record.Attempts != int64(n) {
 			t.Errorf("poison run %d: %+v, want %s", n, f, want)
@@ -120,7 +120,7 @@ func TestFinishRules(t *testing.T) {
 	// Complete a failure is no attempt either.
 	for _, e := range []End{{Complete: true}, {Complete: true, Lost: true, Failure: failure}, {Failure: failure}} {
 		it = claimed(t, st, "stopped")
-		if f := Finish(st, it, e, 3); f.How != HowReleased || f.Attempt {
+		if f := Finish(context.Background(), st, it, e, 3); f.How != HowReleased || f.Attempt {
 			t.Errorf("%+v: %+v", e, f)
 		}
 		if rec := status(t, st, it.ID); rec.Attempts != 0 {
@@ -133,17 +133,17 @@ func TestFinishRules(t *testing.T) {
 	it = claimed(t, st, "taken")
 	st.Revoke(context.Background(), []commit.Item{{ID: it.ID}})
 	st.Claim(context.Background(), []commit.Item{{ID: it.ID}}, "other", 60)
-	if f := Finish(st, it, End{Complete: true, Failure: failure}, 3); f.How != HowLost {
+	if f := Finish(context.Background(), st, it, End{Complete: true, Failure: failure}, 3); f.How != HowLost {
 		t.Errorf("taken over: %+v", f)
 	}
 	it = claimed(t, st, "released")
 	st.Release(context.Background(), []commit.Item{it})
-	if f := Finish(st, it, End{Complete: true, Failure: failure}, 3); f.How != HowByHolderReleased || f.Attempt {
+	if f := Finish(context.Background(), st, it, End{Complete: true, Failure: failure}, 3); f.How != HowByHolderReleased || f.Attempt {
 		t.Errorf("released by its holder: %+v", f)
 	}
 	it = claimed(t, st, "by-holder", "late")
 	st.Complete(context.Background(), []commit.Item{it})
-	if f := Finish(st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowByHolderDone || !f.Unpublished {
+	if f := Finish(context.Background(), st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowByHolderDone || !f.Unpublished {
 		t.Errorf("completed by its holder: %+v", f)
 	}
 	if _, trouble := f.Trouble(); trouble {
