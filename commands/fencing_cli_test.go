@@ -9,6 +9,7 @@ package commands_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -86,7 +87,7 @@ func TestFenceWatchStopsCleanly(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	waitReadingStdin(t, cmd.Process.Pid) // past its set-up: its signals are caught
 	cmd.Process.Signal(syscall.SIGTERM)
 	time.Sleep(100 * time.Millisecond)
 	io.WriteString(stdin, lines)
@@ -111,6 +112,28 @@ func TestFenceWatchStopsCleanly(t *testing.T) {
 	if !strings.Contains(p.holdProc.errOut.String(), "done "+string(ids[0])) {
 		t.Errorf("the completed lease was not reported lost:\n%s", p.holdProc.errOut)
 	}
+}
+
+// waitReadingStdin waits until a thread of process pid is blocked in
+// read(2) of its standard input (/proc/PID/task/TID/syscall): a command
+// that reads its input after its set-up has then passed it, however loaded
+// the machine (a fixed sleep signalled some before their handler was in).
+func waitReadingStdin(t *testing.T, pid int) {
+	t.Helper()
+	want := fmt.Sprintf("%d 0x0 ", syscall.SYS_READ)
+	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			t.Fatalf("process %d: %v", pid, err)
+		}
+		for _, task := range tasks {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
+			if strings.HasPrefix(string(b), want) {
+				return
+			}
+		}
+	}
+	t.Fatalf("process %d never read its standard input", pid)
 }
 
 // Error texts name the record, the operation and the cause: a read-only
