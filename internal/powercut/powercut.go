@@ -225,15 +225,24 @@ wait:
 		logf("console:\n%s", console)
 	}
 	t0 = time.Now()
-	ex := parseAcks(append(prior, console...))
+	acks := append(prior, console...)
+	ex := parseAcks(acks)
 	res.Acked = ex.count
+	// An image kept for a loss or a violation keeps its acknowledgements
+	// beside it (console.txt: the template's, then the guest's console), so
+	// that what the cut lost can be told from the image alone afterwards,
+	// in this kernel or another.
+	keepImage := func() {
+		keep, res.Image = true, img
+		os.WriteFile(filepath.Join(w, "console.txt"), acks, 0o644)
+	}
 	mnt := filepath.Join(w, "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		return res, err
 	}
 	if out, err := exec.Command("mount", "-o", "loop", "-t", fsys.Type, img, mnt).CombinedOutput(); err != nil {
 		res.Violations = append(res.Violations, fmt.Sprintf("the image does not mount after the cut: %v: %s", err, out))
-		keep, res.Image = true, img
+		keepImage()
 		return res, nil
 	}
 	defer func() {
@@ -244,7 +253,7 @@ wait:
 			}
 		}
 		if res.Failed() {
-			keep, res.Image = true, img
+			keepImage()
 		}
 	}()
 	check(&res, ex, filepath.Join(mnt, "t"), o.Lease)
