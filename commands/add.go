@@ -65,7 +65,7 @@ var addManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 20, Command: addCommand, Manual: addManual, Launch: Distributed, Records: "added"})
+	register(&Descriptor{Rank: 20, Command: addCommand, Manual: addManual, Launch: Distributed, Records: "added", NotDone: "added"})
 }
 
 func runAdd(c *cli.Context) error {

@@ -78,7 +78,7 @@ var claimManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 30, Command: claimCommand, Manual: claimManual, Launch: Distributed, Records: "claims"})
+	register(&Descriptor{Rank: 30, Command: claimCommand, Manual: claimManual, Launch: Distributed, Records: "claims", NotDone: "granted"})
 }
 
 func runClaim(c *cli.Context) error {

@@ -85,7 +85,7 @@ var completeManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 70, Command: completeCommand, Manual: completeManual, Launch: Alone, Records: "completions", Worker: true})
+	register(&Descriptor{Rank: 70, Command: completeCommand, Manual: completeManual, Launch: Alone, Records: "completions", Worker: true, NotDone: "completed"})
 }
 
 func runComplete(c *cli.Context) error {

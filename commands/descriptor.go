@@ -39,6 +39,10 @@ type Descriptor struct {
 	// Records is what -v calls the records its statistics count ("claims",
 	// "releases"); "" is "renewals", the JSON's name.
 	Records string
+	// NotDone is the word of what it did not do to a record, in the one
+	// line that counts the records a full filesystem stopped ("granted":
+	// "12 of 300 IDs not granted"); "" is "done".
+	NotDone string
 	// Worker: a worker runs it once per item. Refused under a launcher, it
 	// suggests a script that calls lease instead of running lease itself.
 	Worker bool

@@ -51,7 +51,7 @@ var groupClaimManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 90, Command: groupClaimCommand, Manual: groupClaimManual, Launch: Alone, Records: "groups"})
+	register(&Descriptor{Rank: 90, Command: groupClaimCommand, Manual: groupClaimManual, Launch: Alone, Records: "groups", NotDone: "granted"})
 }
 
 func runGroupClaim(c *cli.Context) error {

@@ -31,7 +31,7 @@ var groupReleaseManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 110, Command: groupReleaseCommand, Manual: groupReleaseManual, Launch: Alone, Records: "releases"})
+	register(&Descriptor{Rank: 110, Command: groupReleaseCommand, Manual: groupReleaseManual, Launch: Alone, Records: "releases", NotDone: "released"})
 }
 
 func runGroupRelease(c *cli.Context) error {

@@ -37,7 +37,7 @@ var groupRenewManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 100, Command: groupRenewCommand, Manual: groupRenewManual, Launch: Alone})
+	register(&Descriptor{Rank: 100, Command: groupRenewCommand, Manual: groupRenewManual, Launch: Alone, NotDone: "renewed"})
 }
 
 func runGroupRenew(c *cli.Context) error {

@@ -19,12 +19,6 @@ import (
 // that failed so keeps its own line (its path and what was left) beside
 // it. --json keeps every result.
 
-// notDone is the word of what a command did not do to a record.
-var notDone = map[string]string{
-	"add": "added", "claim": "granted", "renew-batch": "renewed", "release": "released", "complete": "completed",
-	"revoke": "revoked", "verify": "verified", "group-claim": "granted", "group-renew": "renewed", "group-release": "released",
-}
-
 // outOfSpace reports whether r failed because the filesystem was full.
 func outOfSpace(r commit.Result) bool {
 	return r.Outcome == commit.IOError && errors.Is(r.Cause, unix.ENOSPC)
@@ -53,12 +47,18 @@ func (e *env) noSpace(cmd string, rows []row) ([]row, string) {
 	if n == 1 {
 		kept = rows
 	}
-	verb := notDone[cmd]
-	if verb == "" {
-		verb = "done"
+	return kept, e.spaceLine(cmd, n, len(rows), first.Result)
+}
+
+// spaceLine is the one line that says n of total IDs were not done for
+// want of space, naming the first and what the filesystem ran out of.
+func (e *env) spaceLine(cmd string, n, total int, first commit.Result) string {
+	verb := "done"
+	if d := descriptors[cmd]; d != nil && d.NotDone != "" {
+		verb = d.NotDone
 	}
-	what := fmt.Sprintf("%d of %d IDs not %s (the first: %s %s)", n, len(rows), verb, first.ID, shownToken(first.Item.Token, first.Token))
-	return kept, leasefmt.Bound(fmt.Sprintf("lease %s: %s: %s", cmd, spaceLeft(e.root()), what))
+	what := fmt.Sprintf("%d of %d IDs not %s (the first: %s %s)", n, total, verb, first.ID, shownToken(first.Item.Token, first.Token))
+	return leasefmt.Bound(fmt.Sprintf("lease %s: %s: %s", cmd, spaceLeft(e.root()), what))
 }
 
 // spaceLeft says which of inodes and bytes the table's filesystem ran out

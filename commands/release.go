@@ -90,7 +90,7 @@ func (f *failedValue) Set(s string) error {
 }
 
 func init() {
-	register(&Descriptor{Rank: 50, Command: releaseCommand, Manual: releaseManual, Launch: Distributed, Records: "releases"})
+	register(&Descriptor{Rank: 50, Command: releaseCommand, Manual: releaseManual, Launch: Distributed, Records: "releases", NotDone: "released"})
 }
 
 func runRelease(c *cli.Context) error {

@@ -107,7 +107,7 @@ var renewBatchManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 40, Command: renewBatchCommand, Manual: renewBatchManual, Launch: Distributed})
+	register(&Descriptor{Rank: 40, Command: renewBatchCommand, Manual: renewBatchManual, Launch: Distributed, NotDone: "renewed"})
 }
 
 func runRenewBatch(c *cli.Context) error {

@@ -27,7 +27,7 @@ var retryCommand = &cli.Command{
 }
 
 func init() {
-	register(&Descriptor{Rank: 65, Command: retryCommand, Manual: retryManual, Launch: Distributed, Records: "retried"})
+	register(&Descriptor{Rank: 65, Command: retryCommand, Manual: retryManual, Launch: Distributed, Records: "retried", NotDone: "retried"})
 }
 
 // retryManual is the hand-written part of lease-retry(1).

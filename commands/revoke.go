@@ -35,7 +35,7 @@ var revokeManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 60, Command: revokeCommand, Manual: revokeManual, Launch: Distributed, Records: "revocations"})
+	register(&Descriptor{Rank: 60, Command: revokeCommand, Manual: revokeManual, Launch: Distributed, Records: "revocations", NotDone: "revoked"})
 }
 
 func runRevoke(c *cli.Context) error {

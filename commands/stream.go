@@ -365,13 +365,7 @@ func (r *streamReport) finish(snap commit.Snapshot, code int) error {
 			if r.space == 1 {
 				fmt.Fprintln(r.ew, failLine(r.spaceFirst))
 			}
-			verb := notDone[r.cmd]
-			if verb == "" {
-				verb = "done"
-			}
-			first := r.spaceFirst
-			what := fmt.Sprintf("%d of %d IDs not %s (the first: %s %s)", r.space, r.n, verb, first.ID, shownToken(first.Item.Token, first.Token))
-			fmt.Fprintln(r.ew, leasefmt.Bound(fmt.Sprintf("lease %s: %s: %s", r.cmd, spaceLeft(r.e.root()), what)))
+			fmt.Fprintln(r.ew, r.e.spaceLine(r.cmd, r.space, r.n, r.spaceFirst))
 		}
 		r.ew.Flush()
 		if r.e.verbose {

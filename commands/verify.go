@@ -33,7 +33,7 @@ var verifyManual = Manual{
 }
 
 func init() {
-	register(&Descriptor{Rank: 80, Command: verifyCommand, Manual: verifyManual, Launch: Distributed, Records: "verified"})
+	register(&Descriptor{Rank: 80, Command: verifyCommand, Manual: verifyManual, Launch: Distributed, Records: "verified", NotDone: "verified"})
 }
 
 func runVerify(c *cli.Context) error {
