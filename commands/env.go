@@ -123,7 +123,7 @@ func (e *env) root() string {
 // open opens the table. Only lease init creates one (create): every other
 // command refuses a root without TABLE and creates nothing there (docs/design.md#layout),
 // so a mistyped root or an unset LEASE_ROOT never starts a second campaign.
-func (e *env) open(create bool) (*commit.Store, error) {
+func (e *env) open(create bool, more ...commit.Option) (*commit.Store, error) {
 	root := e.root()
 	if create {
 		if err := durable.MkdirRoot(root); err != nil {
@@ -141,10 +141,11 @@ func (e *env) open(create bool) (*commit.Store, error) {
 		}
 	}
 	g, writers := e.guard(root)
-	st, err := commit.Open(root, commit.Create(tmpl), commit.WithWrap(wrapFS),
-		commit.WithLockTimeout(time.Duration(e.set.LockTimeout*float64(time.Second))),
+	opts := append([]commit.Option{commit.Create(tmpl), commit.WithWrap(wrapFS),
+		commit.WithLockTimeout(time.Duration(e.set.LockTimeout * float64(time.Second))),
 		commit.WithWriters(writers), commit.WithClock(e.storeClock()),
-		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew), commit.WithSync(e.set.Sync))
+		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew), commit.WithSync(e.set.Sync)}, more...)
+	st, err := commit.Open(root, opts...)
 	var rootErr *commit.RootError
 	var shareErr *commit.ShareRootError
 	switch {

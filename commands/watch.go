@@ -98,11 +98,15 @@ func runWatch(c *cli.Context) error {
 	if err := cluster.Agree(w, inErr, exitOf); err != nil {
 		return ranked(c, w, err)
 	}
-	sess, err := cluster.Open(w, func() (*commit.Store, error) { return e.open(false) }, exitOf)
+	// A watch's lock waits are bounded as a holder's renewal's are
+	// (keepalive.LockWait), not by lock_timeout: a wait longer than the
+	// lease's margin would let it expire while waiting.
+	sess, err := cluster.Open(w, func() (*commit.Store, error) {
+		return e.open(false, commit.WithLockTimeout(renewLockTimeout(e.set)))
+	}, exitOf)
 	if err != nil {
 		return ranked(c, w, err)
 	}
-	sess.Store.SetLockTimeout(renewLockTimeout(e.set))
 	ticks := (<-chan os.Signal)(sigc)
 	if wt != nil {
 		wt.st = sess.Store
