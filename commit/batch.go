@@ -30,6 +30,9 @@ type Item struct {
 	// lock is tried once, never waited for, and the name is renamed or
 	// removed under the lock.
 	held string
+	// turn, in a two-pass chunk (twopass.go), is passed once the item's
+	// lock was tried: the next item in the global order may take its own.
+	turn *lockTurn
 }
 
 // Outcome is what happened to one item.
@@ -205,9 +208,11 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
 // over the shards to a pool of at most WithWriters concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
-// (G4), or, under the syncfs strategy (WithSync), each temp file is made
-// durable by a group syncfs before its rename and one syncfs after the
-// last rename stands for the directory fsyncs (durable.Disk.GroupBatch). An I/O error stops the batch:
+// (G4), or, under the syncfs strategy (WithSync), the batch is written in
+// two passes per chunk of TwoPassChunk items, its locks taken in the
+// global order: every temp file written under its lock, one syncfs, every
+// rename, one syncfs standing for the directory fsyncs (twopass.go). An
+// I/O error stops the batch:
 // no new item starts, the directories already renamed into are still
 // fsynced (G5), and no item is reported OK (G6).
 //
@@ -238,6 +243,7 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 		}
 		return ia < ib
 	})
+	sorted := append([]int(nil), order...) // the global lock order, for two passes
 	if s.pool > 1 {
 		// Deal the sorted records round-robin over the shards (each shard
 		// still in ID order), so the writers work in K directories at once:
@@ -290,11 +296,13 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 		}
 		errMu.Unlock()
 		aborted.Store(true)
+		batch.Stop(err)
 	}
-	s.parallel(order, func(i int) {
+	body := func(i int, batch *durable.SyncBatch, turn *lockTurn) {
 		it := items[i]
 		r := &res[i]
 		r.Item, r.Path = it, s.Abs(s.RecordPath(k, it.ID))
+		it.turn = turn
 		defer s.stats.Attempted.Add(1)
 		if aborted.Load() {
 			r.Outcome = IOError // the detail names the cause below
@@ -328,7 +336,12 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 			syncedAt[dir] = time.Now()
 			syncMu.Unlock()
 		}
-	})
+	}
+	if batch.Syncfs() {
+		s.twoPass(sorted, items, batch, &aborted, body, fail)
+	} else {
+		s.parallel(order, func(i int) { body(i, batch, nil) })
+	}
 	if err := batch.Flush(); err != nil {
 		fail(-1, &durable.OpError{Op: "fsync the shard directories", Err: err})
 	}
@@ -351,9 +364,13 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 	}
 	reported := s.now()
 	for i := range res {
-		if r := &res[i]; r.Outcome == IOError && r.Detail == "" {
+		switch r := &res[i]; {
+		case r.Outcome == IOError && r.Detail == "":
 			r.Detail = "not attempted: the batch stopped at an I/O error of " + cause
 			r.Cause = fmt.Errorf("%w: %w", ErrNotAttempted, firstErr)
+		case r.Outcome == IOError && errors.Is(r.Cause, durable.ErrBatchStopped) && i != firstAt:
+			r.Detail = "written but not renamed (its temp file was removed): the batch stopped at an I/O error of " + cause
+			r.Cause = fmt.Errorf("%w: %w", ErrBatchFailed, firstErr)
 		}
 	}
 	if firstErr != nil {
@@ -402,6 +419,7 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 		timeout = 0 // a busy lock is passed over: its holder is at work
 	}
 	unlock, err := s.lockFor(ctx, k, it.ID, timeout)
+	it.turn.pass() // the next item of a two-pass chunk may lock now
 	if err != nil {
 		return s.lockFailed(err, r, "lock the record"), durable.Transient(err)
 	}

@@ -24,7 +24,9 @@ func (s *Store) applyOne(ctx context.Context, k leasefmt.Kind, it Item, decide D
 	var try itemTry
 	for attempt := 1; ; attempt++ {
 		err, transient := s.applyOnce(ctx, k, it, decide, settle, b, r, &try)
-		if err == nil || !transient || !s.disk.Again(ctx, s.retry, attempt, name, err) {
+		// Not in a two-pass chunk: the lock, taken again, would be taken
+		// out of the global order (twopass.go).
+		if err == nil || !transient || it.turn != nil || !s.disk.Again(ctx, s.retry, attempt, name, err) {
 			return err
 		}
 		*r = Result{Item: r.Item, Path: r.Path}

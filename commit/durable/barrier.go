@@ -3,6 +3,7 @@ package durable
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -24,10 +25,12 @@ const (
 	// Record: every temp file fdatasynced before its rename, every
 	// directory renamed into fsynced once per batch (G1, G4).
 	Record
-	// Syncfs: a group barrier of syncfs(2) before each rename (every
-	// temp written before the barrier's syncfs started is durable after
-	// it) and one syncfs after the batch's renames, where the filesystem
-	// allows it (seam.FilesystemSyncer); Record where it does not.
+	// Syncfs: where the filesystem allows it (seam.FilesystemSyncer),
+	// a batch of many records (Store.Apply) is written in two passes per
+	// chunk: every temp file written, one syncfs(2), every rename, one
+	// syncfs (SyncBatch.BeginPass); other writes under a group batch
+	// wait on the barrier's shared rounds before their rename. Record
+	// where the filesystem has no syncfs.
 	Syncfs
 )
 
@@ -217,4 +220,78 @@ func (b *Barrier) Close() {
 			b.close()
 		}
 	})
+}
+
+// ErrBatchStopped is the error of a Put that wrote its temp file in the
+// first pass of a two-pass chunk but did not rename it, because a failure
+// elsewhere stopped the batch (SyncBatch.Stop).
+var ErrBatchStopped = errors.New("the batch stopped at another item's error")
+
+// Pass is the first pass of a two-pass chunk (SyncBatch.BeginPass): a
+// rendezvous of the chunk's n items. An item arrives (its temp file is
+// written and it waits to rename) or leaves (it writes nothing, or is
+// done); once all n have, one syncfs of the barrier runs, if any arrived,
+// and every arrival returns its result. Deadlock freedom is the caller's:
+// the items take their locks in the global order (Store.apply).
+type Pass struct {
+	barrier  *Barrier
+	mu       sync.Mutex
+	cond     *sync.Cond
+	n, in    int // items, items arrived or left
+	arrivals int
+	done     bool
+	err      error
+	stopped  error
+}
+
+func newPass(b *Barrier, n int) *Pass {
+	p := &Pass{barrier: b, n: n}
+	p.cond = sync.NewCond(&p.mu)
+	return p
+}
+
+func (p *Pass) arrive() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.in++
+	p.arrivals++
+	p.complete()
+	for !p.done {
+		p.cond.Wait()
+	}
+	return p.err
+}
+
+func (p *Pass) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.in++
+	p.complete()
+}
+
+func (p *Pass) stop(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped == nil {
+		p.stopped = err
+	}
+}
+
+// complete runs the pass's syncfs once every item arrived or left; p.mu
+// is held (and let go during the syncfs, which no one else can start).
+func (p *Pass) complete() {
+	if p.in != p.n || p.done {
+		return
+	}
+	var err error
+	if p.arrivals > 0 && p.stopped == nil {
+		p.mu.Unlock()
+		err = p.barrier.Sync()
+		p.mu.Lock()
+	}
+	if p.stopped != nil {
+		err = fmt.Errorf("%w: %w", ErrBatchStopped, p.stopped)
+	}
+	p.err, p.done = err, true
+	p.cond.Broadcast()
 }

@@ -154,14 +154,19 @@ func (d *Disk) writeTemp(dir, name string, data []byte, fsync bool) (string, err
 // (SyncBatch.Create; an error wrapping ErrAppeared when something is).
 // The move is durable once b is flushed. Under b's syncfs barrier the temp
 // file is not fsynced: Put waits for a syncfs that started after it was
-// written (G1) before renaming it.
+// written (G1) before renaming it — the syncfs of the pass, in a two-pass
+// chunk (SyncBatch.BeginPass), which runs once every item of the chunk has
+// written its temp file or has nothing to write.
 func (d *Disk) Put(b *SyncBatch, final string, data []byte, create bool) error {
 	tmp, err := d.writeTemp(path.Dir(final), path.Base(final), data, b.barrier == nil)
 	if err != nil {
 		return err
 	}
 	if b.barrier != nil {
-		if err := b.barrier.Sync(); err != nil {
+		if err := b.wait(); errors.Is(err, ErrBatchStopped) {
+			d.fs.Remove(tmp)
+			return &OpError{Op: "not renamed (its temp file was removed)", Err: err}
+		} else if err != nil {
 			d.fs.Remove(tmp)
 			b.fail(err)
 			return &OpError{Op: "cannot make the new record durable: syncfs of the table's filesystem failed (its temp file was removed)", Err: Bare(err)}

@@ -21,6 +21,14 @@ var ErrCrossDirectory = errors.New("rename across directories in a same-director
 // destination-before-source order a cross-directory move needs (use
 // Disk.Move for that).
 type SyncBatch struct {
+	*batchState
+	// arrived, in a view of one item (ForItem), says the item reached
+	// the first pass's syncfs (its Put waits in the pass).
+	arrived *atomic.Bool
+}
+
+// batchState is what the views of one SyncBatch share.
+type batchState struct {
 	fs       seam.FS
 	dirSyncs *atomic.Int64
 	mu       sync.Mutex
@@ -31,13 +39,16 @@ type SyncBatch struct {
 	// under the Syncfs strategy): Flush runs it instead of the directory
 	// fsyncs, and SyncDir leaves its directory to Flush.
 	barrier *Barrier
+	// pass, when not nil, is the first pass of a two-pass chunk
+	// (BeginPass): Put waits in it instead of in barrier.
+	pass *Pass
 }
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
 // the directory fsyncs it makes (Disk.Batch counts them in the Disk's
 // Counts).
 func NewSyncBatch(f seam.FS, dirSyncs *atomic.Int64) *SyncBatch {
-	return &SyncBatch{fs: f, dirSyncs: dirSyncs, pending: map[string]bool{}}
+	return &SyncBatch{batchState: &batchState{fs: f, dirSyncs: dirSyncs, pending: map[string]bool{}}}
 }
 
 // Replace renames tmp over final, which must be in the same directory, and
@@ -147,16 +158,7 @@ func (b *SyncBatch) Syncfs() bool { return b.barrier != nil }
 // batch under a barrier ends with its Flush.
 func (b *SyncBatch) Flush() error {
 	if b.barrier != nil {
-		b.mu.Lock()
-		n := len(b.order)
-		clear(b.pending)
-		b.order = b.order[:0]
-		b.mu.Unlock()
-		if n > 0 {
-			if err := b.barrier.Final(); err != nil {
-				b.fail(err)
-			}
-		}
+		b.checkpoint()
 		b.barrier.Close()
 		return b.Err()
 	}
@@ -180,6 +182,73 @@ func (b *SyncBatch) Flush() error {
 	}
 	wg.Wait()
 	return b.Err()
+}
+
+// checkpoint runs one syncfs of the barrier, whatever failed before (G5),
+// when anything was renamed since the last one.
+func (b *SyncBatch) checkpoint() {
+	b.mu.Lock()
+	n := len(b.order)
+	clear(b.pending)
+	b.order = b.order[:0]
+	b.mu.Unlock()
+	if n > 0 {
+		if err := b.barrier.Final(); err != nil {
+			b.fail(err)
+		}
+	}
+}
+
+// BeginPass starts a two-pass chunk of n items under the batch's syncfs
+// barrier (Store.apply; docs/design.md#durability): each item's Put,
+// through the item's view (ForItem), writes its temp file and waits in the
+// pass until every item of the chunk either waits there too or has left
+// it (Leave); then one syncfs makes every temp file of the chunk durable
+// (G1) and the Puts rename. EndPass then makes the renames durable.
+func (b *SyncBatch) BeginPass(n int) {
+	b.pass = newPass(b.barrier, n)
+}
+
+// ForItem is the view of b of one item of a pass: the same batch, which
+// knows whether that item reached the pass's syncfs.
+func (b *SyncBatch) ForItem() *SyncBatch {
+	return &SyncBatch{batchState: b.batchState, arrived: new(atomic.Bool)}
+}
+
+// Leave says the item of view b is done with the first pass: its Put, if
+// it made one, waited there already; otherwise the pass no longer waits
+// for it. Called once per item, when the item is done.
+func (b *SyncBatch) Leave() {
+	if b.pass != nil && !b.arrived.Swap(true) {
+		b.pass.leave()
+	}
+}
+
+// Stop makes the current pass rename nothing more: every Put still
+// waiting in it, or arriving, removes its temp file and returns an error
+// wrapping ErrBatchStopped (a failure elsewhere stopped the batch).
+func (b *SyncBatch) Stop(err error) {
+	if b.pass != nil {
+		b.pass.stop(err)
+	}
+}
+
+// EndPass ends the chunk BeginPass started: one syncfs after its renames
+// (it stands for the directory fsyncs, G3/G4, and runs whatever failed,
+// G5). It returns the batch's first failure.
+func (b *SyncBatch) EndPass() error {
+	b.pass = nil
+	b.checkpoint()
+	return b.Err()
+}
+
+// wait is the syncfs a temp file waits for before its rename: the pass's
+// when the batch is in one, else a round of the barrier.
+func (b *SyncBatch) wait() error {
+	if b.pass != nil && b.arrived != nil && !b.arrived.Swap(true) {
+		return b.pass.arrive()
+	}
+	return b.barrier.Sync()
 }
 
 // Err is the first directory fsync error met, if any.

@@ -1,6 +1,7 @@
 package safety
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -40,4 +41,31 @@ func TestSyncfsScenariosTakeTheBarrier(t *testing.T) {
 	if n < 4 {
 		t.Errorf("%d scenarios run under sync = syncfs, want at least 4", n)
 	}
+}
+
+// TestSyncfsCrashStates explores every crash state of the scenarios run
+// under sync = syncfs (all of them, sample or not: the two-pass order of
+// commit/twopass.go, temp files, syncfs, renames, syncfs) and checks the
+// invariants after recovery.
+func TestSyncfsCrashStates(t *testing.T) {
+	t.Parallel()
+	x := explorer()
+	var rows []string
+	var tally Tally
+	for _, sc := range WorkScenarios() {
+		if !sc.Syncfs {
+			continue
+		}
+		res, err := x.Explore(sc)
+		if err != nil {
+			t.Fatalf("%s: %v", sc.Name, err)
+		}
+		if res.States == 0 {
+			t.Errorf("%s: no crash state explored", sc.Name)
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %d | %d | %d | %d | %d |", res.Scenario, res.Calls, res.CrashPoints, res.States, res.Acks, len(res.Violations)))
+		tally.Add(res.Violations...)
+	}
+	report(t, &tally)
+	t.Logf("syncfs crash states (budget %d per crash point):\n| operation | calls | crash points | distinct states | acks | violations |\n|---|---|---|---|---|---|\n%s", x.Budget, strings.Join(rows, "\n"))
 }
