@@ -12,8 +12,8 @@ import (
 //
 //   - a sample, with LEASE_SAFETY_SIZE=sample (make test) or go test
 //     -short: every third scenario's crash points with a few states each
-//     (one each in scenarios of more than 200 calls: sampleBudget) (crash
-//     states, Pebble's), and about 8 injected faults (6 transient ones) of
+//     (about 100 crash points spread over each scenario of more calls:
+//     sampleBudget) (crash states, Pebble's), and about 8 injected faults (6 transient ones) of
 //     every scenario spread over its calls;
 //   - the default run (go test ./internal/safety, make test-long, which CI
 //     runs beside make test): the numbers docs/safety.md reports;
