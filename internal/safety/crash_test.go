@@ -53,7 +53,8 @@ func sampled(scenarios []*Scenario) []*Scenario {
 // samplePoints call prefixes, spread evenly, in the scenarios of more calls
 // (Explorer.Points): claim/32 (401 calls) made 7,548 of the sample's 10,135
 // crash states and most of TestCrashStates' time, and TestConcurrentRepairs'
-// two repairs make 1,083 calls. The default run (make test-long) crashes
+// two repairs make 1,083 calls; TestCrashStatesGoOn kills after the
+// prefixes likewise. The default run (make test-long) crashes (and kills)
 // after every prefix of them. (The budget does not bound the states: each
 // crash point has its systematic ones whatever the budget.)
 func sampleBudget(x *Explorer) *Explorer {
@@ -122,7 +123,7 @@ func TestCrashStatesFullDisk(t *testing.T) {
 // (issue 36).
 func TestCrashStatesGoOn(t *testing.T) {
 	t.Parallel()
-	x := &Explorer{Repair: repairer(), Budget: 1, Seed: 1, GoOn: true}
+	x := sampleBudget(&Explorer{Repair: repairer(), Budget: 1, Seed: 1, GoOn: true})
 	var tally Tally
 	kills := 0
 	for _, sc := range append(append(WorkScenarios(), QueueScenarios()...), CampaignScenarios()...) {
