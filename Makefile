@@ -2,15 +2,17 @@
 #   make            build bin/lease (with MPI support when Open MPI is installed)
 #   make install    install lease, its man pages and completions under PREFIX
 #                   (default /usr/local; PREFIX=$HOME/.local for your own account)
-#   make test       run every test but the cluster suites, with the safety
+#   make check      every test, as CI (.ci/run) runs them: make test and then
+#                   make test-long, beside make test-cluster (scripts/check.sh:
+#                   two lanes on 2 cores, their logs printed whole when both
+#                   are done, then each target's skips and the targets that
+#                   failed)
+#   make test       every test but the cluster suites, with the safety
 #                   harness's crash states sampled (the goal: under 10 minutes
-#                   on 2 cores)
+#                   on 2 cores); what to run while working
+#   make test-long  the full enumeration of internal/safety (make test samples it)
 #   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm, NFS and power
 #                   cuts (User-Mode Linux); root, about 25 minutes
-#   make test-long  the full enumeration of internal/safety and the commands'
-#                   tests with the MPI build
-#                   (.ci/run runs all three: make test, then make test-long,
-#                   beside make test-cluster)
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 #   make man        regenerate the man pages and completions from the commands' help
@@ -48,10 +50,14 @@ MODULE        := github.com/leasetool/lease
 CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/powercut internal/uml
 CLUSTER_TESTS := ^(TestSlurm[A-Za-z0-9_]*|TestReadmeClusterWorkers)$$
 # commands' own MPI tests (the files under //go:build mpi): make test runs
-# them with -tags mpi; make test-long runs every test of commands so.
+# them with -tags mpi, after every test of commands in the plain build. Only
+# the mpi package differs between the builds (mpi_active.go, mpi_inactive.go),
+# and its tests run in both (./mpi/ with and without -tags mpi, among them
+# TestActiveWithoutLauncher: the MPI build outside mpirun acts alone), so the
+# rest of commands' tests are not run a second time with the tag.
 MPI_TESTS     := ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' $$(grep -l '^//go:build mpi$$' commands/*_test.go) | paste -sd'|'))$$
 
-.PHONY: build install test test-cluster test-long vet cross demo man fuzz powercut test-nfs
+.PHONY: build install check test test-cluster test-long vet cross demo man fuzz powercut test-nfs
 
 build:
 	$(GO) build -tags "$(TAGS)" -o bin/lease .
@@ -121,10 +127,11 @@ test-long: LEASE_TEST_SKIPS := $(CURDIR)/.test-skips-long
 test-long:
 	@rm -f "$(LEASE_TEST_SKIPS)"
 	@st=0; echo "$(GO) test $(TESTFLAGS) ./internal/safety/"; $(GO) test $(TESTFLAGS) ./internal/safety/ || st=1; \
-	if [ -n "$(TAGS)" ]; then echo "$(GO) test $(TESTFLAGS) -tags mpi ./commands/"; \
-	  $(GO) test $(TESTFLAGS) -tags mpi ./commands/ || st=1; \
-	else scripts/test-skips.sh skip "go test -tags mpi ./commands/" "$(MPI_MISSING)" || st=1; fi; \
 	scripts/test-skips.sh list "make test-long"; exit $$st
+
+# check runs the three test targets as CI does (scripts/check.sh says how).
+check:
+	@MAKE="$(MAKE)" scripts/check.sh
 
 demo:
 	./examples/demo.sh

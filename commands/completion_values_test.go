@@ -41,6 +41,7 @@ _lease; printf '%s\n' "${COMPREPLY[@]}"`
 }
 
 func TestCompletionValuesAndFreeIDs(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	dir := docWrite(t)
 	h := newHoldTable(t)
 	held := holdID("complete-held")

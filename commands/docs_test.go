@@ -139,6 +139,7 @@ func TestDocsCoverEveryCommand(t *testing.T) {
 }
 
 func TestManPagesRenderWithoutWarnings(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	docRequire(t, "groff", "man")
 	dir := docWrite(t)
 	pages, _ := filepath.Glob(filepath.Join(dir, "man", "man[15]", "*"))
@@ -190,6 +191,7 @@ func completionCases(id string) []struct{ line, want string } {
 }
 
 func TestCompletionBash(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	docRequire(t, "bash")
 	dir := docWrite(t)
 	h, id := docShell(t)
@@ -212,6 +214,7 @@ _lease; printf '%s\n' "${COMPREPLY[@]}"`
 }
 
 func TestCompletionFish(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	docRequire(t, "fish")
 	dir := docWrite(t)
 	h, id := docShell(t)
@@ -252,6 +255,7 @@ cat $out
 `
 
 func TestCompletionZsh(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	docRequire(t, "zsh")
 	dir := docWrite(t)
 	h, id := docShell(t)

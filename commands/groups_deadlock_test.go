@@ -38,17 +38,12 @@ type grpGrant struct {
 // expires) of grants of a target never overlap, its tokens increase with
 // time, and at the end every manifest agrees with its targets.
 func TestGroupClaimsNeverDeadlock(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	if testing.Short() {
 		t.Skip("runs real processes for several seconds")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "lease")
-	// Built here, once, rather than in a TestMain, so that this package
-	// stays free for other test files to define one.
-	build := exec.Command("go", "build", "-o", bin, "github.com/leasetool/lease")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := procBin // TestMain's build
 	root := filepath.Join(dir, "table")
 	home := filepath.Join(dir, "home")
 	os.Mkdir(home, 0o777)

@@ -68,6 +68,7 @@ func jobSite(t *testing.T) slurmSite {
 // lease claim and lease complete: each worker runs on its own with either
 // build, and every item is done exactly once.
 func TestMpirunWorkerScript(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	s := jobSite(t)
 	worker := filepath.Join(s.dir, "worker.sh")
 	os.WriteFile(worker, []byte(poolWorker), 0o755)
@@ -87,6 +88,7 @@ func TestMpirunWorkerScript(t *testing.T) {
 // TestMpirunQualifyToFile: `mpirun -np 3 lease qualify --json > proof.json`
 // writes one JSON document, with three members.
 func TestMpirunQualifyToFile(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	s := jobSite(t)
 	root := filepath.Join(s.dir, "table")
 	_, errOut, code := jobRun(t, s.dir, s.withMP, "mpirun --stdin none -np 3 lease qualify --root "+root+" --rounds 2 --json > proof.json")
@@ -104,6 +106,7 @@ func TestMpirunQualifyToFile(t *testing.T) {
 // second after passing SIGTERM on: the watch's --output FILE holds every
 // lease, whole lines only, and the leases are still held.
 func TestMpirunWatchKilled(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	s := jobSite(t)
 	held := watchHeldTable(t, s.dir, 2048)
 	cmd := exec.Command("mpirun", "--stdin", "none", "-np", "2", "lease", "renew-batch", "--root", "table", "--watch", "--interval", "1", "-v",
@@ -152,6 +155,7 @@ func TestMpirunWatchKilled(t *testing.T) {
 // own stdout in the chunks it reads, and two ranks' chunks may meet inside
 // a line.
 func TestLeaseMPIOverride(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	testenv.NeedTools(t, "mpirun")
 	s := jobSite(t)
 	_, held := mpiHeldTable(t, procBin, s.dir, 16, 32)

@@ -383,6 +383,7 @@ func mpiHeldTable(t *testing.T, bin, dir string, shards, n int) (string, []strin
 // as a single rank it runs normally. Its version says MPI is not compiled
 // in.
 func TestWithoutMPIRefusesUnderMpirun(t *testing.T) {
+	t.Parallel() // processes only: no in-process lease, no environment, no knob
 	out, _, code := mpiExec(t, procBin, "", "version")
 	if code != 0 || !strings.Contains(out, "without MPI support") || !strings.Contains(out, "-tags mpi") {
 		t.Errorf("lease version (no MPI): exit %d, %q; want it to say: without MPI support, build with -tags mpi", code, out)

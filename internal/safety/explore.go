@@ -217,6 +217,12 @@ type Explorer struct {
 	// Wrap, when set, wraps the recording FS the operation runs on (tests
 	// of the explorer break the protocol with it).
 	Wrap func(seam.FS) seam.FS
+	// Points, when > 0 and the operation made more calls, crashes after
+	// about Points call prefixes spread evenly over them (the empty prefix
+	// and the whole operation always) instead of after every prefix: the
+	// sample's bound on its biggest scenarios (make test; see
+	// sampleBudget in crash_test.go). 0: every prefix.
+	Points int
 }
 
 // Result sums an exploration.
@@ -362,7 +368,14 @@ func (x *Explorer) Explore(sc *Scenario) (*Result, error) {
 			}
 		}()
 	}
+	stride := 1
+	if x.Points > 0 && res.Calls > x.Points {
+		stride = (res.Calls + x.Points - 1) / x.Points
+	}
 	for c := 0; c <= res.Calls; c++ {
+		if c%stride != 0 && c != res.Calls {
+			continue
+		}
 		res.CrashPoints++
 		next <- c
 	}

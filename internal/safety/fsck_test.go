@@ -165,7 +165,7 @@ func TestConcurrentRepairs(t *testing.T) {
 			t.Errorf("run %d, as left: %s", i, v)
 		}
 	}
-	res, err := x.Explore(sc)
+	res, err := sampleBudget(x).Explore(sc)
 	if err != nil {
 		t.Fatal(err)
 	}

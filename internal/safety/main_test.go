@@ -13,7 +13,10 @@ import (
 //   - a sample, with LEASE_SAFETY_SIZE=sample (make test) or go test
 //     -short: every third scenario's crash points with a few states each
 //     (crash states, Pebble's), and about 8 injected faults (6 transient
-//     ones) of every scenario spread over its calls;
+//     ones) of every scenario spread over its calls; the crash states,
+//     the kill points of TestCrashStatesGoOn and TestConcurrentRepairs
+//     take about 100 call prefixes of a scenario of more calls
+//     (sampleBudget);
 //   - the default run (go test ./internal/safety, make test-long, which CI
 //     runs beside make test): the numbers docs/safety.md reports;
 //   - the long run, with LEASE_SAFETY_SIZE=long, LEASE_SAFETY_LONG=1 or
