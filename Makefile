@@ -23,8 +23,9 @@
 #                   under lease (internal/powercut; needs root and
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
 #   make test-nfs   NFS (v3 and v4.2) in User-Mode Linux kernels, a server and two
-#                   clients: the lock race (scripts/nfs-race.sh; make test-cluster
-#                   runs it too) and the multi-client suite (internal/nfstest, tag nfs_suite)
+#                   clients: the lock race (scripts/nfs-race.sh), the multi-client
+#                   suite and the server cut (internal/nfstest); make test-cluster
+#                   runs all three (internal/nfsrace, internal/nfstest)
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -42,12 +43,12 @@ DESTDIR ?=
 FUZZTIME ?= 20
 
 # The cluster suites (make test-cluster): real GlusterFS and CephFS
-# (internal/multiclient, internal/clusterbox), NFS (internal/nfsrace) and
+# (internal/multiclient, internal/clusterbox), NFS (internal/nfsrace, internal/nfstest) and
 # power cuts (internal/powercut) in User-Mode Linux kernels (internal/uml),
 # and the job scripts of commands/ under sbatch and srun (CLUSTER_TESTS: the
 # Slurm cluster of .ci/slurm-up.sh). make test runs everything else.
 MODULE        := github.com/leasetool/lease
-CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/powercut internal/uml
+CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/nfstest internal/powercut internal/uml
 CLUSTER_TESTS := ^(TestSlurm[A-Za-z0-9_]*|TestReadmeClusterWorkers)$$
 # commands' own MPI tests (the files under //go:build mpi): make test runs
 # them with -tags mpi, after every test of commands in the plain build. Only
@@ -146,15 +147,17 @@ man:
 # user-mode-linux, uml-utilities, nfs-kernel-server, nfs-common, rpcbind): it
 # fails on a token written twice. make test-cluster runs it too (internal/nfsrace);
 # MODE=rec scripts/nfs-race.sh 4.2 shows NFSv4.2's stale reads without lease's
-# revalidation. It then runs the multi-client suite on NFS (internal/nfstest:
-# qualify through each client, the claim --next race, held through the other
-# client, fenced publish, a lease work campaign with worker trees killed, fsck
-# on the live table), both versions side by side (tag nfs_suite: not yet in
-# make test, it has not yet passed end to end); LEASE_NFS_VERS=3 or 4.2 runs
-# one, LEASE_NFS_OPTS=nolock (say) adds mount options the suite must fail on.
+# revalidation. It then runs internal/nfstest (make test-cluster does too):
+# the multi-client suite on NFS (qualify through each client, the claim --next
+# race, held through the other client, fenced publish, a lease work campaign
+# with worker trees killed, fsck on the live table) and the server cut (the
+# server kernel killed under a workload in both clients and booted again on
+# its export's image), both versions side by side; LEASE_NFS_VERS=3 or 4.2
+# runs one, LEASE_NFS_OPTS=nolock (say) adds mount options the suite must
+# fail on.
 test-nfs:
 	scripts/nfs-race.sh 3 && scripts/nfs-race.sh 4.2 && \
-	$(GO) test $(TESTFLAGS) -tags nfs_suite -v -run 'TestNFSMultiClient' ./internal/nfstest/
+	$(GO) test $(TESTFLAGS) -v -run 'TestNFSMultiClient|TestNFSServerCut' ./internal/nfstest/
 
 # fuzz runs each go test -fuzz target (every func Fuzz of the module's
 # tests) for FUZZTIME seconds and prints executions and crashes per target

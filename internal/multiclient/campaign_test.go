@@ -1,19 +1,18 @@
 package multiclient
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/internal/workcheck"
 )
 
 // workerLoop is the worker every node runs in the campaign: `lease work`,
@@ -84,60 +83,17 @@ func TestCampaignThroughTwoMounts(t *testing.T) {
 			}
 		}
 		runs := workLog(t, logs)
-		byID := map[string][]workRun{}
-		for _, r := range runs {
-			byID[r.id] = append(byID[r.id], r)
+		recs := map[string]workcheck.Record{}
+		for id, st := range statusAll(t, b, all) {
+			recs[id] = workcheck.Record{Status: st.Status, Token: st.Token}
 		}
-		again := 0
-		recs := statusAll(t, b, all)
-		for _, id := range all {
-			rec := recs[id]
-			if rec.Status != "done" {
-				t.Errorf("%s: status %s (token %d), want done", id[:12], rec.Status, rec.Token)
-				continue
-			}
-			var completing, other []workRun
-			for _, r := range byID[id] {
-				if r.token == rec.Token {
-					completing = append(completing, r)
-				} else {
-					other = append(other, r)
-				}
-			}
-			if len(completing) != 1 {
-				t.Errorf("%s: done with token %d, run %d times with that token (runs %v)", id[:12], rec.Token, len(completing), byID[id])
-			}
-			for _, r := range other {
-				again++
-				if !killed[r.worker] || r.token >= rec.Token {
-					t.Errorf("%s: an earlier run %v not by a killed worker, or with a token not below the completing %d", id[:12], r, rec.Token)
-				}
-			}
-		}
-		if again > 2 {
-			t.Errorf("%d items run again, want at most one per killed worker", again)
-		}
+		again := workcheck.Check(t, all, recs, runs, killed)
 		// A killed lease run leaves what it was doing: its staging
 		// directory (of the token it lost), a temp file of a record write
 		// cut short. fsck names them, --repair removes them, nothing else:
 		// at most one item of each killed worker.
 		check := lease(t, "", "fsck", "--root", b)
-		debris := map[string]bool{}
-		for _, l := range check.lines() {
-			f := strings.Fields(l)
-			if len(f) < 5 || f[0] != "error" {
-				continue
-			}
-			if (f[1] != "temp" && f[1] != "stale-stage") || f[3] != "id" {
-				t.Errorf("fsck through B after the campaign: %s", l)
-				continue
-			}
-			debris[f[4]] = true
-		}
-		stale := len(debris)
-		if (check.code != 0 && check.code != 4) || stale > 2 {
-			t.Errorf("fsck through B after the campaign: want at most the debris of the 2 killed workers: %s", check)
-		}
+		stale := workcheck.FsckDebris(t, "through B after the campaign", check.out, check.code, len(killed))
 		if check.code == 4 {
 			if r := lease(t, "", "fsck", "--repair", "--root", b); r.code != 1 {
 				t.Errorf("fsck --repair through B: %s", r)
@@ -146,15 +102,7 @@ func TestCampaignThroughTwoMounts(t *testing.T) {
 		if r := lease(t, "", "fsck", "--root", b); r.code != 0 {
 			t.Errorf("fsck through B after the repair: %s", r)
 		}
-		perWorker := map[string]int{}
-		for _, r := range runs {
-			perWorker[r.worker]++
-		}
-		var counts []string
-		for w, c := range perWorker {
-			counts = append(counts, fmt.Sprintf("%s:%d", w, c))
-		}
-		sort.Strings(counts)
+		counts := workcheck.PerWorker(runs)
 		t.Logf("%d items done by %d workers over two mounts, 2 worker trees killed; %d runs, %d items run again after a kill, %d items with a temp file or staging directory left; runs per worker %v",
 			n, workers, len(runs), again, stale, counts)
 	})
@@ -192,37 +140,16 @@ func statusAll(t *testing.T, root string, ids []string) map[string]status {
 	return out
 }
 
-type workRun struct {
-	id     string
-	token  int64
-	worker string
-}
-
-func (r workRun) String() string { return fmt.Sprintf("%s token %d", r.worker, r.token) }
-
-// workLog reads every worker's log of runs ("ID TOKEN WORKER" lines).
-func workLog(t *testing.T, dir string) []workRun {
+func workLog(t *testing.T, dir string) []workcheck.Run {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.log"))
-	var out []workRun
+	var out []workcheck.Run
 	for _, f := range files {
-		fh, err := os.Open(f)
+		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			fs := strings.Fields(sc.Text())
-			if len(fs) != 3 {
-				continue // a line cut short by the kill
-			}
-			tok, err := strconv.ParseInt(fs[1], 10, 64)
-			if err != nil {
-				continue
-			}
-			out = append(out, workRun{fs[0], tok, fs[2]})
-		}
-		fh.Close()
+		out = append(out, workcheck.ParseRuns(string(b))...)
 	}
 	return out
 }

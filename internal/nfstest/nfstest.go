@@ -45,6 +45,11 @@ type Options struct {
 	MountOpts string
 	// Name tells this cluster's kernels apart (letters, digits, '-').
 	Name string
+	// Disk, when set, is an ext4 image the server exports instead of a
+	// tmpfs, with the server's NFS state (statd's and NFSv4's records of
+	// its clients) on it too: a server booted again on it (RestartServer)
+	// serves what the one before had made durable.
+	Disk string
 }
 
 // Cluster is a running NFS server kernel and its client kernels.
@@ -53,6 +58,8 @@ type Cluster struct {
 	Server  *uml.Kernel
 	Clients []*uml.Kernel // client i is 10.77.0.(i+2)
 	sw      *uml.Switch
+	srvCfg  uml.Config
+	mu      sync.Mutex // guards Server against Close during RestartServer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -109,8 +116,14 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	if c.sw, err = uml.StartSwitch(ctx, name+"-sw"); err != nil {
 		return nil, err
 	}
-	c.Server, err = uml.Boot(ctx, uml.Config{Name: name + "-srv", Mem: "512M", Switch: c.sw.Socket, BootTimeout: bootTimeout,
-		Setup: filepath.Join(gd, "server"), Args: []string{"addr=1", "leasetime=" + strconv.Itoa(o.LeaseTime)}})
+	c.srvCfg = uml.Config{Name: name + "-srv", Mem: "512M", Switch: c.sw.Socket, BootTimeout: bootTimeout,
+		Setup: filepath.Join(gd, "server"), Args: []string{"addr=1", "leasetime=" + strconv.Itoa(o.LeaseTime)}}
+	if o.Disk != "" {
+		c.srvCfg.Disks = []string{o.Disk}
+		c.srvCfg.Modules = []string{"ext4"}
+		c.srvCfg.Args = append(c.srvCfg.Args, "disk=1")
+	}
+	c.Server, err = uml.Boot(ctx, c.srvCfg)
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("nfstest: the server: %w", err)
@@ -138,6 +151,38 @@ func Up(ctx context.Context, o Options) (*Cluster, error) {
 	return c, nil
 }
 
+// CutServer cuts the server kernel as a power cut does (every process of
+// its session killed at once: uml.Kernel.Kill); the clients' calls to it
+// wait (hard mounts) until a server answers at its address again.
+func (c *Cluster) CutServer() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Server.Kill()
+}
+
+// RestartServer boots a server again after CutServer, on the same switch
+// and address and, with Options.Disk, on the same image; it returns once
+// the new server serves.
+func (c *Cluster) RestartServer(ctx context.Context) error {
+	if c.Opts.Disk == "" {
+		return errors.New("nfstest: a server restart needs Options.Disk (the tmpfs export dies with its kernel)")
+	}
+	c.mu.Lock()
+	old := c.Server
+	c.mu.Unlock()
+	if err := old.Close(); err != nil {
+		return err
+	}
+	k, err := uml.Boot(ctx, c.srvCfg)
+	if err != nil {
+		return fmt.Errorf("nfstest: the server again: %w", err)
+	}
+	c.mu.Lock()
+	c.Server = k
+	c.mu.Unlock()
+	return nil
+}
+
 // Run runs script with sh in client i (the export mounted at Mnt) and
 // returns its output (stdout and stderr together) and exit status.
 func (c *Cluster) Run(ctx context.Context, i int, script string) (string, int, error) {
@@ -155,9 +200,11 @@ func (c *Cluster) Close() error {
 				errs = append(errs, k.Close())
 			}
 		}
+		c.mu.Lock()
 		if c.Server != nil {
 			errs = append(errs, c.Server.Close())
 		}
+		c.mu.Unlock()
 		if c.sw != nil {
 			errs = append(errs, c.sw.Close())
 		}
@@ -174,12 +221,31 @@ func Need(t testing.TB) {
 	testenv.NeedTools(t, Tools...)
 }
 
+// Context is a context for t's work that ends 2 minutes before go test's
+// -timeout would (and when t ends): a test bounded by it fails through
+// t.Fatal and its cleanups run, ending its kernels, where the -timeout's
+// panic would skip them and leave the kernels running.
+func Context(t testing.TB) context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := d.Deadline(); ok {
+			margin := 2 * time.Minute
+			if time.Until(end) < 2*margin {
+				margin = time.Until(end) / 4
+			}
+			ctx, cancel = context.WithDeadline(context.Background(), end.Add(-margin))
+		}
+	}
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // UpT brings up a cluster for t and ends it (every process of it) when t
 // ends, pass or fail.
 func UpT(t testing.TB, o Options) *Cluster {
 	t.Helper()
 	Need(t)
-	c, err := Up(context.Background(), o)
+	c, err := Up(Context(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}

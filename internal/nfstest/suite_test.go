@@ -1,8 +1,4 @@
-//go:build linux && nfs_suite
-
-// The suite is behind the nfs_suite tag until it has passed end to end on
-// both versions (publish and campaign had not when it was written): make
-// test-nfs runs it, make test (and so CI) does not yet.
+//go:build linux
 
 package nfstest
 
@@ -13,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +16,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/internal/uml"
+	"github.com/leasetool/lease/internal/workcheck"
 )
 
 // TestNFSMultiClient is the multi-client suite of internal/multiclient
@@ -46,7 +42,7 @@ func TestNFSMultiClient(t *testing.T) {
 		t.Run("v"+vers, func(t *testing.T) {
 			t.Parallel()
 			t0 := time.Now()
-			s := &suite{c: UpT(t, Options{Vers: vers, MountOpts: os.Getenv("LEASE_NFS_OPTS")}), lease: bin}
+			s := &suite{ctx: Context(t), c: UpT(t, Options{Vers: vers, MountOpts: os.Getenv("LEASE_NFS_OPTS")}), lease: bin}
 			t.Logf("NFSv%s: server and 2 clients up in %.1fs", vers, time.Since(t0).Seconds())
 			for _, sub := range []struct {
 				name string
@@ -67,6 +63,7 @@ func TestNFSMultiClient(t *testing.T) {
 }
 
 type suite struct {
+	ctx   context.Context // ends before go test's -timeout: Context
 	c     *Cluster
 	lease string // the lease binary, which the guests read through their hostfs root
 	seq   int
@@ -109,7 +106,7 @@ func (s *suite) sh(t *testing.T, i int, script string) (string, int) {
 // shWithin is sh with a bound of its own.
 func (s *suite) shWithin(t *testing.T, i int, bound time.Duration, script string) (string, int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	ctx, cancel := context.WithTimeout(s.ctx, bound)
 	defer cancel()
 	out, code, err := s.c.Run(ctx, i, s.preamble()+script)
 	if err != nil {
@@ -135,7 +132,7 @@ func (s *suite) both(t *testing.T, scripts [2]string) [2]string {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+			ctx, cancel := context.WithTimeout(s.ctx, 20*time.Minute)
 			defer cancel()
 			out, code, err := s.c.Run(ctx, i, s.preamble()+scripts[i])
 			if err != nil {
@@ -526,13 +523,15 @@ done; wait`, c, root)
 	}
 	// The live table: 6 workers still at work.
 	live, code := s.sh(t, 1, fmt.Sprintf(`$LEASE fsck --root %s`, root))
-	liveDebris := fsckDebris(t, "live", live, code)
+	// Besides the killed workers' debris, each of the 6 live workers may
+	// be in the middle of a write or a complete.
+	liveDebris := workcheck.FsckDebris(t, "live", live, code, len(killed)+6)
 	// The others finish the queue.
 	for c := 0; c < 2; c++ {
 		// Under a load of 40 on 2 cores the guests ran about 10 items a
 		// minute: the bound is generous.
 		out, code := s.shWithin(t, c, 35*time.Minute, `cd /tmp/camp; end=$(($(date +%s) + 1800)); while [ $(date +%s) -lt $end ]; do n=0; for f in *.rc; do [ -e "$f" ] && n=$((n+1)); done; [ $n = 4 ] && break; sleep 0.5; done
-for f in *.rc; do echo "RC ${f%.rc} $(cat $f)"; done; for f in *.err; do [ -s $f ] && { echo "ERR $f"; head -c 500 $f; }; done`)
+for f in *.rc; do echo "RC ${f%.rc} $(cat $f)"; done; for f in *.err; do if [ -s $f ]; then echo "ERR $f"; head -c 500 $f; fi; done`)
 		if code != 0 {
 			t.Fatalf("client %d: %s", c, out)
 		}
@@ -550,71 +549,29 @@ for f in *.rc; do echo "RC ${f%.rc} $(cat $f)"; done; for f in *.err; do [ -s $f
 			t.Fatalf("client %d: %d of 4 workers ended in 30 minutes: %s", c, rcs, out)
 		}
 	}
-	var runs []workRun
+	var runs []workcheck.Run
 	for c := 0; c < 2; c++ {
 		out, _ := s.sh(t, c, `cat /tmp/camp/*.log`)
-		for _, l := range strings.Split(out, "\n") {
-			f := strings.Fields(l)
-			if len(f) != 3 {
-				continue // a line cut short by the kill
-			}
-			tok, err := strconv.ParseInt(f[1], 10, 64)
-			if err != nil {
-				continue
-			}
-			runs = append(runs, workRun{f[0], tok, f[2]})
-		}
-	}
-	byID := map[string][]workRun{}
-	for _, r := range runs {
-		byID[r.id] = append(byID[r.id], r)
+		runs = append(runs, workcheck.ParseRuns(out)...)
 	}
 	out, code := s.sh(t, 1, `$LEASE status --json --root `+root+` - `+heredoc(all))
 	if code != 0 {
 		t.Fatalf("status through client 1: exit %d: %s", code, out)
 	}
-	type status struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-		Token  int64  `json:"token"`
-	}
-	recs := map[string]status{}
+	recs := map[string]workcheck.Record{}
 	for _, l := range strings.Split(out, "\n") {
-		var st status
+		var st struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+			Token  int64  `json:"token"`
+		}
 		if json.Unmarshal([]byte(l), &st) == nil && st.ID != "" {
-			recs[st.ID] = st
+			recs[st.ID] = workcheck.Record{Status: st.Status, Token: st.Token}
 		}
 	}
-	again := 0
-	for _, id := range all {
-		rec, ok := recs[id]
-		if !ok || rec.Status != "done" {
-			t.Errorf("%s: status %q (token %d), want done", id[:12], rec.Status, rec.Token)
-			continue
-		}
-		var completing, other []workRun
-		for _, r := range byID[id] {
-			if r.token == rec.Token {
-				completing = append(completing, r)
-			} else {
-				other = append(other, r)
-			}
-		}
-		if len(completing) != 1 {
-			t.Errorf("%s: done with token %d, run %d times with that token (runs %v)", id[:12], rec.Token, len(completing), byID[id])
-		}
-		for _, r := range other {
-			again++
-			if !killed[r.worker] || r.token >= rec.Token {
-				t.Errorf("%s: an earlier run %v not by a killed worker, or with a token not below the completing %d", id[:12], r, rec.Token)
-			}
-		}
-	}
-	if again > 2 {
-		t.Errorf("%d items run again, want at most one per killed worker", again)
-	}
+	again := workcheck.Check(t, all, recs, runs, killed)
 	out, code = s.sh(t, 1, fmt.Sprintf(`$LEASE fsck --root %s`, root))
-	debris := fsckDebris(t, "after", out, code)
+	debris := workcheck.FsckDebris(t, "after", out, code, len(killed))
 	if code == 4 {
 		if out, code := s.sh(t, 1, fmt.Sprintf(`$LEASE fsck --repair --root %s`, root)); code != 1 {
 			t.Errorf("fsck --repair through client 1: exit %d: %s", code, out)
@@ -623,46 +580,7 @@ for f in *.rc; do echo "RC ${f%.rc} $(cat $f)"; done; for f in *.err; do [ -s $f
 	if out, code := s.sh(t, 0, fmt.Sprintf(`$LEASE fsck --root %s`, root)); code != 0 {
 		t.Errorf("fsck through client 0 after the repair: exit %d: %s", code, out)
 	}
-	perWorker := map[string]int{}
-	for _, r := range runs {
-		perWorker[r.worker]++
-	}
-	var counts []string
-	for w, c := range perWorker {
-		counts = append(counts, fmt.Sprintf("%s:%d", w, c))
-	}
-	sort.Strings(counts)
+	counts := workcheck.PerWorker(runs)
 	t.Logf("%d items by 8 workers in 2 clients, 2 worker groups killed; %d runs, %d items run again; fsck live: %d items with debris, after: %d; runs per worker %v",
 		n, len(runs), again, liveDebris, debris, counts)
 }
-
-// fsckDebris checks a lease fsck's output: exit 0, or 4 with nothing but
-// what a killed worker leaves (a temp file, a staging directory of a lost
-// token) of at most 2 items; it returns how many items had such.
-func fsckDebris(t *testing.T, when, out string, code int) int {
-	t.Helper()
-	items := map[string]bool{}
-	for _, l := range strings.Split(out, "\n") {
-		f := strings.Fields(l)
-		if len(f) < 5 || f[0] != "error" {
-			continue
-		}
-		if (f[1] != "temp" && f[1] != "stale-stage") || f[3] != "id" {
-			t.Errorf("fsck (%s): %s", when, l)
-			continue
-		}
-		items[f[4]] = true
-	}
-	if (code != 0 && code != 4) || len(items) > 2 {
-		t.Errorf("fsck (%s): exit %d, want at most the debris of the 2 killed workers: %s", when, code, out)
-	}
-	return len(items)
-}
-
-type workRun struct {
-	id     string
-	token  int64
-	worker string
-}
-
-func (r workRun) String() string { return fmt.Sprintf("%s token %d", r.worker, r.token) }

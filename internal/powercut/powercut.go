@@ -523,6 +523,22 @@ func records(root string, k leasefmt.Kind, bad func(string, ...any)) map[string]
 	return recs
 }
 
+// CheckTable checks the table at root (quiescent: no lease process at work
+// on it) against acks, the acknowledgement lines of workloads that ran on
+// it (workload.go's protocol), as Cut checks a table after a cut: every
+// acknowledged operation there, nothing corrupt, no token gone back, lease
+// fsck, fsck --repair and a clean fsck, and a campaign that goes on (an
+// acknowledged lease taken over with a larger token, new work claimed and
+// completed). seed names the new work. The result's Fsck, Repair, After,
+// Acked, Lost and Violations are set.
+func CheckTable(acks []byte, root, lease string, seed int64) Result {
+	res := Result{Seed: seed}
+	ex := parseAcks(acks)
+	res.Acked = ex.count
+	check(&res, ex, root, lease)
+	return res
+}
+
 func check(res *Result, ex *expected, root, lease string) {
 	lost := func(format string, args ...any) { res.Lost = append(res.Lost, fmt.Sprintf(format, args...)) }
 	bad := func(format string, args ...any) {
