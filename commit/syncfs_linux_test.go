@@ -42,8 +42,8 @@ func syncfsTable(t *testing.T, sync durable.Strategy, wrap func(*seam.OSFS) seam
 
 // TestSyncStrategyCounts: a renewal of N records in K shards makes N file
 // and K directory fsyncs per record, and under syncfs no file or directory
-// fsync and at most N+1 syncfs calls (a barrier per group of writers and
-// one after the renames), at least 2.
+// fsync and exactly 2 syncfs calls: one two-pass chunk (commit/twopass.go),
+// one after the temp files and one after the renames.
 func TestSyncStrategyCounts(t *testing.T) {
 	t.Parallel()
 	const n, k = 64, 8
@@ -52,7 +52,7 @@ func TestSyncStrategyCounts(t *testing.T) {
 		files, dirs, syncfs [2]int64 // least, most
 	}{
 		{durable.Record, [2]int64{n, n}, [2]int64{k, k}, [2]int64{0, 0}},
-		{durable.Syncfs, [2]int64{0, 0}, [2]int64{0, 0}, [2]int64{2, n + 1}},
+		{durable.Syncfs, [2]int64{0, 0}, [2]int64{0, 0}, [2]int64{2, 2}},
 	} {
 		t.Run(tc.sync.String(), func(t *testing.T) {
 			st := syncfsTable(t, tc.sync, nil)
