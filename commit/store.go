@@ -59,7 +59,8 @@ type shared struct {
 	owned   io.Closer // the FS Open opened (Close closes it), nil when given
 	hdr     *leasefmt.Table
 	sharing *seam.Sharing // TABLE's "shared", nil when not shared
-	// lockWait bounds every lock wait (nanoseconds; SetLockTimeout).
+	// lockWait bounds every lock wait (nanoseconds; WithLockTimeout, and
+	// the tests' setLockTimeout).
 	lockWait  atomic.Int64
 	pool      int     // the writer pool of a batch
 	skew      float64 // the clock skew bound, in seconds
@@ -300,15 +301,11 @@ func (s *Store) ClockSkew() float64 { return s.skew }
 // lockTimeout is the bound of every lock wait.
 func (s *Store) lockTimeout() time.Duration { return time.Duration(s.lockWait.Load()) }
 
-// LockTimeout is the bound of every lock wait (WithLockTimeout,
-// SetLockTimeout).
+// LockTimeout is the bound of every lock wait (WithLockTimeout). It is
+// fixed at Open: one call's wait is bounded by its context's deadline
+// instead (a holder whose renewals must wait less than its claim did:
+// keepalive.LockWait).
 func (s *Store) LockTimeout() time.Duration { return s.lockTimeout() }
-
-// SetLockTimeout changes the bound of every later lock wait: for a holder
-// whose renewals must wait less than its claim did (lease run, renew-batch
-// --watch, keepalive.LockWait). It is the one setting that changes after
-// Open; one call's wait is bounded by its context's deadline instead.
-func (s *Store) SetLockTimeout(d time.Duration) { s.lockWait.Store(int64(d)) }
 
 // Disk is the durability layer the table is written through.
 func (s *Store) Disk() *durable.Disk { return s.disk }
