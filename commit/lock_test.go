@@ -1,8 +1,7 @@
 package commit_test
 
 // Lock tests (docs/design.md#locks). The cross-process tests re-run this test binary as
-// the lock holder, as Go's cmd/go/internal/lockedfile tests do: init sees
-// lockHelperEnv and turns the process into the helper before any test runs.
+// the lock holder (testenv.Role), as Go's cmd/go/internal/lockedfile tests do.
 
 import (
 	"bufio"
@@ -24,25 +23,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// lockHelperEnv holds "MODE ROOT ID": the helper takes the lock of work
-// record ID in the table at ROOT (MODE ofd: through Store.Lock; MODE posix:
-// a classic fcntl F_SETLK record lock, as another program would), prints
-// "locked" and holds it until killed or until its stdin closes.
-const lockHelperEnv = "LEASE_COMMIT_TEST_LOCK_HELPER"
+// The "lock holder" role (testenv.Role) takes the lock of work record ID
+// in the table at ROOT (MODE ofd: through Store.Lock; MODE posix: a classic
+// fcntl F_SETLK record lock, as another program would), prints "locked" and
+// holds it until killed or until its stdin closes. Its arguments: MODE ROOT ID.
+func init() { testenv.Role("lock holder", lockHolder) }
 
-func init() {
-	if spec := os.Getenv(lockHelperEnv); spec != "" {
-		os.Exit(lockHelper(spec))
-	}
-}
-
-func lockHelper(spec string) int {
-	f := strings.Fields(spec)
+func lockHolder(f []string) int {
 	if len(f) != 3 {
-		fmt.Fprintf(os.Stderr, "bad %s=%q\n", lockHelperEnv, spec)
+		fmt.Fprintf(os.Stderr, "lock holder: bad arguments %q\n", f)
 		return 2
 	}
 	mode, root, id := f[0], f[1], leasefmt.ID(f[2])
@@ -86,9 +79,7 @@ func lockHelper(spec string) int {
 // startLockHolder runs the helper and waits until it holds the lock.
 func startLockHolder(t *testing.T, mode, root string, id leasefmt.ID) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), lockHelperEnv+"="+mode+" "+root+" "+string(id))
-	cmd.Stderr = os.Stderr
+	cmd := testenv.RoleCmd(context.Background(), "lock holder", mode, root, string(id))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

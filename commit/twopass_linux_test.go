@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -188,22 +188,15 @@ func TestTwoPassFailure(t *testing.T) {
 	}
 }
 
-// twoPassHelperEnv holds "ROOT ROUNDS CHUNK N": the helper process runs
-// ROUNDS batches over the first N records of spread(N, 16) at ROOT under
-// syncfs in chunks of CHUNK, each batch raising every record's token by
-// one, and prints "ok K" with K the items that succeeded.
-const twoPassHelperEnv = "LEASE_COMMIT_TEST_TWOPASS_HELPER"
+// The "two-pass renewer" role (testenv.Role) runs ROUNDS batches over the
+// first N records of spread(N, 16) at ROOT under syncfs in chunks of CHUNK,
+// each batch raising every record's token by one, and prints "ok K" with K
+// the items that succeeded. Its arguments: ROOT ROUNDS CHUNK N.
+func init() { testenv.Role("two-pass renewer", twoPassRenewer) }
 
-func init() {
-	if spec := os.Getenv(twoPassHelperEnv); spec != "" {
-		os.Exit(twoPassHelper(spec))
-	}
-}
-
-func twoPassHelper(spec string) int {
-	f := strings.Fields(spec)
+func twoPassRenewer(f []string) int {
 	if len(f) != 4 {
-		fmt.Fprintf(os.Stderr, "bad %s=%q\n", twoPassHelperEnv, spec)
+		fmt.Fprintf(os.Stderr, "two-pass renewer: bad arguments %q\n", f)
 		return 2
 	}
 	rounds, _ := strconv.Atoi(f[1])
@@ -256,9 +249,7 @@ func TestTwoPassProcessesNoDeadlock(t *testing.T) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %d %d %d", twoPassHelperEnv, st.Root(), rounds, chunk, n))
-			cmd.Stderr = os.Stderr
+			cmd := testenv.RoleCmd(ctx, "two-pass renewer", st.Root(), fmt.Sprint(rounds), fmt.Sprint(chunk), fmt.Sprint(n))
 			out, err := cmd.Output()
 			outs[p], errs[p] = string(out), err
 		}()

@@ -15,13 +15,6 @@ import (
 	"github.com/leasetool/lease/faultfs/faultfstest"
 )
 
-func TestMain(m *testing.M) {
-	if mode := os.Getenv(helperEnv); mode != "" {
-		os.Exit(helperMain(mode))
-	}
-	os.Exit(m.Run())
-}
-
 func mustMkdirAll(t *testing.T, p string) {
 	t.Helper()
 	if err := os.MkdirAll(p, 0o755); err != nil {

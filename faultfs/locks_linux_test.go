@@ -4,6 +4,7 @@ package faultfs_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,16 +19,20 @@ import (
 
 	"github.com/leasetool/lease/faultfs"
 	"github.com/leasetool/lease/faultfs/faultfstest"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
-// The test binary re-executes itself as a helper process (like Go's
-// lockedfile tests) so that lock owners are really different processes.
-const (
-	helperEnv     = "FAULTFS_TEST_HELPER" // "hold" or "probe"
-	helperFileEnv = "FAULTFS_TEST_FILE"
-	helperOffEnv  = "FAULTFS_TEST_OFFSET"
-	helperKindEnv = "FAULTFS_TEST_KIND" // "ofd" or "posix"
+// The test binary re-executes itself as a helper process (testenv.Role,
+// like Go's lockedfile tests) so that lock owners are really different
+// processes: "lock hold" takes a write lock and holds it until killed (or
+// its stdin closes), "lock probe" tries one and exits probeAcquired or
+// probeBusy. Their arguments: PATH KIND (ofd or posix) OFFSET.
+func init() {
+	testenv.Role("lock hold", func(a []string) int { return helperMain("hold", a) })
+	testenv.Role("lock probe", func(a []string) int { return helperMain("probe", a) })
+}
 
+const (
 	probeAcquired = 0
 	probeBusy     = 3
 )
@@ -35,15 +40,19 @@ const (
 // lockByte is the byte lease would lock: a large offset, length 1.
 const lockByte = 0x0123456789abcde
 
-func helperMain(mode string) int {
-	path := os.Getenv(helperFileEnv)
-	off, _ := strconv.ParseInt(os.Getenv(helperOffEnv), 10, 64)
+func helperMain(mode string, a []string) int {
+	if len(a) != 3 {
+		fmt.Fprintf(os.Stderr, "lock %s: bad arguments %q\n", mode, a)
+		return 2
+	}
+	path, kind := a[0], a[1]
+	off, _ := strconv.ParseInt(a[2], 10, 64)
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	err = setlk(f, os.Getenv(helperKindEnv), syscall.F_WRLCK, off, false)
+	err = setlk(f, kind, syscall.F_WRLCK, off, false)
 	switch mode {
 	case "hold":
 		if err != nil {
@@ -96,12 +105,7 @@ func getlk(t *testing.T, f *os.File, off int64) int16 {
 func isBusy(err error) bool { return err == syscall.EAGAIN || err == syscall.EACCES }
 
 func helperCmd(mode, path, kind string, off int64) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(),
-		helperEnv+"="+mode, helperFileEnv+"="+path, helperKindEnv+"="+kind,
-		helperOffEnv+"="+strconv.FormatInt(off, 10))
-	cmd.Stderr = os.Stderr
-	return cmd
+	return testenv.RoleCmd(context.Background(), "lock "+mode, path, kind, strconv.FormatInt(off, 10))
 }
 
 // holdLock starts a child process that holds a write lock on byte off of
