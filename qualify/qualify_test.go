@@ -9,26 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/mpi"
 	"github.com/leasetool/lease/mpi/mpitest"
 )
 
-// The test binary is also the second process of the lock checks.
-const holdEnv = "QUALIFY_TEST_HOLD"
-
-func TestMain(m *testing.M) {
-	if f := os.Getenv(holdEnv); f != "" {
-		if err := HoldLock(context.Background(), f, os.Stdout); err != nil {
-			os.Exit(5)
+// The test binary is also the second process of the lock checks: the
+// "qualify lock holder" role (testenv.Role) runs HoldLock on its one
+// argument, the file.
+func init() {
+	testenv.Role("qualify lock holder", func(a []string) int {
+		if len(a) != 1 || HoldLock(context.Background(), a[0], os.Stdout) != nil {
+			return 5
 		}
-	}
-	os.Exit(m.Run())
+		return 0
+	})
 }
 
 func holder(file string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], "-test.run", "^$")
-	cmd.Env = append(os.Environ(), holdEnv+"="+file)
-	return cmd
+	return testenv.RoleCmd(context.Background(), "qualify lock holder", file)
 }
 
 // TestRunOneRank: the local checks pass on the test's filesystem, the
