@@ -123,7 +123,7 @@ func runClaimNext(c *cli.Context, n int) error {
 	// that ends a --wait before anything was granted still ends it busy.
 	var q queueJSON
 	o := reportOpts{queue: &q}
-	rep := newStreamReport(e, "claim", o)
+	rep := newReporter(e, "claim", o)
 	sr := newStreamRun(rep)
 	defer sr.stop()
 	stopBar := startProgress(e.errw, streamSpec{progress: c.String("progress"), bar: "claiming", units: "items"}, st, n, &sr.done)
@@ -140,7 +140,7 @@ func runClaimNext(c *cli.Context, n int) error {
 			fmt.Fprintln(e.errw, msg)
 		}
 	}
-	if err := rep.chunk(nx.Results); err != nil {
+	if err := rep.results(nx.Results); err != nil {
 		return err
 	}
 	rep.o.code = nextCode(nx.Answer)

@@ -24,32 +24,6 @@ func outOfSpace(r commit.Result) bool {
 	return r.Outcome == commit.IOError && errors.Is(r.Cause, unix.ENOSPC)
 }
 
-// noSpace takes the rows that failed for want of space out of rows (all
-// but one, when only one did) and returns the others and the one line that
-// says it for all of them ("" when none did).
-func (e *env) noSpace(cmd string, rows []row) ([]row, string) {
-	var kept []row
-	var first *row
-	n := 0
-	for i := range rows {
-		if outOfSpace(rows[i].Result) {
-			if first == nil {
-				first = &rows[i]
-			}
-			n++
-			continue
-		}
-		kept = append(kept, rows[i])
-	}
-	if n == 0 {
-		return rows, ""
-	}
-	if n == 1 {
-		kept = rows
-	}
-	return kept, e.spaceLine(cmd, n, len(rows), first.Result)
-}
-
 // spaceLine is the one line that says n of total IDs were not done for
 // want of space, naming the first and what the filesystem ran out of.
 func (e *env) spaceLine(cmd string, n, total int, first commit.Result) string {

@@ -140,79 +140,13 @@ func (e *env) reportGroups(cmd string, res []commit.GroupResult, snap commit.Sna
 	return e.write(cmd, rows, snap, code, reportOpts{})
 }
 
-// write is the one report writer.
+// write reports rows as one chunk of a reporter, with exit status code.
 func (e *env) write(cmd string, rows []row, snap commit.Snapshot, code int, o reportOpts) error {
-	res := make([]commit.Result, len(rows))
-	for i, r := range rows {
-		res[i] = r.Result
+	r := newReporter(e, cmd, o)
+	if err := r.rows(rows); err != nil {
+		return err
 	}
-	if ae := accessFailure(res); ae != nil {
-		if !e.json {
-			return e.accessError(cmd, ae.Path, ae.Err, true)
-		}
-		code = accessExit(ae.Err) // nothing was written: a configuration error, or a read-only filesystem
-	}
-	if e.json {
-		doc := struct {
-			Command string          `json:"command"`
-			Results []resultJSON    `json:"results"`
-			Stats   commit.Snapshot `json:"stats"`
-			Counts  map[string]int  `json:"counts"`
-			Queue   *queueJSON      `json:"queue,omitempty"`
-			Exit    int             `json:"exit"`
-		}{Command: cmd, Results: make([]resultJSON, 0, len(rows)), Stats: snap, Counts: map[string]int{}, Queue: o.queue, Exit: code}
-		for _, r := range rows {
-			doc.Counts[r.Outcome.Reason()]++
-			doc.Results = append(doc.Results, r.json())
-		}
-		if err := json.NewEncoder(e.out).Encode(doc); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), exitcode.IO)
-		}
-	} else {
-		w := bufio.NewWriter(e.out)
-		ew := bufio.NewWriter(e.errw)
-		shown, full := e.noSpace(cmd, rows) // a full filesystem is said once (nospace.go)
-		for _, r := range shown {
-			if r.Outcome == commit.OK {
-				if o.idOnly {
-					fmt.Fprintf(w, "%s\n", r.ID)
-				} else {
-					fmt.Fprintf(w, "%s %d\n", r.ID, r.Token)
-				}
-				continue
-			}
-			if o.silent != nil && o.silent(r.Result) {
-				continue
-			}
-			if len(r.issues) == 0 {
-				fmt.Fprintln(ew, failLine(r.Result))
-				continue
-			}
-			tok := shownToken(r.Item.Token, r.Token)
-			for _, is := range r.issues {
-				fmt.Fprintln(ew, leasefmt.Bound(fmt.Sprintf("%s %s %s target %s: %s (%s)", is.Outcome.Reason(), r.ID, tok, is.Target, is.Detail, is.Path)))
-			}
-		}
-		if full != "" {
-			fmt.Fprintln(ew, full)
-		}
-		if err := w.Flush(); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", cmd, err), exitcode.IO)
-		}
-		ew.Flush()
-		if e.verbose {
-			e.printStats(cmd, snap)
-			e.printCounts(cmd, rows)
-			if q := o.queue; q != nil {
-				fmt.Fprintf(e.errw, "lease %s: queue answer=%s held=%d cleaned=%d foreign=%d entries_read=%d shards_read=%d tries=%d waited=%.3fs\n",
-					cmd, q.Answer, q.Held, q.Cleaned, q.Foreign, q.Read, q.Shards, q.Tries, q.WaitedS)
-			}
-		}
-	}
-	if code != exitcode.OK {
-		return cli.Exit("", code)
-	}
-	return nil
+	return r.finish(snap, code)
 }
 
 // failLine is the stderr line of a result that did not succeed:
@@ -234,18 +168,9 @@ func shownToken(input, found int64) string {
 	return "0"
 }
 
-// printCounts prints, with -v, how many results had each reason, in the
+// printCountsOf prints, with -v, how many results had each reason, in the
 // order of the reasons (`ok` first): what a filter passed over silently is
 // counted here.
-func (e *env) printCounts(cmd string, rows []row) {
-	counts := map[commit.Outcome]int{}
-	for _, r := range rows {
-		counts[r.Outcome]++
-	}
-	e.printCountsOf(cmd, counts)
-}
-
-// printCountsOf prints the counts of printCounts.
 func (e *env) printCountsOf(cmd string, counts map[commit.Outcome]int) {
 	var b strings.Builder
 	for o := commit.OK; o <= commit.Queued; o++ {
@@ -277,4 +202,164 @@ func (e *env) printStats(cmd string, s commit.Snapshot) {
 	if s.Ranks > 0 {
 		fmt.Fprintf(e.errw, "lease %s: ranks=%d collective_time=%.6fs\n", cmd, s.Ranks, s.CollectiveS)
 	}
+}
+
+// reporter writes the report of a batch (the filter contract of
+// docs/design.md#cli), the one writer of every command's results: chunk by
+// chunk for a streamed batch, in one chunk for the others (env.write). The
+// lines of a chunk go out as soon as it is done; with --json one document,
+// its results written as they come and the counts, statistics and exit
+// status at the end. A full filesystem is said once, at the end
+// (nospace.go).
+type reporter struct {
+	e    *env
+	cmd  string
+	o    reportOpts
+	w    *bufio.Writer
+	ew   *bufio.Writer
+	n    int
+	seen map[commit.Outcome]commit.Result
+	// counts of the results by outcome, for -v and --json.
+	counts map[commit.Outcome]int
+	// space: the results that failed for want of space (said once at the
+	// end, nospace.go); the first of them.
+	space      int
+	spaceFirst commit.Result
+	// access: the batch could not start (accessFailure of the first chunk).
+	access *commit.AccessError
+}
+
+func newReporter(e *env, cmd string, o reportOpts) *reporter {
+	r := &reporter{e: e, cmd: cmd, o: o, w: bufio.NewWriterSize(e.out, 1<<16), ew: bufio.NewWriter(e.errw),
+		seen: map[commit.Outcome]commit.Result{}, counts: map[commit.Outcome]int{}}
+	if e.json {
+		fmt.Fprintf(r.w, "{\"command\":%s,\"results\":[", mustJSON(cmd))
+	}
+	return r
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only the report's own types are encoded
+	}
+	return b
+}
+
+// results writes the work results of one chunk.
+func (r *reporter) results(res []commit.Result) error { return r.rows(workRows(res)) }
+
+// rows writes the rows of one chunk.
+func (r *reporter) rows(rows []row) error {
+	if r.n == 0 && len(rows) > 0 {
+		res := make([]commit.Result, len(rows))
+		for i, x := range rows {
+			res[i] = x.Result
+		}
+		if ae := accessFailure(res); ae != nil {
+			r.access = ae
+			if !r.e.json {
+				return r.e.accessError(r.cmd, ae.Path, ae.Err, true)
+			}
+		}
+	}
+	for _, x := range rows {
+		r.counts[x.Outcome]++
+		if _, ok := r.seen[x.Outcome]; !ok {
+			r.seen[x.Outcome] = x.Result
+		}
+		if r.e.json {
+			if r.n > 0 {
+				r.w.WriteByte(',')
+			}
+			r.w.Write(mustJSON(x.json()))
+			r.n++
+			continue
+		}
+		r.n++
+		switch {
+		case x.Outcome == commit.OK:
+			r.w.WriteString(string(x.ID))
+			if !r.o.idOnly {
+				r.w.WriteByte(' ')
+				r.w.WriteString(strconv.FormatInt(x.Token, 10))
+			}
+			r.w.WriteByte('\n')
+		case r.o.silent != nil && r.o.silent(x.Result):
+		case outOfSpace(x.Result):
+			if r.space == 0 {
+				r.spaceFirst = x.Result
+			}
+			r.space++
+		case len(x.issues) == 0:
+			fmt.Fprintln(r.ew, failLine(x.Result))
+		default: // a group some targets refused: a line for each
+			tok := shownToken(x.Item.Token, x.Token)
+			for _, is := range x.issues {
+				fmt.Fprintln(r.ew, leasefmt.Bound(fmt.Sprintf("%s %s %s target %s: %s (%s)", is.Outcome.Reason(), x.ID, tok, is.Target, is.Detail, is.Path)))
+			}
+		}
+	}
+	if err := r.w.Flush(); err != nil {
+		return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", r.cmd, err), exitcode.IO)
+	}
+	r.ew.Flush()
+	return nil
+}
+
+// code is the exit status of the results so far. Every exit status rule
+// of a batch (worstCode, addCode, firstCode, nextCode) depends only on
+// which outcomes occur, so one result of each outcome stands for all.
+func (r *reporter) code() int {
+	some := make([]commit.Result, 0, len(r.seen))
+	for o := commit.OK; o <= commit.Failed; o++ {
+		if x, ok := r.seen[o]; ok {
+			some = append(some, x)
+		}
+	}
+	if r.o.code != nil {
+		return r.o.code(some)
+	}
+	return worstCode(some)
+}
+
+// finish writes the end of the report and returns the exit status code.
+func (r *reporter) finish(snap commit.Snapshot, code int) error {
+	if r.access != nil && r.counts[commit.OK] == 0 && code < 128 {
+		code = accessExit(r.access.Err) // nothing was written
+	}
+	if r.e.json {
+		counts := map[string]int{}
+		for o, n := range r.counts {
+			counts[o.Reason()] = n
+		}
+		fmt.Fprintf(r.w, "],\"stats\":%s,\"counts\":%s", mustJSON(snap), mustJSON(counts))
+		if r.o.queue != nil {
+			fmt.Fprintf(r.w, ",\"queue\":%s", mustJSON(r.o.queue))
+		}
+		fmt.Fprintf(r.w, ",\"exit\":%d}\n", code)
+		if err := r.w.Flush(); err != nil {
+			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", r.cmd, err), exitcode.IO)
+		}
+	} else {
+		if r.space > 0 {
+			if r.space == 1 {
+				fmt.Fprintln(r.ew, failLine(r.spaceFirst))
+			}
+			fmt.Fprintln(r.ew, r.e.spaceLine(r.cmd, r.space, r.n, r.spaceFirst))
+		}
+		r.ew.Flush()
+		if r.e.verbose {
+			r.e.printStats(r.cmd, snap)
+			r.e.printCountsOf(r.cmd, r.counts)
+			if q := r.o.queue; q != nil {
+				fmt.Fprintf(r.e.errw, "lease %s: queue answer=%s held=%d cleaned=%d foreign=%d entries_read=%d shards_read=%d tries=%d waited=%.3fs\n",
+					r.cmd, q.Answer, q.Held, q.Cleaned, q.Foreign, q.Read, q.Shards, q.Tries, q.WaitedS)
+			}
+		}
+	}
+	if code != exitcode.OK {
+		return cli.Exit("", code)
+	}
+	return nil
 }

@@ -12,14 +12,11 @@ package commands
 // (runDistributed: rank 0 reads the whole input and scatters it).
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,7 +26,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/leasetool/lease/commit"
-	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -100,7 +96,7 @@ func runStream(c *cli.Context, spec batchSpec, ss streamSpec) error {
 		spec.before(e, st, sp.distinct)
 	}
 	flush := bufferedOutput(c, e)
-	rep := newStreamReport(e, spec.name, spec.reportOpts)
+	rep := newReporter(e, spec.name, spec.reportOpts)
 
 	sr := newStreamRun(rep)
 	defer sr.stop()
@@ -138,14 +134,14 @@ func runStream(c *cli.Context, spec batchSpec, ss streamSpec) error {
 // the items done (for the progress bar) and the signal that stops it after
 // the chunk in flight.
 type streamRun struct {
-	rep     *streamReport
+	rep     *reporter
 	sigc    chan os.Signal
 	done    atomic.Int64
 	stopped os.Signal // the signal that stopped it, if any
 	err     error     // the report's failure to write, if any
 }
 
-func newStreamRun(rep *streamReport) *streamRun {
+func newStreamRun(rep *reporter) *streamRun {
 	r := &streamRun{rep: rep, sigc: make(chan os.Signal, 1)}
 	signal.Notify(r.sigc, os.Interrupt, syscall.SIGTERM)
 	return r
@@ -168,7 +164,7 @@ func (r *streamRun) signalled() bool {
 // goes on: not when the report could not be written or a signal came.
 func (r *streamRun) reported(n int, res []commit.Result) bool {
 	r.done.Add(int64(n))
-	if r.err = r.rep.chunk(res); r.err != nil {
+	if r.err = r.rep.results(res); r.err != nil {
 		return false
 	}
 	return !r.signalled()
@@ -236,149 +232,4 @@ func startProgress(w io.Writer, ss streamSpec, st *commit.Store, total int, done
 func finishBar(bar *progressbar.ProgressBar, n int) {
 	bar.Set(n)
 	bar.Finish()
-}
-
-// streamReport writes the report of a batch chunk by chunk, exactly as
-// reportWith writes it for the whole batch at once: the lines of a chunk
-// as soon as it is done; with --json one document, its results written
-// as they come and the counts, statistics and exit status at the end.
-type streamReport struct {
-	e    *env
-	cmd  string
-	o    reportOpts
-	w    *bufio.Writer
-	ew   *bufio.Writer
-	n    int
-	seen map[commit.Outcome]commit.Result
-	// counts of the results by outcome, for -v and --json.
-	counts map[commit.Outcome]int
-	// space: the results that failed for want of space (said once at the
-	// end, nospace.go); the first of them.
-	space      int
-	spaceFirst commit.Result
-	// access: the batch could not start (accessFailure of the first chunk).
-	access *commit.AccessError
-}
-
-func newStreamReport(e *env, cmd string, o reportOpts) *streamReport {
-	r := &streamReport{e: e, cmd: cmd, o: o, w: bufio.NewWriterSize(e.out, 1<<16), ew: bufio.NewWriter(e.errw),
-		seen: map[commit.Outcome]commit.Result{}, counts: map[commit.Outcome]int{}}
-	if e.json {
-		fmt.Fprintf(r.w, "{\"command\":%s,\"results\":[", mustJSON(cmd))
-	}
-	return r
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err) // only the report's own types are encoded
-	}
-	return b
-}
-
-// chunk writes the results of one chunk.
-func (r *streamReport) chunk(res []commit.Result) error {
-	if r.n == 0 && len(res) > 0 {
-		if ae := accessFailure(res); ae != nil {
-			r.access = ae
-			if !r.e.json {
-				return r.e.accessError(r.cmd, ae.Path, ae.Err, true)
-			}
-		}
-	}
-	for _, x := range res {
-		r.counts[x.Outcome]++
-		if _, ok := r.seen[x.Outcome]; !ok {
-			r.seen[x.Outcome] = x
-		}
-		if r.e.json {
-			if r.n > 0 {
-				r.w.WriteByte(',')
-			}
-			r.w.Write(mustJSON(row{Result: x}.json()))
-			r.n++
-			continue
-		}
-		r.n++
-		switch {
-		case x.Outcome == commit.OK:
-			r.w.WriteString(string(x.ID))
-			if !r.o.idOnly {
-				r.w.WriteByte(' ')
-				r.w.WriteString(strconv.FormatInt(x.Token, 10))
-			}
-			r.w.WriteByte('\n')
-		case r.o.silent != nil && r.o.silent(x):
-		case outOfSpace(x):
-			if r.space == 0 {
-				r.spaceFirst = x
-			}
-			r.space++
-		default:
-			fmt.Fprintln(r.ew, failLine(x))
-		}
-	}
-	if err := r.w.Flush(); err != nil {
-		return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", r.cmd, err), exitcode.IO)
-	}
-	r.ew.Flush()
-	return nil
-}
-
-// code is the exit status of the results so far. Every exit status rule
-// of a batch (worstCode, addCode, firstCode, nextCode) depends only on
-// which outcomes occur, so one result of each outcome stands for all.
-func (r *streamReport) code() int {
-	some := make([]commit.Result, 0, len(r.seen))
-	for o := commit.OK; o <= commit.Failed; o++ {
-		if x, ok := r.seen[o]; ok {
-			some = append(some, x)
-		}
-	}
-	if r.o.code != nil {
-		return r.o.code(some)
-	}
-	return worstCode(some)
-}
-
-// finish writes the end of the report and returns the exit status code.
-func (r *streamReport) finish(snap commit.Snapshot, code int) error {
-	if r.access != nil && r.counts[commit.OK] == 0 && code < 128 {
-		code = accessExit(r.access.Err) // nothing was written
-	}
-	if r.e.json {
-		counts := map[string]int{}
-		for o, n := range r.counts {
-			counts[o.Reason()] = n
-		}
-		fmt.Fprintf(r.w, "],\"stats\":%s,\"counts\":%s", mustJSON(snap), mustJSON(counts))
-		if r.o.queue != nil {
-			fmt.Fprintf(r.w, ",\"queue\":%s", mustJSON(r.o.queue))
-		}
-		fmt.Fprintf(r.w, ",\"exit\":%d}\n", code)
-		if err := r.w.Flush(); err != nil {
-			return cli.Exit(fmt.Sprintf("lease %s: stdout: %v", r.cmd, err), exitcode.IO)
-		}
-	} else {
-		if r.space > 0 {
-			if r.space == 1 {
-				fmt.Fprintln(r.ew, failLine(r.spaceFirst))
-			}
-			fmt.Fprintln(r.ew, r.e.spaceLine(r.cmd, r.space, r.n, r.spaceFirst))
-		}
-		r.ew.Flush()
-		if r.e.verbose {
-			r.e.printStats(r.cmd, snap)
-			r.e.printCountsOf(r.cmd, r.counts)
-			if q := r.o.queue; q != nil {
-				fmt.Fprintf(r.e.errw, "lease %s: queue answer=%s held=%d cleaned=%d foreign=%d entries_read=%d shards_read=%d tries=%d waited=%.3fs\n",
-					r.cmd, q.Answer, q.Held, q.Cleaned, q.Foreign, q.Read, q.Shards, q.Tries, q.WaitedS)
-			}
-		}
-	}
-	if code != exitcode.OK {
-		return cli.Exit("", code)
-	}
-	return nil
 }
