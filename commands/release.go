@@ -20,7 +20,10 @@ var releaseCommand = &cli.Command{
 	ArgsUsage: "[FILE...]",
 	Description: "Releases each lease whose token is current and live: the record becomes `released`,\n" +
 		"keeps its token, and the next claim gets a larger one. Prints the lines released;\n" +
-		"refusals go to stderr as `REASON ID TOKEN detail`.\n" +
+		"refusals go to stderr as `REASON ID TOKEN detail`. The input is validated whole (a malformed\n" +
+		"or repeated line is exit 2, nothing written), then released in chunks of 16384, each chunk one\n" +
+		"group commit whose lines are printed once durable; SIGINT or SIGTERM stops it after the chunk\n" +
+		"in flight, with a line on stderr saying how far it got (exit 130 or 143).\n" +
 		"\n" +
 		"With --failed, each release is a release after a failed run: it counts an attempt in the\n" +
 		"record (\"attempts\") and keeps the run's exit status (--failed=STATUS) and the end of its\n" +
@@ -108,7 +111,7 @@ func runRelease(c *cli.Context) error {
 		return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 			run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 				return st.Release(c.Context, items)
-			}})
+			}, stream: tokenStream("release", "released")})
 	}
 	f := commit.Failure{ExitStatus: failed.status}
 	if c.IsSet("stderr") {
@@ -121,7 +124,7 @@ func runRelease(c *cli.Context) error {
 	return runBatch(c, batchSpec{name: "release", kind: leasefmt.Work, spread: true, input: tokenLines,
 		run: func(e *env, st *commit.Store, items []commit.Item) []commit.Result {
 			return st.ReleaseFailed(c.Context, items, f, e.set.MaxAttempts)
-		}})
+		}, stream: tokenStream("release", "released")})
 }
 
 // readTail reads the end of the file name: at most 4 KiB, of which the

@@ -1,7 +1,8 @@
 package commands
 
-// Streamed batches: lease add, claim (of a candidate list), renew-batch
-// and complete run a big input in chunks, so that memory is bounded by a
+// Streamed batches: lease add, claim (of a candidate list), renew-batch,
+// complete, release and verify run a big input in chunks (revoke and retry
+// read theirs whole: IDs an operator names, or the table's failed items), so that memory is bounded by a
 // chunk, not by the input (docs/design.md#cli). The whole input is read
 // and validated first, into an unlinked spool file (spool.go): a
 // malformed line anywhere is exit 2 with nothing written. Then each chunk
@@ -65,6 +66,17 @@ type streamSpec struct {
 	// interrupted is the stderr line of a batch stopped by a signal after
 	// done of total items, ok of them successful.
 	interrupted func(done, total, ok int) string
+}
+
+// tokenStream is the streamSpec of a batch of `ID TOKEN` lines without a
+// --progress flag of its own (release, verify): a bar only on a terminal,
+// after progressDelay.
+func tokenStream(cmd, done string) *streamSpec {
+	return &streamSpec{progress: "auto", bar: cmd, units: "leases", unique: true, chunk: recordChunk(),
+		scan: func(c *cli.Context, sp *spool) error { return spoolInput(c, c.Args().Slice(), formTokens, sp) },
+		interrupted: func(n, total, ok int) string {
+			return fmt.Sprintf("lease %s: interrupted after %d of %d leases: %d %s (the lines printed); the rest were not tried", cmd, n, total, ok, done)
+		}}
 }
 
 // runStream runs a batch in chunks from a spool of its input.

@@ -222,6 +222,17 @@ func TestStreamChunks(t *testing.T) {
 	if n := queueCount(t, root); n != 0 {
 		t.Errorf("queue holds %d entries after every item was completed, want 0", n)
 	}
+	// verify and release stream too: a group commit per chunk (1 lease).
+	more := coreIDs("chunks-release", 4)
+	coreMust(t, 0, coreJoin(more, ""), "add", "--root", root)
+	held = coreMust(t, 0, coreJoin(more, ""), "claim", "--root", root, "--ttl", "3600", "-").out
+	if r = coreMust(t, 0, held, "verify", "--root", root); r.out != held {
+		t.Errorf("verify over 4 chunks: %s\nwant the held lines", r)
+	}
+	r = coreMust(t, 0, held, "release", "--root", root, "-v")
+	if r.out != held || !strings.Contains(r.errOut, "batches=4") {
+		t.Errorf("release -v over 4 chunks: %s\nwant the held lines over 4 batches", r)
+	}
 }
 
 // TestStreamProgress: add, claim and complete draw a progress bar on
