@@ -22,13 +22,14 @@ import (
 // superblock and caches of its own), so that one cluster per version
 // shows the default mount and the other side by side.
 //
-//   - locallocks: a second mount with the client's locks kept local
-//     (NFSv3 nolock, NFSv4.2 local_lock=all): a lock held through one
-//     client is granted through the other there, not on the default
-//     mount; lease qualify through each client fails there (exit 1, its
-//     client-caches check naming the option) and is verified on the
-//     default mount; lease init refuses there (exit 2) and makes a table
-//     on the default mount.
+//   - locallocks: a second mount asking for the client's locks kept
+//     local (NFSv3 nolock, NFSv4.2 local_lock=all). NFSv3: a lock held
+//     through one client is granted through the other there, not on the
+//     default mount; lease qualify through each client fails there (exit
+//     1, its client-caches check naming the option) and is verified on
+//     the default mount; lease init refuses there (exit 2) and makes a
+//     table on the default mount. NFSv4.2: the client ignores the option
+//     (local_lock=none in effect), so there it is as safe as the default.
 //   - sillyrename: a record open in a shell of a client (exec 3<) while
 //     lease rewrites it through that client: the client renames the old
 //     file to .nfsXXXX in the shard; fsck calls it an nfs-silly-rename
