@@ -157,10 +157,11 @@ man:
 # server kernel killed under a workload in both clients and booted again on
 # its export's image), both versions side by side; LEASE_NFS_VERS=3 or 4.2
 # runs one, LEASE_NFS_OPTS=nolock (say) adds mount options the suite must
-# fail on.
+# fail on. TestNFSCases: nolock/local_lock, .nfsXXXX silly renames and the
+# attribute caches against noac, each beside the default mount.
 test-nfs:
 	scripts/nfs-race.sh 3 && scripts/nfs-race.sh 4.2 && \
-	$(GO) test $(TESTFLAGS) -v -run 'TestNFSMultiClient|TestNFSServerCut' ./internal/nfstest/
+	$(GO) test $(TESTFLAGS) -v -run 'TestNFSMultiClient|TestNFSServerCut|TestNFSCases' ./internal/nfstest/
 
 # fuzz runs each go test -fuzz target (every func Fuzz of the module's
 # tests) for FUZZTIME seconds and prints executions and crashes per target

@@ -68,6 +68,12 @@ var fsckManual = Manual{
 		"them are moved to lost+found/, never deleted; each such line says swept, and sweeping changes the exit " +
 		"status only when it fails (4). A temp file of lease add --content younger than an hour may be a live " +
 		"add's and is left alone.\n\n" +
+		"On NFS a file removed or renamed over while a process of the same client has it open (a record read " +
+		"while another process of that client rewrote it) stays as .nfs followed by hex digits in its directory " +
+		"until the last process closes it; the client then removes it. lease fsck reports each such file, wherever " +
+		"it is in the table, as an nfs-silly-rename notice (\"NFS silly-rename file (removed while open; the client " +
+		"deletes it on close)\"): not a record, not damage, no effect on the exit status, and --repair leaves it " +
+		"where it is. The summary, status and claim --next pass such names over.\n\n" +
 		"In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
 		"setgid and readable, writable and searchable by the group, the root and stage/ also sticky (else a member " +
 		"can rename another's TABLE or live staging directory and put a link at its name; --repair gives the sticky " +

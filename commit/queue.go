@@ -326,7 +326,7 @@ type Next struct {
 	ReadLocked int
 	Cleaned    int // entries of done items, removed
 	Failed     int // entries of failed items, removed
-	Foreign    int // names in queue/ that are not IDs (lease fsck reports them)
+	Foreign    int // names in queue/ that are not IDs, NFS silly-rename files aside (lease fsck reports them)
 	// HeldRead counts the held/ names read whose lease may be over, and
 	// TakenOver the items granted from them (held.go).
 	HeldRead, TakenOver int
@@ -502,7 +502,9 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 			for _, name := range names {
 				id, err := leasefmt.ParseID(name)
 				if err != nil {
-					nx.Foreign++
+					if !leasefmt.IsNFSSillyRename(name) {
+						nx.Foreign++
+					}
 					continue
 				}
 				cands = append(cands, id)

@@ -98,6 +98,13 @@ const (
 	// regular file (moved to lost+found/), or a spare being made by a
 	// process that died (debris: removed).
 	KindReserve Kind = "reserve"
+	// KindNFSSillyRename: a file named .nfs and hex digits: what the Linux
+	// NFS client leaves of a file removed or renamed over while one of its
+	// processes had it open (a record read while another process of the
+	// client replaced it); the client removes it when the file is closed.
+	// Not a record, not damage: a notice, never moved or removed (it may
+	// be open).
+	KindNFSSillyRename Kind = "nfs-silly-rename"
 	// KindUnknown: a file that is not part of a lease table. Reported, left
 	// alone; a notice, not an error.
 	KindUnknown Kind = "unknown"
@@ -119,7 +126,7 @@ const (
 )
 
 var kindOrder = []Kind{KindTable, KindLayout, KindTemp, KindInvalid, KindMisplaced, KindSymlink, KindLock,
-	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindHeld, KindInput, KindGroup, KindPermission, KindMarker, KindTally, KindReserve, KindUnknown, KindIO}
+	KindUnfinishedPublish, KindAbandonedPublish, KindPublishLeftover, KindStaleStage, KindOrphanResult, KindQueue, KindHeld, KindInput, KindGroup, KindPermission, KindMarker, KindTally, KindReserve, KindNFSSillyRename, KindUnknown, KindIO}
 
 // Severity says how a finding counts towards the exit status.
 type Severity int
@@ -148,7 +155,7 @@ func (s Severity) String() string {
 // Severity is the severity of findings of kind k.
 func (k Kind) Severity() Severity {
 	switch k {
-	case KindUnknown:
+	case KindUnknown, KindNFSSillyRename:
 		return Notice
 	case KindIO:
 		return Operational

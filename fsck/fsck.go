@@ -135,6 +135,9 @@ type checker struct {
 	// partial is set once any part of the check failed (an io finding):
 	// what was not read cannot vouch for a result, so no orphans then.
 	partial atomic.Bool
+	// silly collects the NFS silly-rename files the listings met
+	// (readDirSorted), reported after the check (reportSilly).
+	silly *sillyFiles
 }
 
 // committingRec is a committing work record that names a published result.
@@ -163,11 +166,13 @@ func Check(ctx context.Context, root string, fsys seam.FS, opt Options, report f
 		opt:    opt,
 		sum:    newSummary(opt.Repair),
 		report: report,
+		silly:  &sillyFiles{},
 	}
 	err := c.run()
 	if c.unlockRepair != nil {
 		c.unlockRepair()
 	}
+	c.reportSilly()
 	if err != nil {
 		return c.sum, err
 	}
@@ -365,12 +370,53 @@ func (c *checker) selectShards(t *leasefmt.Table) ([]task, error) {
 	return out, nil
 }
 
-// readDirSorted lists dir by name.
+// readDirSorted lists dir by name, without its NFS silly-rename files
+// (leasefmt.IsNFSSillyRename), which it keeps for reportSilly: every
+// directory fsck lists passes them over in this one place, so that no
+// check takes one for a record, a temp file or damage, and no repair
+// moves or removes one (it may be open, and its client removes it when
+// it is closed).
 func (c *checker) readDirSorted(dir string) ([]fs.DirEntry, error) {
 	ents, err := c.fs.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
+	kept := ents[:0]
+	for _, e := range ents {
+		if e.Type().IsRegular() && leasefmt.IsNFSSillyRename(e.Name()) {
+			c.silly.add(path.Join(dir, e.Name()))
+			continue
+		}
+		kept = append(kept, e)
+	}
+	ents = kept
 	sort.Slice(ents, func(a, b int) bool { return ents[a].Name() < ents[b].Name() })
 	return ents, nil
+}
+
+// sillyFiles are the NFS silly-rename files the listings of a check met
+// (by the workers of the scan too).
+type sillyFiles struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+func (s *sillyFiles) add(rel string) {
+	s.mu.Lock()
+	s.paths = append(s.paths, rel)
+	s.mu.Unlock()
+}
+
+// reportSilly reports the NFS silly-rename files met, by name, each once:
+// notices, left alone by a repair.
+func (c *checker) reportSilly() {
+	paths := c.silly.paths
+	sort.Strings(paths)
+	for i, p := range paths {
+		if i > 0 && paths[i-1] == p {
+			continue
+		}
+		c.emit(&Finding{Kind: KindNFSSillyRename, Path: p,
+			Found: "an NFS silly-rename file (removed while open; the client deletes it on close)"})
+	}
 }

@@ -172,7 +172,7 @@ func (c *checker) scanDir(t task) *shardResult {
 
 // collectLinks is walkLinks for a worker: it returns the findings.
 func (c *checker) collectLinks(dir string) []*Finding {
-	sub := &checker{ctx: c.ctx, fs: c.fs, disk: c.disk, st: c.st, opt: c.opt, sum: newSummary(c.opt.Repair)}
+	sub := &checker{ctx: c.ctx, fs: c.fs, disk: c.disk, st: c.st, opt: c.opt, sum: newSummary(c.opt.Repair), silly: c.silly}
 	var out []*Finding
 	sub.report = func(f *Finding) { out = append(out, f) }
 	sub.walkLinks(dir, 0)

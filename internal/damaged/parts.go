@@ -148,6 +148,20 @@ var parts = []Scenario{
 		}
 		b.Expect.KeptDirs = append(b.Expect.KeptDirs, "groups/00/sub")
 	}},
+	{Name: "nfs-silly-rename", Doc: "files the NFS client renamed to .nfsXXXX when they were removed while open, in a shard, the queue, held/, stage/ and public/: reported as such, left alone (notices, exit 0)", Check: 0, Repair: 0, build: func(b *Builder) {
+		live := b.ID(leasefmt.Work, "silly")
+		rel := b.put(lease(leasefmt.Work, live, "host-a/fuzz-3", 5, Now+100))
+		// The record as it was before a rewrite renamed over it while a
+		// reader of the same client had it open.
+		b.keep(path.Join(path.Dir(rel), ".nfs000000000123abcd00000001"), replace(b.validRecord(live), "host-c", "host-a"))
+		b.keep(path.Join(path.Dir(Home(leasefmt.Group, live)), ".nfs000000000123abcd00000002"), nil)
+		b.keep(path.Join("queue", leasefmt.ShardDirName(0, WorkShards), ".nfs000000000123abcd00000003"), nil)
+		b.keep("held/.nfs000000000123abcd00000004", nil)
+		if !b.all { // the scenario with everything has no stage/ and public/ is a file
+			b.keep("stage/.nfs000000000123abcd00000005", []byte("a staged file removed while open\n"))
+			b.keep("public/.nfs000000000123abcd00000006", []byte("a result removed while open\n"))
+		}
+	}},
 	{Name: "unfinished-publish", Doc: "a committing record whose result is already in public/: rolled forward to done; one still staged and live: left alone", Check: 4, Repair: 1, build: func(b *Builder) {
 		id := b.ID(leasefmt.Work, "committing")
 		r := lease(leasefmt.Work, id, "host-f/fuzz-1", 3, Now+100)
