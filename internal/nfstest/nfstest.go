@@ -259,10 +259,10 @@ func UpT(t testing.TB, o Options) *Cluster {
 
 // RestartKnfsd stops knfsd in the server kernel (its threads, with
 // lockd's and NFSv4's state, and the exports: scripts/nfs-guest/knfsd
-// restart, as `systemctl restart nfs-server` does), waits down, and starts
+// restart, as nfs-utils' nfs-server.service does), waits down, and starts
 // it again; the kernel, rpcbind, statd and mountd keep running. The
-// clients' calls wait (hard mounts) and they reclaim their state in the
-// grace period that follows.
+// clients' calls wait (hard mounts); a grace period follows, in which
+// NFSv4 clients reclaim their state (no sm-notify is run).
 func (c *Cluster) RestartKnfsd(ctx context.Context, down time.Duration) error {
 	c.mu.Lock()
 	k := c.Server
