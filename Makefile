@@ -12,7 +12,7 @@
 #                   on 2 cores); what to run while working
 #   make test-long  the full enumeration of internal/safety (make test samples it)
 #   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm, NFS and power
-#                   cuts (User-Mode Linux); root, about 45 minutes
+#                   cuts (User-Mode Linux); root, about 50 minutes
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 #   make man        regenerate the man pages and completions from the commands' help
@@ -154,7 +154,7 @@ man:
 # campaign with worker trees killed, fsck on the live table) and the server
 # cut (the server kernel killed under a workload in both clients and booted
 # again on its export's image, then knfsd alone restarted), both versions side
-# by side (about 20 minutes on 2 cores); LEASE_NFS_VERS=3 or 4.2 runs one,
+# by side (20 to 27 minutes on 2 cores); LEASE_NFS_VERS=3 or 4.2 runs one,
 # LEASE_NFS_OPTS=nolock (say) adds mount options the suite must fail on.
 test-nfs:
 	scripts/nfs-race.sh 3 && scripts/nfs-race.sh 4.2 && \
