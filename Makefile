@@ -12,7 +12,7 @@
 #                   on 2 cores); what to run while working
 #   make test-long  the full enumeration of internal/safety (make test samples it)
 #   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm, NFS and power
-#                   cuts (User-Mode Linux); root, about 25 minutes
+#                   cuts (User-Mode Linux); root, about 50 minutes
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 #   make man        regenerate the man pages and completions from the commands' help
@@ -24,8 +24,8 @@
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
 #   make test-nfs   NFS (v3 and v4.2) in User-Mode Linux kernels, a server and two
 #                   clients: the lock race (scripts/nfs-race.sh), the multi-client
-#                   suite and the server cut (internal/nfstest); make test-cluster
-#                   runs the race (internal/nfsrace), not yet internal/nfstest
+#                   suite and the server cut (internal/nfstest), the NFS parts of
+#                   make test-cluster alone
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -43,15 +43,13 @@ DESTDIR ?=
 FUZZTIME ?= 20
 
 # The cluster suites (make test-cluster): real GlusterFS and CephFS
-# (internal/multiclient, internal/clusterbox), NFS (internal/nfsrace) and
-# power cuts (internal/powercut) in User-Mode Linux kernels (internal/uml),
+# (internal/multiclient, internal/clusterbox), NFS (internal/nfsrace,
+# internal/nfstest) and power cuts (internal/powercut) in User-Mode Linux
+# kernels (internal/uml),
 # and the job scripts of commands/ under sbatch and srun (CLUSTER_TESTS: the
 # Slurm cluster of .ci/slurm-up.sh). make test runs everything else.
 MODULE        := github.com/leasetool/lease
-CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/powercut internal/uml
-# internal/nfstest (NFS's two-client suite and the server's cut) runs on
-# demand only (make test-nfs) until it has passed whole in a .ci/run.
-ONDEMAND_PKGS := internal/nfstest
+CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/nfstest internal/powercut internal/uml
 CLUSTER_TESTS := ^(TestSlurm[A-Za-z0-9_]*|TestReadmeClusterWorkers)$$
 # commands' own MPI tests (the files under //go:build mpi): make test runs
 # them with -tags mpi, after every test of commands in the plain build. Only
@@ -107,8 +105,8 @@ cross:
 test:
 	@rm -f "$(LEASE_TEST_SKIPS)"
 	@st=0; $(MAKE) --no-print-directory vet || st=1; \
-	pkgs=$$($(GO) list ./... | grep -v -x $(foreach p,$(CLUSTER_PKGS) $(ONDEMAND_PKGS),-e '$(MODULE)/$(p)')); \
-	echo "LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' ./... but $(CLUSTER_PKGS) $(ONDEMAND_PKGS)"; \
+	pkgs=$$($(GO) list ./... | grep -v -x $(foreach p,$(CLUSTER_PKGS),-e '$(MODULE)/$(p)')); \
+	echo "LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' ./... but $(CLUSTER_PKGS)"; \
 	LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' $$pkgs || st=1; \
 	echo "cd bench && $(GO) test $(TESTFLAGS) ./..."; (cd bench && $(GO) test $(TESTFLAGS) ./...) || st=1; \
 	if [ -n "$(TAGS)" ]; then echo "$(GO) test $(TESTFLAGS) -tags mpi ./mpi/; $(GO) test $(TESTFLAGS) -tags mpi -run '$(MPI_TESTS)' ./commands/"; \
@@ -150,18 +148,19 @@ man:
 # user-mode-linux, uml-utilities, nfs-kernel-server, nfs-common, rpcbind): it
 # fails on a token written twice. make test-cluster runs it too (internal/nfsrace);
 # MODE=rec scripts/nfs-race.sh 4.2 shows NFSv4.2's stale reads without lease's
-# revalidation. It then runs internal/nfstest (not yet in make test-cluster):
-# the multi-client suite on NFS (qualify through each client, the claim --next
-# race, held through the other client, fenced publish, a lease work campaign
-# with worker trees killed, fsck on the live table) and the server cut (the
-# server kernel killed under a workload in both clients and booted again on
-# its export's image), both versions side by side; LEASE_NFS_VERS=3 or 4.2
-# runs one, LEASE_NFS_OPTS=nolock (say) adds mount options the suite must
-# fail on. TestNFSCases: nolock/local_lock, .nfsXXXX silly renames and the
-# attribute caches against noac, each beside the default mount.
+# revalidation. It then runs internal/nfstest, as make test-cluster (and so CI)
+# does: the multi-client suite on NFS (qualify through each client, the claim
+# --next race, held through the other client, fenced publish, a lease work
+# campaign with worker trees killed, fsck on the live table) and the server
+# cut (the server kernel killed under a workload in both clients and booted
+# again on its export's image, then knfsd alone restarted), both versions side
+# by side (20 to 27 minutes on 2 cores); LEASE_NFS_VERS=3 or 4.2 runs one,
+# LEASE_NFS_OPTS=nolock (say) adds mount options the suite must fail on;
+# TestNFSCases: nolock/local_lock, .nfsXXXX silly renames and the attribute
+# caches against noac, each beside the default mount.
 test-nfs:
 	scripts/nfs-race.sh 3 && scripts/nfs-race.sh 4.2 && \
-	$(GO) test $(TESTFLAGS) -v -run 'TestNFSMultiClient|TestNFSServerCut|TestNFSCases' ./internal/nfstest/
+	$(GO) test $(TESTFLAGS) -p 1 -v ./internal/nfstest/
 
 # fuzz runs each go test -fuzz target (every func Fuzz of the module's
 # tests) for FUZZTIME seconds and prints executions and crashes per target

@@ -273,8 +273,9 @@ func TestReadmeStart(t *testing.T) {
 			t.Errorf("scripts/check.sh runs make %s, which README.md does not name", target)
 		}
 	}
-	// Every test target of the Makefile is in make check, but those run on
-	// demand only (test-nfs: not yet passed end to end; see the Makefile).
+	// Every test target of the Makefile is in make check, but those that
+	// run a part of one alone (test-nfs: the NFS parts of make
+	// test-cluster; see the Makefile).
 	onDemand := []string{"test-nfs"}
 	for _, m := range regexp.MustCompile(`(?m)^(test[a-z-]*):`).FindAllSubmatch(makefile, -1) {
 		target := string(m[1])

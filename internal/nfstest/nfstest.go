@@ -256,3 +256,24 @@ func UpT(t testing.TB, o Options) *Cluster {
 	})
 	return c
 }
+
+// RestartKnfsd stops knfsd in the server kernel (its threads, with
+// lockd's and NFSv4's state, and the exports: scripts/nfs-guest/knfsd
+// restart, as nfs-utils' nfs-server.service does), waits down, and starts
+// it again; the kernel, rpcbind, statd and mountd keep running. The
+// clients' calls wait (hard mounts); a grace period follows, in which
+// NFSv4 clients reclaim their state (no sm-notify is run).
+func (c *Cluster) RestartKnfsd(ctx context.Context, down time.Duration) error {
+	c.mu.Lock()
+	k := c.Server
+	c.mu.Unlock()
+	script := fmt.Sprintf(`sh "$(dirname "$UML_SETUP")/knfsd" restart %.1f`, down.Seconds())
+	out, code, err := k.Run(ctx, script)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("exit %d: %s", code, strings.TrimSpace(out))
+	}
+	if err != nil {
+		return fmt.Errorf("nfstest: restarting knfsd: %w", err)
+	}
+	return nil
+}

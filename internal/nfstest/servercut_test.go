@@ -30,9 +30,12 @@ import (
 // both have renewed, every process of the server kernel is killed at once;
 // a server boots again on the same image. Both workloads must carry on by
 // themselves (more acknowledged operations, a renew-batch among them,
-// after the restart), or a command of one fails with its error after the
-// cut (logged; that client's mount must answer); a failure before the cut
-// fails the test. After the workloads and the server are stopped the image,
+// after the restart). Then knfsd alone is stopped for 1 to 5 s in the
+// running server kernel and started again (scripts/nfs-guest/knfsd
+// restart: its state and exports gone, the kernel up), and both must carry
+// on again. Instead of carrying on a command may fail with its error after
+// the cut (logged; that client's mount must answer); a failure before the
+// cut fails the test. After the workloads and the server are stopped the image,
 // mounted here, must hold every acknowledged operation (powercut's
 // checker: records, tokens, publishes, no token gone back, fsck, --repair,
 // a clean fsck, a lease taken over with a larger token).
@@ -146,25 +149,47 @@ func serverCut(t *testing.T, vers, lease, guest string, seed int64) {
 	t.Logf("NFSv%s: a server booted again on the image in %.1fs", vers, time.Since(t0).Seconds())
 	// The workloads carry on: a renew-batch acknowledged after the
 	// restart, and 20 operations; or a command fails, with its error (a
-	// call the cut interrupted may not be able to tell that it succeeded:
-	// seen on NFSv4.2, a renew-batch's rename replayed to the new server
-	// answered ENOENT, the rename having been made before the cut). Either
-	// way no acknowledged operation may be lost (below).
+	// call the cut interrupted may not be able to tell that it succeeded;
+	// seen on NFSv4.2 before durable.Disk.Put learned it: a renew-batch's
+	// rename resent to the new server answered ENOENT, the rename having
+	// been made before the cut). Either way no acknowledged operation may
+	// be lost (below).
 	wait("the workloads after the restart", true, func(i int, b []byte) bool {
 		after := b[min(before[i], len(b)):]
 		return bytes.Contains(after, []byte("ACK renew ")) && bytes.Count(after, []byte("ACK ")) >= 20
 	})
+	t.Logf("NFSv%s: the workloads went on or failed %.1fs after the cut", vers, time.Since(t0).Seconds())
+	// Then knfsd alone, restarted in the running server kernel (its
+	// threads, lockd's and NFSv4's state and the exports gone for 1 to 5
+	// s; rpcbind, statd, mountd and the kernel's caches stay): the
+	// workloads carry on again.
+	var mark [2]int
+	for i := range c.Clients {
+		mark[i] = len(acks(i))
+	}
+	down := time.Second + time.Duration(rng.Int63n(int64(4*time.Second)))
+	t1 := time.Now()
+	if err := c.RestartKnfsd(ctx, down); err != nil {
+		t.Fatal(err)
+	}
+	wait("the workloads after knfsd's restart", true, func(i int, b []byte) bool {
+		after := b[min(mark[i], len(b)):]
+		return bytes.Contains(after, []byte("ACK renew ")) && bytes.Count(after, []byte("ACK ")) >= 20
+	})
+	for i := range c.Clients {
+		t.Logf("NFSv%s client %d: knfsd down %.1fs; %d acknowledgement lines after its restart", vers, i, down.Seconds(), bytes.Count(acks(i)[mark[i]:], []byte("ACK ")))
+	}
+	t.Logf("NFSv%s: the workloads went on or failed %.1fs after knfsd's restart began", vers, time.Since(t1).Seconds())
 	for i, f := range failed {
 		if f == "" {
 			continue
 		}
-		t.Logf("NFSv%s client %d: a command failed after the cut (the workload stopped there): %s", vers, i, f)
+		t.Logf("NFSv%s client %d: a command failed after the cut or knfsd's restart (the workload stopped there): %s", vers, i, f)
 		// The client itself goes on: its mount answers.
 		if out, code, err := c.Run(ctx, i, fmt.Sprintf("cat %s/cut%d/TABLE > /dev/null", Mnt, i)); err != nil || code != 0 {
-			t.Errorf("NFSv%s client %d: the table after the restart: exit %d %v: %s", vers, i, code, err, out)
+			t.Errorf("NFSv%s client %d: the table after the restarts: exit %d %v: %s", vers, i, code, err, out)
 		}
 	}
-	t.Logf("NFSv%s: the workloads went on or failed %.1fs after the cut", vers, time.Since(t0).Seconds())
 	// Stop the workloads, then the server (a cut again: the image holds
 	// what the server made durable, which the sync export makes of every
 	// acknowledged write).
