@@ -3,16 +3,16 @@
 #   make install    install lease, its man pages and completions under PREFIX
 #                   (default /usr/local; PREFIX=$HOME/.local for your own account)
 #   make check      every test, as CI (.ci/run) runs them: make test and then
-#                   make test-long, beside make test-cluster (scripts/check.sh:
-#                   two lanes on 2 cores, their logs printed whole when both
-#                   are done, then each target's skips and the targets that
-#                   failed)
+#                   make test-nfs, beside make test-cluster and then make
+#                   test-long (scripts/check.sh: two lanes on 2 cores, their
+#                   logs printed whole when both are done, then each target's
+#                   skips and the targets that failed)
 #   make test       every test but the cluster suites, with the safety
 #                   harness's crash states sampled (the goal: under 10 minutes
 #                   on 2 cores); what to run while working
 #   make test-long  the full enumeration of internal/safety (make test samples it)
-#   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm, NFS and power
-#                   cuts (User-Mode Linux); root, about 50 minutes
+#   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm and power
+#                   cuts (User-Mode Linux); root, about 30 minutes
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 #   make man        regenerate the man pages and completions from the commands' help
@@ -23,9 +23,9 @@
 #                   under lease (internal/powercut; needs root and
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
 #   make test-nfs   NFS (v3 and v4.2) in User-Mode Linux kernels, a server and two
-#                   clients: the lock race (scripts/nfs-race.sh), the multi-client
-#                   suite and the server cut (internal/nfstest), the NFS parts of
-#                   make test-cluster alone
+#                   clients: the lock race (internal/nfsrace), the multi-client
+#                   suite, the NFS cases and the server cut (internal/nfstest);
+#                   root, about 30 minutes
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are
@@ -43,13 +43,15 @@ DESTDIR ?=
 FUZZTIME ?= 20
 
 # The cluster suites (make test-cluster): real GlusterFS and CephFS
-# (internal/multiclient, internal/clusterbox), NFS (internal/nfsrace,
-# internal/nfstest) and power cuts (internal/powercut) in User-Mode Linux
-# kernels (internal/uml),
-# and the job scripts of commands/ under sbatch and srun (CLUSTER_TESTS: the
-# Slurm cluster of .ci/slurm-up.sh). make test runs everything else.
+# (internal/multiclient, internal/clusterbox) and power cuts
+# (internal/powercut) in User-Mode Linux kernels (internal/uml), and the job
+# scripts of commands/ under sbatch and srun (CLUSTER_TESTS: the Slurm
+# cluster of .ci/slurm-up.sh). NFS has a target of its own (make test-nfs:
+# NFS_PKGS), so that make check can run it in the other lane. make test runs
+# everything else.
 MODULE        := github.com/leasetool/lease
-CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/nfsrace internal/nfstest internal/powercut internal/uml
+CLUSTER_PKGS  := internal/multiclient internal/clusterbox internal/powercut internal/uml
+NFS_PKGS      := internal/nfsrace internal/nfstest
 CLUSTER_TESTS := ^(TestSlurm[A-Za-z0-9_]*|TestReadmeClusterWorkers)$$
 # commands' own MPI tests (the files under //go:build mpi): make test runs
 # them with -tags mpi, after every test of commands in the plain build. Only
@@ -105,8 +107,8 @@ cross:
 test:
 	@rm -f "$(LEASE_TEST_SKIPS)"
 	@st=0; $(MAKE) --no-print-directory vet || st=1; \
-	pkgs=$$($(GO) list ./... | grep -v -x $(foreach p,$(CLUSTER_PKGS),-e '$(MODULE)/$(p)')); \
-	echo "LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' ./... but $(CLUSTER_PKGS)"; \
+	pkgs=$$($(GO) list ./... | grep -v -x $(foreach p,$(CLUSTER_PKGS) $(NFS_PKGS),-e '$(MODULE)/$(p)')); \
+	echo "LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' ./... but $(CLUSTER_PKGS) $(NFS_PKGS)"; \
 	LEASE_SAFETY_SIZE=sample $(GO) test $(TESTFLAGS) -skip '$(CLUSTER_TESTS)' $$pkgs || st=1; \
 	echo "cd bench && $(GO) test $(TESTFLAGS) ./..."; (cd bench && $(GO) test $(TESTFLAGS) ./...) || st=1; \
 	if [ -n "$(TAGS)" ]; then echo "$(GO) test $(TESTFLAGS) -tags mpi ./mpi/; $(GO) test $(TESTFLAGS) -tags mpi -run '$(MPI_TESTS)' ./commands/"; \
@@ -143,24 +145,27 @@ demo:
 man:
 	$(GO) generate ./commands
 
-# test-nfs runs the lock race of docs/safety.md (NFS) through two clients of
-# one server on NFSv3 and NFSv4.2 (User-Mode Linux kernels; needs root,
-# user-mode-linux, uml-utilities, nfs-kernel-server, nfs-common, rpcbind): it
-# fails on a token written twice. make test-cluster runs it too (internal/nfsrace);
-# MODE=rec scripts/nfs-race.sh 4.2 shows NFSv4.2's stale reads without lease's
-# revalidation. It then runs internal/nfstest, as make test-cluster (and so CI)
-# does: the multi-client suite on NFS (qualify through each client, the claim
-# --next race, held through the other client, fenced publish, a lease work
-# campaign with worker trees killed, fsck on the live table) and the server
-# cut (the server kernel killed under a workload in both clients and booted
-# again on its export's image, then knfsd alone restarted), both versions side
-# by side (20 to 27 minutes on 2 cores); LEASE_NFS_VERS=3 or 4.2 runs one,
-# LEASE_NFS_OPTS=nolock (say) adds mount options the suite must fail on;
-# TestNFSCases: nolock/local_lock, .nfsXXXX silly renames and the attribute
-# caches against noac, each beside the default mount.
+# test-nfs runs the NFS suites (User-Mode Linux kernels; needs root,
+# user-mode-linux, uml-utilities, nfs-kernel-server, nfs-common, rpcbind), one
+# package at a time, both NFS versions side by side: internal/nfsrace, the
+# lock race of docs/safety.md (NFS) through two clients of one server
+# (scripts/nfs-race.sh; it fails on a token written twice; MODE=rec
+# scripts/nfs-race.sh 4.2 shows NFSv4.2's stale reads without lease's
+# revalidation); internal/nfstest, the multi-client suite on NFS (qualify
+# through each client, the claim --next race, held through the other client,
+# fenced publish, a lease work campaign with worker trees killed, fsck on the
+# live table), the NFS cases (nolock/local_lock, .nfsXXXX silly renames, the
+# attribute caches against noac, each beside the default mount) and the
+# server cut (the server kernel killed under a workload in both clients and
+# booted again on its export's image, then knfsd alone restarted).
+# LEASE_NFS_VERS=3 or 4.2 runs one version; LEASE_NFS_OPTS=nolock (say) adds
+# mount options the suite must fail on.
+test-nfs: LEASE_TEST_SKIPS := $(CURDIR)/.test-skips-nfs
 test-nfs:
-	scripts/nfs-race.sh 3 && scripts/nfs-race.sh 4.2 && \
-	$(GO) test $(TESTFLAGS) -p 1 -v ./internal/nfstest/
+	@rm -f "$(LEASE_TEST_SKIPS)"
+	@st=0; echo "$(GO) test $(TESTFLAGS) -p 1 $(addprefix ./,$(NFS_PKGS))"; \
+	$(GO) test $(TESTFLAGS) -p 1 $(addprefix ./,$(NFS_PKGS)) || st=1; \
+	scripts/test-skips.sh list "make test-nfs"; exit $$st
 
 # fuzz runs each go test -fuzz target (every func Fuzz of the module's
 # tests) for FUZZTIME seconds and prints executions and crashes per target

@@ -3,9 +3,10 @@
 #
 # Two lanes at once, one per core of a 2-core machine, each into a log of its
 # own: make test (everything but the cluster suites, internal/safety's crash
-# states sampled) and then make test-long (internal/safety's full
-# enumeration), beside make test-cluster (GlusterFS, CephFS, Slurm, NFS and
-# power cuts, one package at a time). When both lanes are done their logs are
+# states sampled) and then make test-nfs (NFS in User-Mode Linux kernels),
+# beside make test-cluster (GlusterFS, CephFS, Slurm and power cuts, one
+# package at a time) and then make test-long (internal/safety's full
+# enumeration): about as long as each other. When both lanes are done their logs are
 # printed whole, then the skips of each target and the targets that failed.
 # The exit status is 1 when any target failed (a skip fails a target only
 # under LEASE_TEST_REQUIRE=all, which .ci/run sets).
@@ -28,8 +29,8 @@ lane() { # lane NAME TARGET...: run make TARGET in turn into $logs/NAME.log
 }
 
 start=$(date +%s)
-lane tests test test-long &
-lane cluster test-cluster &
+lane tests test test-nfs &
+lane cluster test-cluster test-long &
 wait
 for name in tests cluster; do
 	echo "===== make check: lane $name"
@@ -39,7 +40,7 @@ done
 # The skips, target by target (each target also lists its own at its end,
 # in its lane's log above); the files are the Makefile's LEASE_TEST_SKIPS.
 echo "===== make check: skips"
-for target in test test-long test-cluster; do
+for target in test test-nfs test-cluster test-long; do
 	f=.test-skips-${target#test-}
 	[ "$target" = test ] && f=.test-skips
 	LEASE_TEST_SKIPS="$PWD/$f" scripts/test-skips.sh list "make $target"
