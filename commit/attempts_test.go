@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -95,7 +96,7 @@ func TestReleaseFailedCountsAndFails(t *testing.T) {
 	}
 	syncedQueue, renamedRecord := -1, -1
 	for i, o := range log.snapshot() {
-		if o.op == seam.OpSyncDir && strings.HasPrefix(o.name, commit.QueueDir+"/") && syncedQueue < 0 {
+		if o.op == seam.OpSyncDir && strings.HasPrefix(o.name, layout.QueueDir+"/") && syncedQueue < 0 {
 			syncedQueue = i
 		}
 		if o.op == seam.OpRename && strings.HasSuffix(o.name, id.FileName()) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -617,7 +618,7 @@ func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
 			}
 			return
 		}
-		lock := path.Join(dir, LockFile)
+		lock := path.Join(dir, layout.LockFile)
 		if err := p.PrepareLock(lock); err != nil && !planted(err) {
 			errs[i] = prepareError(s.Abs(lock), "cannot open the shard's lock file", err)
 		}

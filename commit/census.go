@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -69,7 +70,7 @@ const censusChunk = 4096
 func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 	now := s.now()
 	if ok, err := s.TallyTrusted(); err != nil {
-		return Census{}, &durable.OpError{Op: "stat", Path: s.Abs(TrustedFile), Err: err}
+		return Census{}, &durable.OpError{Op: "stat", Path: s.Abs(layout.TrustedFile), Err: err}
 	} else if ok {
 		return s.tallyCensus(ctx, workers, now)
 	}
@@ -209,9 +210,9 @@ func parseMarker(b []byte) (idKey, bool, int64, bool) {
 	rest := b[65:]
 	failed := false
 	switch {
-	case len(rest) > 5 && string(rest[:5]) == markDone+".":
+	case len(rest) > 5 && string(rest[:5]) == string(leasefmt.Done)+".":
 		rest = rest[5:]
-	case len(rest) > 7 && string(rest[:7]) == markFailed+".":
+	case len(rest) > 7 && string(rest[:7]) == string(leasefmt.Failed)+".":
 		rest, failed = rest[7:], true
 	default:
 		return k, false, 0, false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -42,7 +43,7 @@ func TallyQuietForTest(d time.Duration) time.Duration {
 func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}, Method: MethodTally}
 	flagged := map[int][]leasefmt.ID{}
-	err := s.listNames(UnqueuedDir, func(name string) {
+	err := s.listNames(layout.UnqueuedDir, func(name string) {
 		if id, err := leasefmt.ParseID(name); err == nil {
 			sh := id.Shard(s.hdr.WorkShards)
 			flagged[sh] = append(flagged[sh], id)
@@ -104,12 +105,12 @@ func (s *Store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, n
 			continue
 		}
 		if marks(rec.Status) {
-			_, err := s.fs.Lstat(TallyPath(rec))
+			_, err := s.fs.Lstat(layout.TallyPath(rec))
 			if err == nil {
 				continue // counted from its bucket
 			}
 			if !errors.Is(err, fs.ErrNotExist) {
-				return c, &durable.OpError{Op: "stat", Path: s.Abs(TallyPath(rec)), Err: err}
+				return c, &durable.OpError{Op: "stat", Path: s.Abs(layout.TallyPath(rec)), Err: err}
 			}
 			// Its finisher may make the link before tallyBuckets lists
 			// the bucket: counted here, not there.
@@ -159,8 +160,8 @@ type checkpoint struct {
 func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	var names []string
-	err := s.listNames(TallyDir, func(name string) {
-		if _, ok := ParseBucket(name); ok {
+	err := s.listNames(layout.TallyDir, func(name string) {
+		if _, ok := layout.ParseBucket(name); ok {
 			names = append(names, name)
 		}
 	})
@@ -178,7 +179,7 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		idx[i] = i
 	}
 	s.parallelN(workers, idx, func(i int) {
-		dir := TallyDir + "/" + names[i]
+		dir := layout.TallyDir + "/" + names[i]
 		fi, err := s.fs.Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return // removed since the listing (fsck)
@@ -219,8 +220,8 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		}
 		n.MostFailed = top.MostFailed
 		counts[i] = n
-		b, _ := ParseBucket(names[i])
-		if !stamped || float64(b+TallyBucket+TallySettle) > now {
+		b, _ := layout.ParseBucket(names[i])
+		if !stamped || float64(b+layout.TallyBucket+TallySettle) > now {
 			return // still being written
 		}
 		fi, err = s.fs.Lstat(dir)
@@ -268,11 +269,11 @@ func (s *Store) readCheckpoint() checkpoint {
 	var cp checkpoint
 	// ReadFile allocates what it may read: ask for the file's size (a
 	// checkpoint holds about 150 bytes a bucket, 12 a day).
-	fi, err := s.fs.Lstat(CheckpointFile)
+	fi, err := s.fs.Lstat(layout.CheckpointFile)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCheckpoint {
 		return checkpoint{}
 	}
-	data, err := s.fs.ReadFile(CheckpointFile, int(fi.Size())+4096)
+	data, err := s.fs.ReadFile(layout.CheckpointFile, int(fi.Size())+4096)
 	if err != nil || len(data) > maxCheckpoint || json.Unmarshal(data, &cp) != nil || cp.Schema != checkpointSchema {
 		return checkpoint{}
 	}
@@ -288,7 +289,7 @@ func (s *Store) readCheckpoint() checkpoint {
 func (s *Store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := TallyDir + "/.CHECKPOINT.tmp." + hex.EncodeToString(rnd[:])
+	tmp := layout.TallyDir + "/.CHECKPOINT.tmp." + hex.EncodeToString(rnd[:])
 	f, err := s.fs.CreateExcl(tmp)
 	if err != nil {
 		return
@@ -313,6 +314,6 @@ func (s *Store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
 		err = cerr
 	}
 	if err == nil {
-		_ = s.fs.Rename(tmp, CheckpointFile)
+		_ = s.fs.Rename(tmp, layout.CheckpointFile)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -80,11 +81,11 @@ func TestTallyCensusFollowsEveryChange(t *testing.T) {
 		held = append(held, commit.Item{ID: r.ID, Token: r.Token})
 	}
 	for _, id := range []leasefmt.ID{items[36].ID, items[39].ID} {
-		if _, err := os.Stat(st.Abs(commit.UnqueuedFlag(id))); err != nil {
+		if _, err := os.Stat(st.Abs(layout.UnqueuedFlag(id))); err != nil {
 			t.Fatalf("no flag for %s, claimed by name without a queue entry: %v", id, err)
 		}
 	}
-	if _, err := os.Stat(st.Abs(commit.UnqueuedFlag(items[0].ID))); !os.IsNotExist(err) {
+	if _, err := os.Stat(st.Abs(layout.UnqueuedFlag(items[0].ID))); !os.IsNotExist(err) {
 		t.Fatalf("a queued item got a flag: %v", err)
 	}
 	bothCensuses(t, st, log, 1020)
@@ -99,12 +100,12 @@ func TestTallyCensusFollowsEveryChange(t *testing.T) {
 	bothCensuses(t, st, log, 1200) // the leases expired
 	// Later: the bucket of 900..1199 is cold; the first census lists and
 	// keeps it, the next only stats it.
-	cold := commit.TallyBucketDir(900)
+	cold := layout.TallyBucketDir(900)
 	ops := bothCensuses(t, st, log, 2000)
 	if n := listed(ops, cold); n == 0 {
 		t.Fatalf("the first census after the bucket settled did not list it")
 	}
-	if _, err := os.Stat(st.Abs(commit.CheckpointFile)); err != nil {
+	if _, err := os.Stat(st.Abs(layout.CheckpointFile)); err != nil {
 		t.Fatalf("no checkpoint: %v", err)
 	}
 	ops = bothCensuses(t, st, log, 2001)
@@ -125,7 +126,7 @@ func TestTallyCensusFollowsEveryChange(t *testing.T) {
 	bothCensuses(t, st, log, 2220)
 	bothCensuses(t, st, log, 5000)
 	// A checkpoint that cannot be read is only a cache lost.
-	if err := os.WriteFile(st.Abs(commit.CheckpointFile), []byte("{garbage"), 0o644); err != nil {
+	if err := os.WriteFile(st.Abs(layout.CheckpointFile), []byte("{garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bothCensuses(t, st, log, 5001)
@@ -150,7 +151,7 @@ func TestTallyCensusCountsAStaleQueueEntryOnce(t *testing.T) {
 		}
 	}
 	rb, _ := st.Read(ctx, leasefmt.Work, b)
-	if err := os.Remove(st.Abs(commit.TallyPath(rb))); err != nil {
+	if err := os.Remove(st.Abs(layout.TallyPath(rb))); err != nil {
 		t.Fatal(err)
 	}
 	bothCensuses(t, st, log, 1030)
@@ -165,7 +166,7 @@ func TestTallyUntrustedWhenALinkFails(t *testing.T) {
 	at(st, 1000).Enqueue(ctx, []commit.Item{{ID: id}})
 	h := claimOne(t, st, id, 1010)
 	log.reset(func(op seam.Op, name string) error {
-		if op == seam.OpMkdir && strings.HasPrefix(name, commit.TallyDir+"/") {
+		if op == seam.OpMkdir && strings.HasPrefix(name, layout.TallyDir+"/") {
 			return os.ErrPermission
 		}
 		return nil
@@ -193,7 +194,7 @@ func TestTallyCountsPublishedResults(t *testing.T) {
 		t.Fatalf("CompleteStage: %v %s", err, r.Detail)
 	}
 	rec, _ := st.Read(context.Background(), leasefmt.Work, a.ID)
-	if _, err := os.Lstat(st.Abs(commit.TallyPath(rec))); err != nil {
+	if _, err := os.Lstat(st.Abs(layout.TallyPath(rec))); err != nil {
 		t.Fatalf("a published done record is not in the tally: %v", err)
 	}
 	bothCensuses(t, st, log, 20)
@@ -219,14 +220,14 @@ func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
 		f.Close()
 	}
 	rb, _ := st.Read(ctx, leasefmt.Work, b)
-	link := st.Abs(commit.TallyPath(rb))
+	link := st.Abs(layout.TallyPath(rb))
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
 	}
 	// The finisher goes on when the census starts on the tally's buckets.
 	linked := false
 	log.reset(func(op seam.Op, name string) error {
-		if op == seam.OpReadDir && name == commit.TallyDir && !linked {
+		if op == seam.OpReadDir && name == layout.TallyDir && !linked {
 			linked = true
 			if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, b)), link); err != nil {
 				t.Error(err)

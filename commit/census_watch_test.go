@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -127,7 +128,7 @@ func TestCensusMostFailedWithAndWithoutMarkers(t *testing.T) {
 		ents, _ := os.ReadDir(st.Abs(st.ShardDir(leasefmt.Work, sh)))
 		for _, e := range ents {
 			if !strings.HasSuffix(e.Name(), ".json") {
-				if _, _, _, ok := commit.ParseMarkerName(e.Name()); ok {
+				if _, _, _, ok := layout.ParseMarkerName(e.Name()); ok {
 					os.Remove(st.Abs(st.ShardDir(leasefmt.Work, sh)) + "/" + e.Name())
 				}
 			}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,7 +32,7 @@ type groupLocks struct {
 }
 
 func (l *groupLocks) take(k leasefmt.Kind, id leasefmt.ID) error {
-	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.hdr.Shards(k))), LockFile), id.LockOffset()}
+	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.hdr.Shards(k))), layout.LockFile), id.LockOffset()}
 	if err, ok := l.got[key]; ok {
 		return err
 	}

@@ -21,18 +21,16 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
-
-// InputDir is the directory of the input store, below the root.
-const InputDir = "input"
 
 // MaxInput bounds the content of one work item.
 const MaxInput = 1 << 30
 
 // InputShardDir is the directory of input shard sh: input/SS.
 func (s *Store) InputShardDir(sh int) string {
-	return InputDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
+	return layout.InputDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // InputPath is where the content of id is stored: input/SS/ID.

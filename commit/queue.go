@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -23,12 +24,9 @@ import (
 // removes it once the record is done, and whoever meets an entry of a done
 // item removes it then (the removal need not be durable).
 
-// QueueDir is the directory of the queue, below the root.
-const QueueDir = "queue"
-
 // QueueShardDir is the directory of queue shard sh: queue/SS.
 func (s *Store) QueueShardDir(sh int) string {
-	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
+	return layout.QueueDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // QueuePath is the queue entry of id: queue/SS/ID.

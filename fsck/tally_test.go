@@ -17,6 +17,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/fsck"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -82,12 +83,12 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	// Damage: a done record's link removed, a link of nothing planted, the
 	// flag of the unqueued leased item removed.
 	r0, _ := st.Read(ctx, leasefmt.Work, ids[0])
-	os.Remove(st.Abs(commit.TallyPath(r0)))
+	os.Remove(st.Abs(layout.TallyPath(r0)))
 	stale := &leasefmt.Record{ID: ids[2], Status: leasefmt.Done, RenewedAt: 1510}
-	if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, ids[2])), st.Abs(commit.TallyPath(stale))); err != nil {
+	if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, ids[2])), st.Abs(layout.TallyPath(stale))); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(st.Abs(commit.UnqueuedFlag(ids[3])))
+	os.Remove(st.Abs(layout.UnqueuedFlag(ids[3])))
 	sum, found := checkMarkers(t, root, false)
 	if tf := tallyFindings(found); len(tf) != 3 || sum.Exit() != 4 {
 		t.Fatalf("want 3 tally errors, exit 4: exit %d, %v", sum.Exit(), found)
@@ -108,7 +109,7 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 
 	// A table from before the tally: no tally at all. Nothing is wrong;
 	// a repair builds it and trusts it.
-	if err := os.RemoveAll(st.Abs(commit.TallyDir)); err != nil {
+	if err := os.RemoveAll(st.Abs(layout.TallyDir)); err != nil {
 		t.Fatal(err)
 	}
 	st.Close() // its handles of the tally's directories are of the ones removed
