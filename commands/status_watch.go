@@ -409,7 +409,7 @@ func watchScreen(f watchFigures) []string {
 		fmt.Sprintf("ETA         %s for %d items left", etaText(f), f.left),
 		"")
 	// What is left of the screen goes to the lists: the failed items first
-	// (at most MostFailedK), the owners the rest, each with its heading
+	// (at most the census's ten), the owners the rest, each with its heading
 	// and a blank line.
 	room := f.screenH - len(lines) - 1 // the cursor's line after the last
 	failed := c.MostFailed

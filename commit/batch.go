@@ -129,10 +129,10 @@ func OutcomeOf(err error) (Outcome, bool) {
 	return OK, err == nil
 }
 
-// ItemError is the error of a Result that did not succeed: its item, the
+// itemError is the error of a Result that did not succeed: its item, the
 // record's path, the outcome and the detail, wrapping the outcome's error
 // and the cause.
-type ItemError struct {
+type itemError struct {
 	Item    Item
 	Path    string
 	Outcome Outcome
@@ -141,7 +141,7 @@ type ItemError struct {
 }
 
 // Error names the item, its record and the cause.
-func (e *ItemError) Error() string {
+func (e *itemError) Error() string {
 	msg := e.Outcome.Reason() + " " + string(e.Item.ID)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
@@ -153,7 +153,7 @@ func (e *ItemError) Error() string {
 }
 
 // Unwrap gives the outcome's error and the cause.
-func (e *ItemError) Unwrap() []error { return []error{e.Outcome.Err(), e.Cause} }
+func (e *itemError) Unwrap() []error { return []error{e.Outcome.Err(), e.Cause} }
 
 // Result is the outcome of one item.
 type Result struct {
@@ -179,13 +179,13 @@ type Result struct {
 	settledWrite bool
 }
 
-// Err is nil when the item succeeded, else an *ItemError wrapping the
+// Err is nil when the item succeeded, else an *itemError wrapping the
 // outcome's error (ErrStale, ErrExpired, ...) and the cause.
 func (r Result) Err() error {
 	if r.Outcome == OK {
 		return nil
 	}
-	return &ItemError{Item: r.Item, Path: r.Path, Outcome: r.Outcome, Detail: r.Detail, Cause: r.Cause}
+	return &itemError{Item: r.Item, Path: r.Path, Outcome: r.Outcome, Detail: r.Detail, Cause: r.Cause}
 }
 
 // Derived reports whether r failed only because another item stopped its
@@ -210,7 +210,7 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // over the shards to a pool of at most WithWriters concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
 // (G4), or, under the syncfs strategy (WithSync), the batch is written in
-// two passes per chunk of TwoPassChunk items, its locks taken in the
+// two passes per chunk of twoPassChunk items, its locks taken in the
 // global order: every temp file written under its lock, one syncfs, every
 // rename, one syncfs standing for the directory fsyncs (twopass.go). An
 // I/O error stops the batch:

@@ -40,7 +40,7 @@ type Census struct {
 	// (seconds since the epoch) of its live leases (census_watch.go).
 	OwnerRenewed map[string]float64 `json:"owner_renewed"`
 	// MostFailed are the items with the most failed runs, most first, at
-	// most MostFailedK of them (census_watch.go).
+	// most mostFailedK of them (census_watch.go).
 	MostFailed []FailedItem `json:"most_failed"`
 	// fromRecord are the finished items tallyShard counted from their
 	// records because their links were missing: tallyBuckets does not count

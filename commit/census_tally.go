@@ -15,24 +15,16 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// TallySettle is how long after its span a bucket may be folded into the
+// tallySettle is how long after its span a bucket may be folded into the
 // checkpoint: the writers whose clocks lag (within the table's clock skew)
 // are done with it by then.
-const TallySettle = 60
+const tallySettle = 60
 
 // tallyQuiet is how long a bucket's directory must have been unchanged,
 // by the filesystem's own clock, before its counts are kept: a change made
 // in the same tick of the directory's change time as the last one before
 // the listing would not show in its stat.
 var tallyQuiet = 2 * time.Second
-
-// TallyQuietForTest sets tallyQuiet and returns what it was (tests only:
-// package commit_test cannot reach it otherwise).
-func TallyQuietForTest(d time.Duration) time.Duration {
-	old := tallyQuiet
-	tallyQuiet = d
-	return old
-}
 
 // tallyCensus is Census from the tally (tally.go): the finished items
 // from the buckets (a stat each for the ones the checkpoint holds, a
@@ -134,7 +126,7 @@ type bucketCounts struct {
 	Failed   int64      `json:"failed"`
 	Attempts int64      `json:"attempts"`
 	// MostFailed are the bucket's items that failed most (at most
-	// MostFailedK), for Census.MostFailed.
+	// mostFailedK), for Census.MostFailed.
 	MostFailed []FailedItem `json:"most_failed,omitempty"`
 }
 
@@ -221,7 +213,7 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		n.MostFailed = top.MostFailed
 		counts[i] = n
 		b, _ := layout.ParseBucket(names[i])
-		if !stamped || float64(b+layout.TallyBucket+TallySettle) > now {
+		if !stamped || float64(b+layout.TallyBucket+tallySettle) > now {
 			return // still being written
 		}
 		fi, err = s.fs.Lstat(dir)

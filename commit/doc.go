@@ -147,5 +147,5 @@
 // the clock skew) by the time it is durable is reported Expired
 // (reportedLate, fence.go). A claimer takes over an expired lease only from
 // expires_at + skew (Taken); a holder counts it lost from expires_at - skew
-// (StillHeld).
+// (stillHeld).
 package commit

@@ -91,13 +91,6 @@ func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool,
 	return p.moved(), err
 }
 
-// SamePublished reports whether the staged file at the table-relative
-// name staged is the same file as public/ under its base name.
-func (s *Store) SamePublished(staged string) (bool, error) {
-	p, err := s.publishState(staged, path.Join(layout.PublicDir, path.Base(staged)))
-	return p.same && !p.dir, err // a directory left under both names goes to lost+found/ whole
-}
-
 // settle is what an abandoned committing record that names a published
 // result becomes (docs/design.md#records): done when the result reached public/ (rolled
 // forward), else released (rolled back: the staged file stays in its

@@ -21,8 +21,8 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// MaxResultDepth bounds the depth of a directory published as a result.
-const MaxResultDepth = 32
+// maxResultDepth bounds the depth of a directory published as a result.
+const maxResultDepth = 32
 
 // sameTree reports whether the directories a and b hold the same tree:
 // the same names, types and file bytes (at most maxCompare bytes in all
@@ -32,7 +32,7 @@ func (s *Store) sameTree(a, b string) bool {
 	budget := int64(maxCompare)
 	var same func(a, b string, depth int) bool
 	same = func(a, b string, depth int) bool {
-		if depth > MaxResultDepth {
+		if depth > maxResultDepth {
 			return false
 		}
 		ea, err1 := s.fs.ReadDir(a)
@@ -114,10 +114,10 @@ func (s *Store) syncResult(name string) error {
 
 // checkResultTree refuses a staged directory holding anything but regular
 // files and directories, entries checkStaged refuses, or nested deeper
-// than MaxResultDepth.
+// than maxResultDepth.
 func (s *Store) checkResultTree(dir string, depth int) error {
-	if depth > MaxResultDepth {
-		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), MaxResultDepth)
+	if depth > maxResultDepth {
+		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), maxResultDepth)
 	}
 	ents, err := s.fs.ReadDir(dir)
 	if err != nil {

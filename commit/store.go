@@ -118,16 +118,16 @@ func WithClock(c func() float64) Option { return func(o *options) { o.clock = c 
 func WithClockSkew(skew float64) Option { return func(o *options) { o.skew = skew } }
 
 // WithSync says how a batch makes its records durable (default
-// DefaultSync; durable.Auto: by syncfs(2) where the filesystem makes it a
+// defaultSync; durable.Auto: by syncfs(2) where the filesystem makes it a
 // whole-filesystem barrier, else per record; docs/design.md#durability).
 func WithSync(st durable.Strategy) Option { return func(o *options) { o.sync = st } }
 
-// DefaultSync is the strategy of a store opened without WithSync, and of
+// defaultSync is the strategy of a store opened without WithSync, and of
 // lease's sync setting: per record. durable.Auto waits to be the default
 // until the power cuts have proved it on ext4, XFS and btrfs (200 cuts
 // each, a cut inside a renew-batch among them) and the benchmark shows it
 // faster on ext4 (issue 41; docs/performance.md).
-const DefaultSync = durable.Record
+const defaultSync = durable.Record
 
 // WithRetry bounds the retries of one record's step after a transient
 // error of a network filesystem (default durable.DefaultRetry).
@@ -175,7 +175,7 @@ func (e *ShareRootError) Unwrap() error { return e.Err }
 // the root holds no TABLE it returns ErrNoTable, unless Create says to make
 // the table (durably, see create; a shared one with a shared root).
 func Open(root string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: DefaultLockTimeout, writers: DefaultWriters, retry: durable.DefaultRetry, sync: DefaultSync}
+	o := options{lockTimeout: DefaultLockTimeout, writers: DefaultWriters, retry: durable.DefaultRetry, sync: defaultSync}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -212,7 +212,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 func (s *Store) open(create *leasefmt.Table) error {
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
-		if sh, ok, err := TableSharing(create); err != nil {
+		if sh, ok, err := tableSharing(create); err != nil {
 			return err
 		} else if ok {
 			if s.owned != nil {
