@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/layout"
@@ -78,7 +79,7 @@ func TestReleaseFailedCountsAndFails(t *testing.T) {
 	if nx := at(st, 1e6).ClaimNext(context.Background(), 1, "w", 10, rand.New(rand.NewPCG(1, 1))); nx.Answer != commit.Empty {
 		t.Errorf("claim --next with only a failed item: %s", nx.Answer)
 	}
-	cen, err := at(st, 1e6).Census(context.Background(), 2)
+	cen, err := census.Take(context.Background(), at(st, 1e6), 2)
 	if err != nil || cen.Failed != 1 || cen.Attempts != 3 || cen.Queued != 0 {
 		t.Errorf("census: %+v, %v; want 1 failed, 3 attempts, nothing queued", cen, err)
 	}

@@ -505,7 +505,7 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 	}
 	r.Record, r.Token = next, next.Token
 	if k == leasefmt.Work {
-		if marks(next.Status) {
+		if layout.Marked(next.Status) {
 			s.mark(next) // still under the lock: ID.json is the file just renamed
 		}
 		if next.Status == leasefmt.Leased && (cur == nil || cur.Token != next.Token) {

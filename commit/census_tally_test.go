@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/layout"
@@ -24,24 +25,24 @@ func bothCensuses(t *testing.T, st *commit.Store, log *opLog, now float64) []log
 	t.Helper()
 	ctx := context.Background()
 	want := readAll(t, st, now)
-	listing, err := at(st, now).ListingCensus(ctx, 2)
+	listing, err := census.Listing(ctx, at(st, now), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log.reset(nil)
-	tally, err := at(st, now).Census(ctx, 2)
+	tally, err := census.Take(ctx, at(st, now), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ops := log.snapshot()
-	if tally.Method != commit.MethodTally || listing.Method != commit.MethodListing {
+	if tally.Method != census.MethodTally || listing.Method != census.MethodListing {
 		t.Fatalf("methods %q and %q", tally.Method, listing.Method)
 	}
-	want.Method = commit.MethodTally
+	want.Method = census.MethodTally
 	if !reflect.DeepEqual(tally, want) {
 		t.Fatalf("at %v the tally's census\n got %+v\nwant %+v", now, tally, want)
 	}
-	want.Method = commit.MethodListing
+	want.Method = census.MethodListing
 	if !reflect.DeepEqual(listing, want) {
 		t.Fatalf("at %v the listing's census\n got %+v\nwant %+v", now, listing, want)
 	}
@@ -178,8 +179,8 @@ func TestTallyUntrustedWhenALinkFails(t *testing.T) {
 	if ok, _ := st.TallyTrusted(); ok {
 		t.Fatal("the tally is still trusted without the link of a done record")
 	}
-	c, err := at(st, 1030).Census(ctx, 2)
-	if err != nil || c.Method != commit.MethodListing || c.Done != 1 {
+	c, err := census.Take(ctx, at(st, 1030), 2)
+	if err != nil || c.Method != census.MethodListing || c.Done != 1 {
 		t.Fatalf("census %+v %v, want the listing's, 1 done", c, err)
 	}
 }
@@ -235,7 +236,7 @@ func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
 		}
 		return nil
 	})
-	c, err := at(st, 1030).Census(ctx, 2)
+	c, err := census.Take(ctx, at(st, 1030), 2)
 	log.reset(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -243,7 +244,7 @@ func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
 	if !linked {
 		t.Fatal("the census did not list the tally")
 	}
-	if c.Method != commit.MethodTally || c.Done != 2 || c.Records != 2 {
+	if c.Method != census.MethodTally || c.Done != 2 || c.Records != 2 {
 		t.Fatalf("census %s done %d records %d, want the tally's, 2 done (a, and b once)", c.Method, c.Done, c.Records)
 	}
 	if got := readAll(t, st, 1030); got.Done != 2 {

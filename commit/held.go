@@ -106,7 +106,7 @@ func (s *Store) unhold(res []Result) {
 		return
 	}
 	var drop []string
-	s.listNames(layout.HeldDir, func(name string) {
+	s.ListNames(layout.HeldDir, func(name string) {
 		if id, _, tok, ok := layout.ParseHeldName(name); ok {
 			if t, ok := ended[id]; ok && tok <= t {
 				drop = append(drop, name)
@@ -136,7 +136,7 @@ func (s *Store) heldCandidates() ([]heldCandidate, float64, error) {
 	now := s.now()
 	var out []heldCandidate
 	next := 0.0
-	err := s.listNames(layout.HeldDir, func(name string) {
+	err := s.ListNames(layout.HeldDir, func(name string) {
 		id, e, _, ok := layout.ParseHeldName(name)
 		if !ok {
 			return

@@ -23,11 +23,6 @@ import (
 // Markers are never needed for correctness: a missing one (never made, lost
 // in a crash, removed) only makes the summary read that record.
 
-// marks reports whether a work record with status gets a marker.
-func marks(status leasefmt.Status) bool {
-	return status == leasefmt.Done || status == leasefmt.Failed
-}
-
 // MarkerPath is the path of the marker of rec, a work record.
 func (s *Store) MarkerPath(rec *leasefmt.Record) string {
 	return path.Join(path.Dir(s.RecordPath(leasefmt.Work, rec.ID)), layout.MarkerName(rec.ID, rec.Status, rec.Attempts))
@@ -40,7 +35,7 @@ func (s *Store) MarkerPath(rec *leasefmt.Record) string {
 // (a retry that could not remove it) is replaced.
 func (s *Store) mark(rec *leasefmt.Record) {
 	l, ok := seam.As[seam.Linker](s.fs)
-	if !ok || !marks(rec.Status) {
+	if !ok || !layout.Marked(rec.Status) {
 		return
 	}
 	rp, mp := s.RecordPath(leasefmt.Work, rec.ID), s.MarkerPath(rec)
@@ -58,7 +53,7 @@ func (s *Store) mark(rec *leasefmt.Record) {
 // behind no longer shares the record's inode, so nothing trusts it, and
 // lease fsck --repair removes it.
 func (s *Store) unmark(rec *leasefmt.Record) {
-	if rec != nil && marks(rec.Status) {
+	if rec != nil && layout.Marked(rec.Status) {
 		_ = s.fs.Remove(s.MarkerPath(rec))
 	}
 }

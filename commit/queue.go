@@ -261,7 +261,7 @@ func (s *Store) listWorkShards(created map[int]int) (map[int]map[string]bool, ma
 	var mu sync.Mutex
 	s.parallel(shards, func(sh int) {
 		names := map[string]bool{}
-		if err := s.listNames(s.ShardDir(leasefmt.Work, sh), func(n string) { names[n] = true }); err != nil {
+		if err := s.ListNames(s.ShardDir(leasefmt.Work, sh), func(n string) { names[n] = true }); err != nil {
 			return
 		}
 		mu.Lock()

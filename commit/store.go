@@ -613,7 +613,7 @@ func (s *Store) writeAlone(rec *leasefmt.Record, put func(b *durable.SyncBatch, 
 		b.Flush()
 		return err
 	}
-	if rec.Kind == leasefmt.Work && marks(rec.Status) {
+	if rec.Kind == leasefmt.Work && layout.Marked(rec.Status) {
 		s.mark(rec)
 		s.retally(nil, rec, batchSyncer(b))
 	}

@@ -49,10 +49,10 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 	if !tallyWrites {
 		return
 	}
-	if cur != nil && marks(cur.Status) && !(next != nil && marks(next.Status) && layout.TallyPath(cur) == layout.TallyPath(next)) {
+	if cur != nil && layout.Marked(cur.Status) && !(next != nil && layout.Marked(next.Status) && layout.TallyPath(cur) == layout.TallyPath(next)) {
 		s.untally(cur, sync)
 	}
-	if next == nil || !marks(next.Status) {
+	if next == nil || !layout.Marked(next.Status) {
 		return
 	}
 	l, ok := seam.As[seam.Linker](s.fs)
@@ -100,7 +100,7 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 // cannot be made untrusts the tally, as retally does, and the summary then
 // reads the records.
 func (s *Store) finishLeft(rec *leasefmt.Record) {
-	if !tallyWrites || rec == nil || rec.Kind != leasefmt.Work || !marks(rec.Status) {
+	if !tallyWrites || rec == nil || rec.Kind != leasefmt.Work || !layout.Marked(rec.Status) {
 		return
 	}
 	_, err := s.fs.Lstat(layout.TallyPath(rec))

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/fsck"
@@ -34,11 +35,11 @@ func tallyFindings(found []*fsck.Finding) []*fsck.Finding {
 func sameCensus(t *testing.T, st *commit.Store, wantMethod string) {
 	t.Helper()
 	ctx := context.Background()
-	got, err := st.At(2000).Census(ctx, 2)
+	got, err := census.Take(ctx, st.At(2000), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := st.At(2000).ListingCensus(ctx, 2)
+	want, err := census.Listing(ctx, st.At(2000), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if sum, found := checkMarkers(t, root, false); len(found) != 0 || sum.Exit() != 0 || !sum.Trusted {
 		t.Fatalf("a fresh table: exit %d, trusted %v, %v", sum.Exit(), sum.Trusted, found)
 	}
-	sameCensus(t, st, commit.MethodTally)
+	sameCensus(t, st, census.MethodTally)
 
 	// Damage: a done record's link removed, a link of nothing planted, the
 	// flag of the unqueued leased item removed.
@@ -105,7 +106,7 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if sum, found := checkMarkers(t, root, false); len(found) != 0 || sum.Exit() != 0 {
 		t.Fatalf("after the repair: exit %d, %v", sum.Exit(), found)
 	}
-	sameCensus(t, st, commit.MethodTally)
+	sameCensus(t, st, census.MethodTally)
 
 	// A table from before the tally: no tally at all. Nothing is wrong;
 	// a repair builds it and trusts it.
@@ -116,7 +117,7 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if st, err = commit.Open(root); err != nil {
 		t.Fatal(err)
 	}
-	sameCensus(t, st, commit.MethodListing)
+	sameCensus(t, st, census.MethodListing)
 	if sum, found := checkMarkers(t, root, false); len(found) != 0 || sum.Exit() != 0 || sum.Trusted {
 		t.Fatalf("an old table: exit %d, trusted %v, %v", sum.Exit(), sum.Trusted, found)
 	}
@@ -124,5 +125,5 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if len(found) != 0 || sum.Exit() != 0 || !sum.Trusted || sum.Tallied != 3 {
 		t.Fatalf("repair of an old table: exit %d, trusted %v, tallied %d, %v", sum.Exit(), sum.Trusted, sum.Tallied, found)
 	}
-	sameCensus(t, st, commit.MethodTally)
+	sameCensus(t, st, census.MethodTally)
 }

@@ -109,6 +109,12 @@ func canonicalNumber(s string) (int64, bool) {
 	return v, err == nil
 }
 
+// Marked reports whether a work record with status gets a marker (and a
+// link in the tally): done and failed.
+func Marked(status leasefmt.Status) bool {
+	return status == leasefmt.Done || status == leasefmt.Failed
+}
+
 // MarkerName is the name of the marker of a record of id with status and
 // attempts: ID.STATUS.ATTEMPTS.
 func MarkerName(id leasefmt.ID, status leasefmt.Status, attempts int64) string {

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
@@ -326,14 +327,14 @@ func (c *checker) censusInvariant(t *Tree, now float64) []string {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	tally, err := st.Census(ctx, 1)
+	tally, err := census.Take(ctx, st, 1)
 	if err != nil {
 		return []string{fmt.Sprintf("census after recovery: %v", err)}
 	}
-	if tally.Method != commit.MethodTally {
+	if tally.Method != census.MethodTally {
 		return nil
 	}
-	listing, err := st.ListingCensus(ctx, 1)
+	listing, err := census.Listing(ctx, st, 1)
 	if err != nil {
 		return []string{fmt.Sprintf("listing census after recovery: %v", err)}
 	}

@@ -1,4 +1,4 @@
-package commit
+package census
 
 import (
 	"context"
@@ -26,18 +26,26 @@ const tallySettle = 60
 // the listing would not show in its stat.
 var tallyQuiet = 2 * time.Second
 
+// TallyQuietForTest sets tallyQuiet and returns what it was (tests only:
+// the engine's tests in package commit_test cannot reach it otherwise).
+func TallyQuietForTest(d time.Duration) time.Duration {
+	old := tallyQuiet
+	tallyQuiet = d
+	return old
+}
+
 // tallyCensus is Census from the tally (tally.go): the finished items
 // from the buckets (a stat each for the ones the checkpoint holds, a
 // listing for the rest), every other item from the queue's listing, the
 // flags of the unqueued ones and their records. Its cost follows the items
 // not finished, the items finished in the last minutes and the number of
 // buckets, not the items finished.
-func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Census, error) {
+func (s store) tallyCensus(ctx context.Context, workers int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}, Method: MethodTally}
 	flagged := map[int][]leasefmt.ID{}
-	err := s.listNames(layout.UnqueuedDir, func(name string) {
+	err := s.ListNames(layout.UnqueuedDir, func(name string) {
 		if id, err := leasefmt.ParseID(name); err == nil {
-			sh := id.Shard(s.hdr.WorkShards)
+			sh := id.Shard(s.Table().WorkShards)
 			flagged[sh] = append(flagged[sh], id)
 		}
 	})
@@ -61,11 +69,11 @@ func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Cens
 // queued ones and those flagged, from their records. A finished record met
 // there (a queue entry not yet removed, a retry cut short) is counted only
 // when its link is missing, so that no item is counted twice.
-func (s *Store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, now float64) (Census, error) {
+func (s store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	seen := map[idKey]bool{}
 	var ids []leasefmt.ID
-	err := s.scanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
+	err := s.ScanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
 		if k, ok := parseKey(name); ok && !seen[k] {
 			seen[k] = true
 			ids = append(ids, leasefmt.ID(name))
@@ -96,8 +104,8 @@ func (s *Store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, n
 			}
 			continue
 		}
-		if marks(rec.Status) {
-			_, err := s.fs.Lstat(layout.TallyPath(rec))
+		if layout.Marked(rec.Status) {
+			_, err := s.FS().Lstat(layout.TallyPath(rec))
 			if err == nil {
 				continue // counted from its bucket
 			}
@@ -126,7 +134,7 @@ type bucketCounts struct {
 	Failed   int64      `json:"failed"`
 	Attempts int64      `json:"attempts"`
 	// MostFailed are the bucket's items that failed most (at most
-	// mostFailedK), for Census.MostFailed.
+	// MostFailedK), for Census.MostFailed.
 	MostFailed []FailedItem `json:"most_failed,omitempty"`
 }
 
@@ -149,10 +157,10 @@ type checkpoint struct {
 // counted a settled bucket anew (with every link: the checkpoint is the
 // bucket's, not this census's). A bucket in the checkpoint holds no link
 // made since it was counted, so the items of counted are not in its counts.
-func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (Census, error) {
+func (s store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	var names []string
-	err := s.listNames(layout.TallyDir, func(name string) {
+	err := s.ListNames(layout.TallyDir, func(name string) {
 		if _, ok := layout.ParseBucket(name); ok {
 			names = append(names, name)
 		}
@@ -170,9 +178,9 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 	for i := range idx {
 		idx[i] = i
 	}
-	s.parallelN(workers, idx, func(i int) {
+	s.InParallel(workers, idx, func(i int) {
 		dir := layout.TallyDir + "/" + names[i]
-		fi, err := s.fs.Lstat(dir)
+		fi, err := s.FS().Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return // removed since the listing (fsck)
 		}
@@ -187,7 +195,7 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		}
 		var n bucketCounts
 		var top Census
-		err = s.scanDir(dir, func(name []byte, _ uint64) {
+		err = s.ScanDir(dir, func(name []byte, _ uint64) {
 			if k, failed, a, ok := parseMarker(name); ok {
 				if failed {
 					n.Failed++
@@ -216,7 +224,7 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		if !stamped || float64(b+layout.TallyBucket+tallySettle) > now {
 			return // still being written
 		}
-		fi, err = s.fs.Lstat(dir)
+		fi, err = s.FS().Lstat(dir)
 		if st2, ok := seam.StampOf(fi); err == nil && ok && st2 == st {
 			n.Stamp = st
 			counts[i], settled[i], fresh[i] = n, true, true
@@ -257,15 +265,15 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 
 // readCheckpoint reads tally/CHECKPOINT; an empty one when it is missing
 // or cannot be read or decoded (it is only a cache).
-func (s *Store) readCheckpoint() checkpoint {
+func (s store) readCheckpoint() checkpoint {
 	var cp checkpoint
 	// ReadFile allocates what it may read: ask for the file's size (a
 	// checkpoint holds about 150 bytes a bucket, 12 a day).
-	fi, err := s.fs.Lstat(layout.CheckpointFile)
+	fi, err := s.FS().Lstat(layout.CheckpointFile)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCheckpoint {
 		return checkpoint{}
 	}
-	data, err := s.fs.ReadFile(layout.CheckpointFile, int(fi.Size())+4096)
+	data, err := s.FS().ReadFile(layout.CheckpointFile, int(fi.Size())+4096)
 	if err != nil || len(data) > maxCheckpoint || json.Unmarshal(data, &cp) != nil || cp.Schema != checkpointSchema {
 		return checkpoint{}
 	}
@@ -278,16 +286,16 @@ func (s *Store) readCheckpoint() checkpoint {
 // unchanged for tallyQuiet by the filesystem's clock, read from the new
 // file's own time: a later change in the same tick would not show. No
 // fsync: a checkpoint lost or torn by a crash is only read as empty.
-func (s *Store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
+func (s store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := layout.TallyDir + "/.CHECKPOINT.tmp." + hex.EncodeToString(rnd[:])
-	f, err := s.fs.CreateExcl(tmp)
+	f, err := s.FS().CreateExcl(tmp)
 	if err != nil {
 		return
 	}
-	defer s.fs.Remove(tmp)
-	fi, err := s.fs.Lstat(tmp)
+	defer s.FS().Remove(tmp)
+	fi, err := s.FS().Lstat(tmp)
 	if err != nil {
 		f.Close()
 		return
@@ -306,6 +314,6 @@ func (s *Store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
 		err = cerr
 	}
 	if err == nil {
-		_ = s.fs.Rename(tmp, layout.CheckpointFile)
+		_ = s.FS().Rename(tmp, layout.CheckpointFile)
 	}
 }

@@ -1,7 +1,7 @@
-package commit
+package census
 
 // The bounded list of the items that failed most, fed in every order: it
-// is always the first mostFailedK of the plain sort, whether an item comes
+// is always the first MostFailedK of the plain sort, whether an item comes
 // from a marker's name (noteMarked, which passes most over without making
 // its ID) or from a record read.
 
@@ -29,7 +29,7 @@ func TestMostFailedKeepsTheTopInAnyOrder(t *testing.T) {
 		}
 		return want[i].ID < want[j].ID
 	})
-	want = want[:mostFailedK]
+	want = want[:MostFailedK]
 	rng := rand.New(rand.NewPCG(1, 2))
 	for round := range 200 {
 		rng.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })

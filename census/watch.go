@@ -1,4 +1,4 @@
-package commit
+package census
 
 import (
 	"encoding/hex"
@@ -10,10 +10,10 @@ import (
 // owner's newest renewal and the items that failed most. Both come from
 // what censusShard reads or lists anyway (the live records it reads, the
 // attempts in the status markers' names), so they cost no extra read, and
-// both are bounded: one entry per owner, as Owners, and mostFailedK items.
+// both are bounded: one entry per owner, as Owners, and MostFailedK items.
 
-// mostFailedK is how many items Census.MostFailed lists at most.
-const mostFailedK = 10
+// MostFailedK is how many items Census.MostFailed lists at most.
+const MostFailedK = 10
 
 // FailedItem is one of the items that failed most (Census.MostFailed).
 type FailedItem struct {
@@ -80,7 +80,7 @@ func (c *Census) mergeWatch(part *Census) {
 // failedMore reports whether an item of key k with attempts would enter
 // MostFailed, without making its ID: most markers are passed over here.
 func (c *Census) failedMore(k idKey, attempts int64) bool {
-	if len(c.MostFailed) < mostFailedK {
+	if len(c.MostFailed) < MostFailedK {
 		return true
 	}
 	last := c.MostFailed[len(c.MostFailed)-1]
@@ -92,7 +92,7 @@ func (c *Census) failedMore(k idKey, attempts int64) bool {
 	return string(id[:]) < string(last.ID)
 }
 
-// offerFailed keeps it in MostFailed if it is among the mostFailedK items
+// offerFailed keeps it in MostFailed if it is among the MostFailedK items
 // with the most attempts (ties: the smaller ID), in that order.
 func (c *Census) offerFailed(it FailedItem) {
 	before := func(a, b FailedItem) bool {
@@ -116,10 +116,10 @@ func (c *Census) offerFailed(it FailedItem) {
 	for i > 0 && before(it, c.MostFailed[i-1]) {
 		i--
 	}
-	if i >= mostFailedK {
+	if i >= MostFailedK {
 		return
 	}
-	if len(c.MostFailed) < mostFailedK {
+	if len(c.MostFailed) < MostFailedK {
 		c.MostFailed = append(c.MostFailed, FailedItem{})
 	}
 	copy(c.MostFailed[i+1:], c.MostFailed[i:])
