@@ -35,10 +35,10 @@ type Census struct {
 	// MethodListing.
 	Method string `json:"method"`
 	// OwnerRenewed is each owner's last renewal: the newest renewed_at
-	// (seconds since the epoch) of its live leases (census_watch.go).
+	// (seconds since the epoch) of its live leases (watch.go).
 	OwnerRenewed map[string]float64 `json:"owner_renewed"`
 	// MostFailed are the items with the most failed runs, most first, at
-	// most MostFailedK of them (census_watch.go).
+	// most MostFailedK of them (watch.go).
 	MostFailed []FailedItem `json:"most_failed"`
 	// fromRecord are the finished items tallyShard counted from their
 	// records because their links were missing: tallyBuckets does not count
