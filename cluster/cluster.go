@@ -30,6 +30,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/mpi"
 )
@@ -146,7 +147,7 @@ type Session struct {
 func identity(st *commit.Store) string {
 	hdr, _ := leasefmt.EncodeTable(st.Table())
 	id := string(bytes.TrimSpace(hdr))
-	if fi, err := st.FS().Lstat(commit.TableFile); err == nil {
+	if fi, err := st.FS().Lstat(layout.TableFile); err == nil {
 		id += fmt.Sprintf(" mtime=%d", fi.ModTime().UnixNano())
 	}
 	return id

@@ -13,6 +13,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/worker"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -154,7 +155,7 @@ func runClaimNext(c *cli.Context, n int) error {
 // answerLine is the stderr line of a claim that got nothing: it starts
 // with the answer word, so that a script can tell "stop" from "wait".
 func answerLine(st *commit.Store, nx nextClaim) string {
-	q := st.Abs(commit.QueueDir)
+	q := st.Abs(layout.QueueDir)
 	switch nx.Answer {
 	case commit.Empty:
 		return fmt.Sprintf("empty: nothing left to do: every queued item is done (%s)", q)

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -152,14 +153,14 @@ func stagedName(root string, it commit.Item, p string) (string, error) {
 		return p, nil // a bare name: ROOT/stage/ID.TOKEN/NAME
 	}
 	abs := mustAbs(p)
-	dir := filepath.Join(root, filepath.FromSlash(commit.StagePath(it.ID, it.Token)))
+	dir := filepath.Join(root, filepath.FromSlash(layout.StagePath(it.ID, it.Token)))
 	if abs == dir {
 		return leasefmt.PublishStage, nil
 	}
 	if filepath.Dir(abs) != dir {
-		if filepath.Dir(abs) == filepath.Join(root, commit.StageDir) {
+		if filepath.Dir(abs) == filepath.Join(root, layout.StageDir) {
 			return "", usageErr("--publish %s: results are staged in the holder's own directory %s/ (fenced staging), not in %s/ itself",
-				leasefmt.Quote(p), dir, filepath.Join(root, commit.StageDir))
+				leasefmt.Quote(p), dir, filepath.Join(root, layout.StageDir))
 		}
 		return "", usageErr("--publish %s: not a file directly inside %s/, the staging directory of %s token %d", leasefmt.Quote(p), dir, it.ID, it.Token)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -66,7 +67,7 @@ func (h *holdTable) leaseWithEnv(env []string, stdin string, args ...string) hol
 
 func (h *holdTable) stageFile(id leasefmt.ID, token int64, name, data string) {
 	h.t.Helper()
-	dir := filepath.Join(h.root, filepath.FromSlash(commit.StagePath(id, token)))
+	dir := filepath.Join(h.root, filepath.FromSlash(layout.StagePath(id, token)))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		h.t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/qualify"
 )
@@ -36,7 +36,7 @@ type unsafeRecord struct {
 // checked here (init changes nothing there; opening it warns).
 func (e *env) initGuard(force bool) ([]leasefmt.Field, error) {
 	root := e.root()
-	if _, err := os.Lstat(filepath.Join(root, commit.TableFile)); err == nil {
+	if _, err := os.Lstat(filepath.Join(root, layout.TableFile)); err == nil {
 		return nil, nil
 	}
 	g := qualify.Inspect(root)

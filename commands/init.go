@@ -13,10 +13,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -118,7 +118,7 @@ func runInit(c *cli.Context) error {
 	if e.extra, err = e.initGuard(c.Bool("force")); err != nil {
 		return err
 	}
-	_, statErr := os.Lstat(filepath.Join(e.root(), commit.TableFile))
+	_, statErr := os.Lstat(filepath.Join(e.root(), layout.TableFile))
 	st, err := e.open(true)
 	if err != nil {
 		return err

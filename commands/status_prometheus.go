@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/qualify"
 )
 
@@ -33,7 +33,7 @@ type promSample struct {
 
 // writePrometheus writes cen (and the inodes, when known) to w, counted at
 // now in durationS seconds.
-func writePrometheus(w io.Writer, root string, cen commit.Census, ino *qualify.Inodes, now, durationS float64) error {
+func writePrometheus(w io.Writer, root string, cen census.Census, ino *qualify.Inodes, now, durationS float64) error {
 	items := promFamily{name: "lease_items", typ: dto.MetricType_GAUGE,
 		help: "Work items of the table by state: free (queued, never claimed), leased, expired, committing, released, done, failed, corrupt (a record that does not validate)."}
 	for _, s := range []struct {

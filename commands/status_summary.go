@@ -8,18 +8,18 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/qualify"
 )
 
-// lease status --summary: the table counted (commit.Census), for an
+// lease status --summary: the table counted (census.Census), for an
 // operator watching a campaign.
 
 // censusJSON is status --summary --json: one document.
 type censusJSON struct {
-	commit.Census
+	census.Census
 	// Inodes are the inodes left on the table's filesystem, beside the
 	// items queued (each takes two); absent when statfs cannot tell.
 	Inodes    *inodesJSON `json:"inodes,omitempty"`
@@ -76,11 +76,11 @@ func runStatusSummary(c *cli.Context) error {
 		return err
 	}
 	start := time.Now()
-	census := st.Census
+	count := census.Take
 	if c.Bool("full") {
-		census = st.ListingCensus
+		count = census.Listing
 	}
-	cen, err := census(e.ctx(), censusWorkers)
+	cen, err := count(e.ctx(), st, censusWorkers)
 	if err != nil {
 		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 	}
@@ -145,7 +145,7 @@ func runStatusSummary(c *cli.Context) error {
 		}
 		if e.verbose {
 			how := "from the tally (lease status --summary --full counts from the shards)"
-			if cen.Method != commit.MethodTally {
+			if cen.Method != census.MethodTally {
 				how = "from the shards' listings: the tally is not trusted (lease fsck --repair checks it and trusts it)"
 			}
 			fmt.Fprintf(e.errw, "lease status: %d records counted in %.3fs, %s\n", cen.Records+cen.Corrupt, time.Since(start).Seconds(), how)

@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"golang.org/x/term"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/leasefmt"
@@ -184,7 +185,7 @@ type watchJSON struct {
 
 // watchFigures are what a count shows beside the census.
 type watchFigures struct {
-	cen              commit.Census
+	cen              census.Census
 	now              float64 // the store's clock when the count started: what it counted at
 	took             time.Duration
 	left             int64
@@ -230,10 +231,10 @@ func runStatusWatch(c *cli.Context, format string) error {
 		io.WriteString(f, ttyHideCursor+ttyHome+ttyClearAll)
 		defer io.WriteString(f, ttyShowCursor+"\n") // the last screen stays
 	}
-	var last commit.Census
+	var last census.Census
 	for {
 		started, clock := time.Now(), st.Now()
-		cen, err := st.Census(ctx, censusWorkers)
+		cen, err := census.Take(ctx, st, censusWorkers)
 		if ctx.Err() != nil {
 			break // stopped: the count is cut short, the last screen stays
 		}
@@ -270,17 +271,17 @@ func runStatusWatch(c *cli.Context, format string) error {
 
 // campaignOver reports whether no item is queued, leased or committing
 // any more: what --until-done waits for.
-func campaignOver(c commit.Census) bool {
+func campaignOver(c census.Census) bool {
 	return c.Queued == 0 && c.Leased == 0 && c.Committing == 0
 }
 
 // itemsLeft are the items not finished: neither done nor failed.
-func itemsLeft(c commit.Census) int64 {
+func itemsLeft(c census.Census) int64 {
 	return c.Free + c.Leased + c.Expired + c.Committing + c.Released
 }
 
 // show writes one count: a screen, a line or a JSON object.
-func (w *statusWatch) show(cen commit.Census, started time.Time, clock float64, took time.Duration) error {
+func (w *statusWatch) show(cen census.Census, started time.Time, clock float64, took time.Duration) error {
 	w.rates.add(started, cen.Done+cen.Failed)
 	f := watchFigures{cen: cen, now: clock, took: took, left: itemsLeft(cen),
 		refresh: w.refresh, interval: w.o.interval, root: w.st.Root()}
@@ -409,7 +410,7 @@ func watchScreen(f watchFigures) []string {
 		fmt.Sprintf("ETA         %s for %d items left", etaText(f), f.left),
 		"")
 	// What is left of the screen goes to the lists: the failed items first
-	// (at most MostFailedK), the owners the rest, each with its heading
+	// (at most the census's ten), the owners the rest, each with its heading
 	// and a blank line.
 	room := f.screenH - len(lines) - 1 // the cursor's line after the last
 	failed := c.MostFailed

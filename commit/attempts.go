@@ -243,7 +243,7 @@ func (s *Store) FailedIDs(ctx context.Context) ([]leasefmt.ID, error) {
 	var out []leasefmt.ID
 	for sh := 0; sh < s.hdr.WorkShards; sh++ {
 		var ids []leasefmt.ID
-		err := s.listNames(s.ShardDir(leasefmt.Work, sh), func(name string) {
+		err := s.ListNames(s.ShardDir(leasefmt.Work, sh), func(name string) {
 			base, ok := strings.CutSuffix(name, ".json")
 			if !ok {
 				return

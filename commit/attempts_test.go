@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -77,7 +79,7 @@ func TestReleaseFailedCountsAndFails(t *testing.T) {
 	if nx := at(st, 1e6).ClaimNext(context.Background(), 1, "w", 10, rand.New(rand.NewPCG(1, 1))); nx.Answer != commit.Empty {
 		t.Errorf("claim --next with only a failed item: %s", nx.Answer)
 	}
-	cen, err := at(st, 1e6).Census(context.Background(), 2)
+	cen, err := census.Take(context.Background(), at(st, 1e6), 2)
 	if err != nil || cen.Failed != 1 || cen.Attempts != 3 || cen.Queued != 0 {
 		t.Errorf("census: %+v, %v; want 1 failed, 3 attempts, nothing queued", cen, err)
 	}
@@ -95,7 +97,7 @@ func TestReleaseFailedCountsAndFails(t *testing.T) {
 	}
 	syncedQueue, renamedRecord := -1, -1
 	for i, o := range log.snapshot() {
-		if o.op == seam.OpSyncDir && strings.HasPrefix(o.name, commit.QueueDir+"/") && syncedQueue < 0 {
+		if o.op == seam.OpSyncDir && strings.HasPrefix(o.name, layout.QueueDir+"/") && syncedQueue < 0 {
 			syncedQueue = i
 		}
 		if o.op == seam.OpRename && strings.HasSuffix(o.name, id.FileName()) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -128,10 +129,10 @@ func OutcomeOf(err error) (Outcome, bool) {
 	return OK, err == nil
 }
 
-// ItemError is the error of a Result that did not succeed: its item, the
+// itemError is the error of a Result that did not succeed: its item, the
 // record's path, the outcome and the detail, wrapping the outcome's error
 // and the cause.
-type ItemError struct {
+type itemError struct {
 	Item    Item
 	Path    string
 	Outcome Outcome
@@ -140,7 +141,7 @@ type ItemError struct {
 }
 
 // Error names the item, its record and the cause.
-func (e *ItemError) Error() string {
+func (e *itemError) Error() string {
 	msg := e.Outcome.Reason() + " " + string(e.Item.ID)
 	if e.Detail != "" {
 		msg += ": " + e.Detail
@@ -152,7 +153,7 @@ func (e *ItemError) Error() string {
 }
 
 // Unwrap gives the outcome's error and the cause.
-func (e *ItemError) Unwrap() []error { return []error{e.Outcome.Err(), e.Cause} }
+func (e *itemError) Unwrap() []error { return []error{e.Outcome.Err(), e.Cause} }
 
 // Result is the outcome of one item.
 type Result struct {
@@ -178,13 +179,13 @@ type Result struct {
 	settledWrite bool
 }
 
-// Err is nil when the item succeeded, else an *ItemError wrapping the
+// Err is nil when the item succeeded, else an *itemError wrapping the
 // outcome's error (ErrStale, ErrExpired, ...) and the cause.
 func (r Result) Err() error {
 	if r.Outcome == OK {
 		return nil
 	}
-	return &ItemError{Item: r.Item, Path: r.Path, Outcome: r.Outcome, Detail: r.Detail, Cause: r.Cause}
+	return &itemError{Item: r.Item, Path: r.Path, Outcome: r.Outcome, Detail: r.Detail, Cause: r.Cause}
 }
 
 // Derived reports whether r failed only because another item stopped its
@@ -209,7 +210,7 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // over the shards to a pool of at most WithWriters concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
 // (G4), or, under the syncfs strategy (WithSync), the batch is written in
-// two passes per chunk of TwoPassChunk items, its locks taken in the
+// two passes per chunk of twoPassChunk items, its locks taken in the
 // global order: every temp file written under its lock, one syncfs, every
 // rename, one syncfs standing for the directory fsyncs (twopass.go). An
 // I/O error stops the batch:
@@ -504,7 +505,7 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 	}
 	r.Record, r.Token = next, next.Token
 	if k == leasefmt.Work {
-		if marks(next.Status) {
+		if layout.Marked(next.Status) {
 			s.mark(next) // still under the lock: ID.json is the file just renamed
 		}
 		if next.Status == leasefmt.Leased && (cur == nil || cur.Token != next.Token) {
@@ -617,7 +618,7 @@ func (s *Store) prepare(k leasefmt.Kind, items []Item) error {
 			}
 			return
 		}
-		lock := path.Join(dir, LockFile)
+		lock := path.Join(dir, layout.LockFile)
 		if err := p.PrepareLock(lock); err != nil && !planted(err) {
 			errs[i] = prepareError(s.Abs(lock), "cannot open the shard's lock file", err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -46,7 +47,7 @@ func TestGroupCommitCounts(t *testing.T) {
 				// complete's of its bucket.
 				tally := 0
 				for d, n := range synced {
-					if d == commit.TallyDir || strings.HasPrefix(d, commit.TallyDir+"/") {
+					if d == layout.TallyDir || strings.HasPrefix(d, layout.TallyDir+"/") {
 						tally++
 						if n != 1 {
 							t.Errorf("%s: tally directory %s fsynced %d times", what, d, n)
@@ -56,7 +57,7 @@ func TestGroupCommitCounts(t *testing.T) {
 				}
 				// A claim's held/ names (held.go): held/ once, and the
 				// root once when the first claim makes held/.
-				for _, d := range []string{commit.HeldDir, "."} {
+				for _, d := range []string{layout.HeldDir, "."} {
 					if n, ok := synced[d]; ok && what == "claim" {
 						tally++
 						if n != 1 {
@@ -109,8 +110,8 @@ func TestGroupCommitCounts(t *testing.T) {
 			if f, d := log.count(seam.OpFsync), log.count(seam.OpSyncDir); f != 2*tc.n || d != 2*tc.k+2 {
 				t.Errorf("complete: %d file and %d directory fsyncs, want %d and %d", f, d, 2*tc.n, 2*tc.k+2)
 			}
-			if synced := checkDirsSynced(t, log.snapshot()); synced[commit.TallyBucketDir(1020/commit.TallyBucket*commit.TallyBucket)] != 1 {
-				t.Errorf("complete: the tally's bucket fsynced %d times, want 1", synced[commit.TallyBucketDir(1020/commit.TallyBucket*commit.TallyBucket)])
+			if synced := checkDirsSynced(t, log.snapshot()); synced[layout.TallyBucketDir(1020/layout.TallyBucket*layout.TallyBucket)] != 1 {
+				t.Errorf("complete: the tally's bucket fsynced %d times, want 1", synced[layout.TallyBucketDir(1020/layout.TallyBucket*layout.TallyBucket)])
 			}
 			if left := tempFiles(t, st.Root()); len(left) > 0 {
 				t.Errorf("temp files left: %v", left)

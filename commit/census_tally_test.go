@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -23,24 +25,24 @@ func bothCensuses(t *testing.T, st *commit.Store, log *opLog, now float64) []log
 	t.Helper()
 	ctx := context.Background()
 	want := readAll(t, st, now)
-	listing, err := at(st, now).ListingCensus(ctx, 2)
+	listing, err := census.Listing(ctx, at(st, now), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log.reset(nil)
-	tally, err := at(st, now).Census(ctx, 2)
+	tally, err := census.Take(ctx, at(st, now), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ops := log.snapshot()
-	if tally.Method != commit.MethodTally || listing.Method != commit.MethodListing {
+	if tally.Method != census.MethodTally || listing.Method != census.MethodListing {
 		t.Fatalf("methods %q and %q", tally.Method, listing.Method)
 	}
-	want.Method = commit.MethodTally
+	want.Method = census.MethodTally
 	if !reflect.DeepEqual(tally, want) {
 		t.Fatalf("at %v the tally's census\n got %+v\nwant %+v", now, tally, want)
 	}
-	want.Method = commit.MethodListing
+	want.Method = census.MethodListing
 	if !reflect.DeepEqual(listing, want) {
 		t.Fatalf("at %v the listing's census\n got %+v\nwant %+v", now, listing, want)
 	}
@@ -80,11 +82,11 @@ func TestTallyCensusFollowsEveryChange(t *testing.T) {
 		held = append(held, commit.Item{ID: r.ID, Token: r.Token})
 	}
 	for _, id := range []leasefmt.ID{items[36].ID, items[39].ID} {
-		if _, err := os.Stat(st.Abs(commit.UnqueuedFlag(id))); err != nil {
+		if _, err := os.Stat(st.Abs(layout.UnqueuedFlag(id))); err != nil {
 			t.Fatalf("no flag for %s, claimed by name without a queue entry: %v", id, err)
 		}
 	}
-	if _, err := os.Stat(st.Abs(commit.UnqueuedFlag(items[0].ID))); !os.IsNotExist(err) {
+	if _, err := os.Stat(st.Abs(layout.UnqueuedFlag(items[0].ID))); !os.IsNotExist(err) {
 		t.Fatalf("a queued item got a flag: %v", err)
 	}
 	bothCensuses(t, st, log, 1020)
@@ -99,12 +101,12 @@ func TestTallyCensusFollowsEveryChange(t *testing.T) {
 	bothCensuses(t, st, log, 1200) // the leases expired
 	// Later: the bucket of 900..1199 is cold; the first census lists and
 	// keeps it, the next only stats it.
-	cold := commit.TallyBucketDir(900)
+	cold := layout.TallyBucketDir(900)
 	ops := bothCensuses(t, st, log, 2000)
 	if n := listed(ops, cold); n == 0 {
 		t.Fatalf("the first census after the bucket settled did not list it")
 	}
-	if _, err := os.Stat(st.Abs(commit.CheckpointFile)); err != nil {
+	if _, err := os.Stat(st.Abs(layout.CheckpointFile)); err != nil {
 		t.Fatalf("no checkpoint: %v", err)
 	}
 	ops = bothCensuses(t, st, log, 2001)
@@ -125,7 +127,7 @@ func TestTallyCensusFollowsEveryChange(t *testing.T) {
 	bothCensuses(t, st, log, 2220)
 	bothCensuses(t, st, log, 5000)
 	// A checkpoint that cannot be read is only a cache lost.
-	if err := os.WriteFile(st.Abs(commit.CheckpointFile), []byte("{garbage"), 0o644); err != nil {
+	if err := os.WriteFile(st.Abs(layout.CheckpointFile), []byte("{garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	bothCensuses(t, st, log, 5001)
@@ -150,7 +152,7 @@ func TestTallyCensusCountsAStaleQueueEntryOnce(t *testing.T) {
 		}
 	}
 	rb, _ := st.Read(ctx, leasefmt.Work, b)
-	if err := os.Remove(st.Abs(commit.TallyPath(rb))); err != nil {
+	if err := os.Remove(st.Abs(layout.TallyPath(rb))); err != nil {
 		t.Fatal(err)
 	}
 	bothCensuses(t, st, log, 1030)
@@ -165,7 +167,7 @@ func TestTallyUntrustedWhenALinkFails(t *testing.T) {
 	at(st, 1000).Enqueue(ctx, []commit.Item{{ID: id}})
 	h := claimOne(t, st, id, 1010)
 	log.reset(func(op seam.Op, name string) error {
-		if op == seam.OpMkdir && strings.HasPrefix(name, commit.TallyDir+"/") {
+		if op == seam.OpMkdir && strings.HasPrefix(name, layout.TallyDir+"/") {
 			return os.ErrPermission
 		}
 		return nil
@@ -177,8 +179,8 @@ func TestTallyUntrustedWhenALinkFails(t *testing.T) {
 	if ok, _ := st.TallyTrusted(); ok {
 		t.Fatal("the tally is still trusted without the link of a done record")
 	}
-	c, err := at(st, 1030).Census(ctx, 2)
-	if err != nil || c.Method != commit.MethodListing || c.Done != 1 {
+	c, err := census.Take(ctx, at(st, 1030), 2)
+	if err != nil || c.Method != census.MethodListing || c.Done != 1 {
 		t.Fatalf("census %+v %v, want the listing's, 1 done", c, err)
 	}
 }
@@ -193,7 +195,7 @@ func TestTallyCountsPublishedResults(t *testing.T) {
 		t.Fatalf("CompleteStage: %v %s", err, r.Detail)
 	}
 	rec, _ := st.Read(context.Background(), leasefmt.Work, a.ID)
-	if _, err := os.Lstat(st.Abs(commit.TallyPath(rec))); err != nil {
+	if _, err := os.Lstat(st.Abs(layout.TallyPath(rec))); err != nil {
 		t.Fatalf("a published done record is not in the tally: %v", err)
 	}
 	bothCensuses(t, st, log, 20)
@@ -219,14 +221,14 @@ func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
 		f.Close()
 	}
 	rb, _ := st.Read(ctx, leasefmt.Work, b)
-	link := st.Abs(commit.TallyPath(rb))
+	link := st.Abs(layout.TallyPath(rb))
 	if err := os.Remove(link); err != nil {
 		t.Fatal(err)
 	}
 	// The finisher goes on when the census starts on the tally's buckets.
 	linked := false
 	log.reset(func(op seam.Op, name string) error {
-		if op == seam.OpReadDir && name == commit.TallyDir && !linked {
+		if op == seam.OpReadDir && name == layout.TallyDir && !linked {
 			linked = true
 			if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, b)), link); err != nil {
 				t.Error(err)
@@ -234,7 +236,7 @@ func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
 		}
 		return nil
 	})
-	c, err := at(st, 1030).Census(ctx, 2)
+	c, err := census.Take(ctx, at(st, 1030), 2)
 	log.reset(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +244,7 @@ func TestTallyCensusLinkMadeDuringTheCensus(t *testing.T) {
 	if !linked {
 		t.Fatal("the census did not list the tally")
 	}
-	if c.Method != commit.MethodTally || c.Done != 2 || c.Records != 2 {
+	if c.Method != census.MethodTally || c.Done != 2 || c.Records != 2 {
 		t.Fatalf("census %s done %d records %d, want the tally's, 2 done (a, and b once)", c.Method, c.Done, c.Records)
 	}
 	if got := readAll(t, st, 1030); got.Done != 2 {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
@@ -20,9 +21,9 @@ import (
 
 // readAll counts what every work record says: the census of reading them
 // all, as it was before markers.
-func readAll(t *testing.T, st *commit.Store, now float64) commit.Census {
+func readAll(t *testing.T, st *commit.Store, now float64) census.Census {
 	t.Helper()
-	c := commit.Census{Owners: map[string]int64{}, OwnerRenewed: map[string]float64{}, MostFailed: []commit.FailedItem{}}
+	c := census.Census{Owners: map[string]int64{}, OwnerRenewed: map[string]float64{}, MostFailed: []census.FailedItem{}}
 	for sh := range st.Table().WorkShards {
 		ents, _ := os.ReadDir(st.Abs(st.ShardDir(leasefmt.Work, sh)))
 		for _, e := range ents {
@@ -94,11 +95,11 @@ func TestCensusCountsMarkedRecordsWithoutReading(t *testing.T) {
 		t.Fatalf("the table is not what the test built: %+v", want)
 	}
 	log.reset(nil)
-	got, err := at(st, 40).ListingCensus(ctx, 2)
+	got, err := census.Listing(ctx, at(st, 40), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want.Method = commit.MethodListing
+	want.Method = census.MethodListing
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("census\n got %+v\nwant %+v", got, want)
 	}
@@ -144,7 +145,7 @@ func TestCensusDistrustsMarkersOfRewrittenRecords(t *testing.T) {
 	// And b's marker removed, as an older fsck would.
 	os.Remove(st.Abs(st.MarkerPath(&leasefmt.Record{ID: b, Status: leasefmt.Done})))
 	log.reset(nil)
-	got, err := at(st, 40).ListingCensus(ctx, 2)
+	got, err := census.Listing(ctx, at(st, 40), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestRetryRemovesTheMarker(t *testing.T) {
 	if _, err := os.Stat(m); !os.IsNotExist(err) {
 		t.Fatalf("the marker of the failed record outlived its retry: %v", err)
 	}
-	if c, _ := at(st, 31).Census(ctx, 1); c.Failed != 0 || c.Released != 1 || c.Queued != 1 {
+	if c, _ := census.Take(ctx, at(st, 31), 1); c.Failed != 0 || c.Released != 1 || c.Queued != 1 {
 		t.Fatalf("census after retry: %+v", c)
 	}
 }

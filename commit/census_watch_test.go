@@ -12,14 +12,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // watchCount adds rec to the watch's fields of c the plain way: every
 // item with attempts kept and sorted, cut to MostFailedK.
-func watchCount(c *commit.Census, rec *leasefmt.Record, now float64) {
+func watchCount(c *census.Census, rec *leasefmt.Record, now float64) {
 	live := rec.Live(now)
 	if live && rec.RenewedAt >= c.OwnerRenewed[rec.Owner] {
 		c.OwnerRenewed[rec.Owner] = rec.RenewedAt
@@ -31,7 +33,7 @@ func watchCount(c *commit.Census, rec *leasefmt.Record, now float64) {
 	if !live && (rec.Status == leasefmt.Leased || rec.Status == leasefmt.Committing) {
 		state = "expired"
 	}
-	c.MostFailed = append(c.MostFailed, commit.FailedItem{ID: rec.ID, Attempts: rec.Attempts, State: state})
+	c.MostFailed = append(c.MostFailed, census.FailedItem{ID: rec.ID, Attempts: rec.Attempts, State: state})
 	sort.Slice(c.MostFailed, func(i, j int) bool {
 		a, b := c.MostFailed[i], c.MostFailed[j]
 		if a.Attempts != b.Attempts {
@@ -39,8 +41,8 @@ func watchCount(c *commit.Census, rec *leasefmt.Record, now float64) {
 		}
 		return a.ID < b.ID
 	})
-	if len(c.MostFailed) > commit.MostFailedK {
-		c.MostFailed = c.MostFailed[:commit.MostFailedK]
+	if len(c.MostFailed) > census.MostFailedK {
+		c.MostFailed = c.MostFailed[:census.MostFailedK]
 	}
 }
 
@@ -95,15 +97,15 @@ func TestCensusMostFailedWithAndWithoutMarkers(t *testing.T) {
 	for _, it := range items[:8] {
 		os.Remove(st.Abs(st.QueuePath(it.ID))) // as UnqueueFailed does
 	}
-	var marked commit.Census
+	var marked census.Census
 	for _, now := range []float64{tm + 10, 1000} { // the leases live, then expired
 		want := readAll(t, st, now)
-		if len(want.MostFailed) != commit.MostFailedK || want.MostFailed[0].Attempts != 5 {
+		if len(want.MostFailed) != census.MostFailedK || want.MostFailed[0].Attempts != 5 {
 			t.Fatalf("the table is not what the test built: %+v", want.MostFailed)
 		}
 		log.reset(nil)
 		var err error
-		if marked, err = at(st, now).ListingCensus(ctx, 2); err != nil {
+		if marked, err = census.Listing(ctx, at(st, now), 2); err != nil {
 			t.Fatal(err)
 		}
 		if n := log.count(seam.OpRead); n != 10 {
@@ -111,7 +113,7 @@ func TestCensusMostFailedWithAndWithoutMarkers(t *testing.T) {
 		}
 		// The tally's census: the same lists, from the buckets' names
 		// and the records of the queued items.
-		if tally, err := at(st, now).Census(ctx, 2); err != nil || tally.Method != commit.MethodTally ||
+		if tally, err := census.Take(ctx, at(st, now), 2); err != nil || tally.Method != census.MethodTally ||
 			!reflect.DeepEqual(tally.MostFailed, want.MostFailed) || !reflect.DeepEqual(tally.OwnerRenewed, want.OwnerRenewed) {
 			t.Errorf("the tally's census at %g: %v\n got %+v %v\nwant %+v %v", now, err, tally.MostFailed, tally.OwnerRenewed, want.MostFailed, want.OwnerRenewed)
 		}
@@ -127,14 +129,14 @@ func TestCensusMostFailedWithAndWithoutMarkers(t *testing.T) {
 		ents, _ := os.ReadDir(st.Abs(st.ShardDir(leasefmt.Work, sh)))
 		for _, e := range ents {
 			if !strings.HasSuffix(e.Name(), ".json") {
-				if _, _, _, ok := commit.ParseMarkerName(e.Name()); ok {
+				if _, _, _, ok := layout.ParseMarkerName(e.Name()); ok {
 					os.Remove(st.Abs(st.ShardDir(leasefmt.Work, sh)) + "/" + e.Name())
 				}
 			}
 		}
 	}
 	log.reset(nil)
-	bare, err := at(st, 1000).ListingCensus(ctx, 1)
+	bare, err := census.Listing(ctx, at(st, 1000), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +144,7 @@ func TestCensusMostFailedWithAndWithoutMarkers(t *testing.T) {
 		t.Errorf("without markers the census read %d records, want all 24", n)
 	}
 	all := readAll(t, st, 1000)
-	all.Method = commit.MethodListing
+	all.Method = census.MethodListing
 	if !reflect.DeepEqual(bare, marked) || !reflect.DeepEqual(bare, all) {
 		t.Errorf("census without markers:\n got %+v\nwant %+v", bare, marked)
 	}

@@ -11,9 +11,15 @@
 //   - package commit itself holds the lease operations over them: claim,
 //     renew, release, revoke, complete, publish and verify (ops.go,
 //     batch.go, publish.go), the fencing decision (fence.go), the queue
-//     (queue.go), target groups (groups.go, groupwrite.go, groupcheck.go)
-//     and the census (census.go), over one table opened by Open (store.go),
-//     with its defaults in defaults.go.
+//     (queue.go) and target groups (groups.go, groupwrite.go,
+//     groupcheck.go), over one table opened by Open (store.go), with its
+//     defaults in defaults.go.
+//
+// Two packages sit beside it: package layout names a table's files and
+// parses those names (no I/O), below commit, so that lease fsck and the
+// harnesses spell a name without the engine; package census counts the
+// table, above commit, as a reader of the Store's exported reads (nothing
+// here calls it).
 //
 // It is the tool's own machinery, exported for the lease command, lease
 // fsck, package cluster and the safety harness of internal/safety: Go
@@ -147,5 +153,5 @@
 // the clock skew) by the time it is durable is reported Expired
 // (reportedLate, fence.go). A claimer takes over an expired lease only from
 // expires_at + skew (Taken); a holder counts it lost from expires_at - skew
-// (StillHeld).
+// (stillHeld).
 package commit

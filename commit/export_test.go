@@ -3,6 +3,7 @@ package commit_test
 import (
 	"time"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 )
 
@@ -13,6 +14,6 @@ func at(st *commit.Store, now float64) *commit.Store { return st.At(now) }
 // SetTallyQuiet sets how long a bucket must have been unchanged before a
 // census keeps its counts, for the test's duration.
 func SetTallyQuiet(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := commit.TallyQuietForTest(d)
-	t.Cleanup(func() { commit.TallyQuietForTest(old) })
+	old := census.TallyQuietForTest(d)
+	t.Cleanup(func() { census.TallyQuietForTest(old) })
 }

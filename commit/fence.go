@@ -1,7 +1,7 @@
 package commit
 
 // The fencing decision, in one place: whether a holder's token still
-// fences (fenced, StillHeld), when a claimer may take a lease over
+// fences (fenced, stillHeld), when a claimer may take a lease over
 // (Taken), that nothing is reported granted that its holder could no
 // longer count on (reportedLate), and that no result of a failed batch is
 // reported done (FailBatch: G6, for one process's batch here and for the
@@ -25,11 +25,11 @@ func Taken(r *leasefmt.Record, now, skew float64) bool {
 	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt+skew
 }
 
-// StillHeld reports whether the holder of r still has it at now: leased or
+// stillHeld reports whether the holder of r still has it at now: leased or
 // committing and more than skew before expires_at (docs/lease-format.md,
 // clocks: a holder counts its lease as lost from expires_at -
 // clock_skew).
-func StillHeld(r *leasefmt.Record, now, skew float64) bool {
+func stillHeld(r *leasefmt.Record, now, skew float64) bool {
 	return (r.Status == leasefmt.Leased || r.Status == leasefmt.Committing) && now < r.ExpiresAt-skew
 }
 
@@ -48,7 +48,7 @@ func fenced(it Item, cur *leasefmt.Record, now, skew float64) (Outcome, string) 
 		return Failed, failedDetail(cur)
 	case cur.Status == leasefmt.Released:
 		return Released, "lease was released"
-	case !StillHeld(cur, now, skew):
+	case !stillHeld(cur, now, skew):
 		if now < cur.ExpiresAt {
 			return Expired, fmt.Sprintf("expires in %s, within clock_skew %gs: counted as lost", remaining(cur, now), skew)
 		}

@@ -173,7 +173,7 @@ func (s *Store) verifyGroup(ctx context.Context, it Item, now float64, r *Result
 			out, d = Corrupt, targetDisagrees(m, t)+" (lease fsck checks the group)"
 		case t.Status == leasefmt.Released:
 			out, d = Released, "target was released"
-		case !StillHeld(t, now, s.skew):
+		case !stillHeld(t, now, s.skew):
 			out, d = Expired, fmt.Sprintf("target expired %.1fs ago (clock_skew %gs)", now-t.ExpiresAt, s.skew)
 		}
 		if out != OK {

@@ -29,7 +29,7 @@ package commit
 //     file removed when there was no record before. No group of the call is
 //     reported as written (G6, G9).
 //
-// A call holds at most about GroupChunkLocks locks at once (one descriptor
+// A call holds at most about groupChunkLocks locks at once (one descriptor
 // each); a larger call is committed in chunks of whole groups in GID order,
 // each chunk fsyncing its directories once before it releases its locks. A
 // failure in a later chunk restores that chunk only: the groups of earlier
@@ -54,10 +54,10 @@ import (
 // errors, found before anything is locked or written.
 var ErrGroupInput = errors.New("bad group input")
 
-// GroupChunkLocks bounds the locks (and so the open lock descriptors) one
+// groupChunkLocks bounds the locks (and so the open lock descriptors) one
 // chunk of a group call holds at once: a chunk takes whole groups until
 // its manifests and targets reach it. Tests lower it to make chunks.
-var GroupChunkLocks = 4096
+var groupChunkLocks = 4096
 
 // GroupID is the default ID of the group of targets: the SHA-256, in
 // lowercase hex, of the target IDs sorted in byte order, deduplicated, and

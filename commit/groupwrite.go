@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,7 +32,7 @@ type groupLocks struct {
 }
 
 func (l *groupLocks) take(k leasefmt.Kind, id leasefmt.ID) error {
-	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.hdr.Shards(k))), LockFile), id.LockOffset()}
+	key := lockKey{path.Join(l.s.ShardDir(k, id.Shard(l.s.hdr.Shards(k))), layout.LockFile), id.LockOffset()}
 	if err, ok := l.got[key]; ok {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *Store) runGroups(ctx context.Context, items []Item, pol groupPolicy) []
 	return res
 }
 
-// groupChunk runs the groups sorted[pos:] until about GroupChunkLocks locks
+// groupChunk runs the groups sorted[pos:] until about groupChunkLocks locks
 // are held, and returns where the next chunk starts and the I/O error that
 // stops the call, if any. Every lock of the chunk is held until its
 // directories are fsynced or its records restored.
@@ -181,11 +182,11 @@ func (c *groupRun) failed() bool {
 }
 
 // manifests locks and reads the manifests of sorted[pos:], in ascending
-// GID order, until the locks planned reach GroupChunkLocks; it returns where
+// GID order, until the locks planned reach groupChunkLocks; it returns where
 // it stopped.
 func (c *groupRun) manifests(sorted []*groupOp, pos int) int {
 	s, planned := c.s, 0
-	for pos < len(sorted) && c.fatal == nil && (len(c.ops) == 0 || planned < GroupChunkLocks) {
+	for pos < len(sorted) && c.fatal == nil && (len(c.ops) == 0 || planned < groupChunkLocks) {
 		op := sorted[pos]
 		pos++
 		c.ops = append(c.ops, op)

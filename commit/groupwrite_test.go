@@ -176,8 +176,8 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 // once; a failure in the last chunk restores that chunk, leaves earlier
 // chunks renewed, and reports no group as renewed.
 func TestRenewGroupsInChunks(t *testing.T) {
-	defer func(n int) { commit.GroupChunkLocks = n }(commit.GroupChunkLocks)
-	commit.GroupChunkLocks = 10 // two groups of 1+4 locks per chunk
+	defer func(n int) { *commit.GroupChunkLocks = n }(*commit.GroupChunkLocks)
+	*commit.GroupChunkLocks = 10 // two groups of 1+4 locks per chunk
 	const now, ttl = 1000.0, 100.0
 	var sets [][]leasefmt.ID
 	for g := range 6 {

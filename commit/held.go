@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -32,74 +31,19 @@ import (
 // --repair. Nothing in held/ is ever followed: a name is parsed, never
 // opened.
 
-// HeldDir is the directory of the names of leases in flight.
-const HeldDir = "held"
-
-// HeldName is the name in held/ of the lease of id with token that expires
-// at expires: ID.E.TOKEN, E the expiry rounded up to the second.
-func HeldName(id leasefmt.ID, expires float64, token int64) string {
-	return string(id) + "." + strconv.FormatInt(heldSecond(expires), 10) + "." + strconv.FormatInt(token, 10)
-}
-
-// heldSecond is t rounded up to the second, bounded to what a name can say.
-func heldSecond(t float64) int64 {
-	switch {
-	case math.IsNaN(t) || t < 0:
-		return 0
-	case t >= 1e17:
-		return 1e17
-	}
-	return int64(math.Ceil(t))
-}
-
-// ParseHeldName reads a name of held/: the ID, E and TOKEN; false for any
-// other name (numbers in canonical decimal, no sign, no leading zero).
-func ParseHeldName(name string) (leasefmt.ID, int64, int64, bool) {
-	if len(name) < 68 || name[64] != '.' {
-		return "", 0, 0, false
-	}
-	id, err := leasefmt.ParseID(name[:64])
-	if err != nil {
-		return "", 0, 0, false
-	}
-	e, t, ok := strings.Cut(name[65:], ".")
-	if !ok {
-		return "", 0, 0, false
-	}
-	ev, ok1 := canonicalNumber(e)
-	tv, ok2 := canonicalNumber(t)
-	if !ok1 || !ok2 || tv < 1 || tv > leasefmt.MaxToken {
-		return "", 0, 0, false
-	}
-	return id, ev, tv, true
-}
-
-func canonicalNumber(s string) (int64, bool) {
-	if s == "" || len(s) > 18 || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	return v, err == nil
-}
-
 // hold makes the held/ name of next, a lease just claimed (the caller
 // holds its lock and renamed next into place), fsynced with the batch b.
 // An item claimed from held/ (it.held) has its old name renamed to the new
 // one. Best effort: a name that cannot be made only leaves the item to be
 // found in the queue (a held/ that is not a directory is lease fsck's).
 func (s *Store) hold(it Item, next *leasefmt.Record, b *durable.SyncBatch) {
-	name := HeldDir + "/" + HeldName(next.ID, next.ExpiresAt, next.Token)
-	if err := s.disk.EnsureDir(HeldDir); err != nil {
+	name := layout.HeldDir + "/" + layout.HeldName(next.ID, next.ExpiresAt, next.Token)
+	if err := s.disk.EnsureDir(layout.HeldDir); err != nil {
 		return
 	}
 	if it.held != "" {
-		if err := s.fs.Rename(HeldDir+"/"+it.held, name); err == nil {
-			b.Mark(HeldDir)
+		if err := s.fs.Rename(layout.HeldDir+"/"+it.held, name); err == nil {
+			b.Mark(layout.HeldDir)
 			return
 		}
 	}
@@ -111,7 +55,7 @@ func (s *Store) hold(it Item, next *leasefmt.Record, b *durable.SyncBatch) {
 		return
 	}
 	if f.Close() == nil {
-		b.Mark(HeldDir)
+		b.Mark(layout.HeldDir)
 	}
 }
 
@@ -126,11 +70,11 @@ func (s *Store) settleHeld(it Item, cur *leasefmt.Record) {
 	if it.held == "" || cur == nil {
 		return
 	}
-	old := HeldDir + "/" + it.held
+	old := layout.HeldDir + "/" + it.held
 	switch cur.Status {
 	case leasefmt.Leased, leasefmt.Committing:
-		if n := HeldName(cur.ID, cur.ExpiresAt, cur.Token); n != it.held {
-			if s.fs.Rename(old, HeldDir+"/"+n) == nil {
+		if n := layout.HeldName(cur.ID, cur.ExpiresAt, cur.Token); n != it.held {
+			if s.fs.Rename(old, layout.HeldDir+"/"+n) == nil {
 				s.stats.HeldRenamed.Add(1)
 			}
 		}
@@ -162,15 +106,15 @@ func (s *Store) unhold(res []Result) {
 		return
 	}
 	var drop []string
-	s.listNames(HeldDir, func(name string) {
-		if id, _, tok, ok := ParseHeldName(name); ok {
+	s.ListNames(layout.HeldDir, func(name string) {
+		if id, _, tok, ok := layout.ParseHeldName(name); ok {
 			if t, ok := ended[id]; ok && tok <= t {
 				drop = append(drop, name)
 			}
 		}
 	})
 	for _, n := range drop {
-		if s.fs.Remove(HeldDir+"/"+n) == nil {
+		if s.fs.Remove(layout.HeldDir+"/"+n) == nil {
 			s.stats.HeldRemoved.Add(1)
 		}
 	}
@@ -192,8 +136,8 @@ func (s *Store) heldCandidates() ([]heldCandidate, float64, error) {
 	now := s.now()
 	var out []heldCandidate
 	next := 0.0
-	err := s.listNames(HeldDir, func(name string) {
-		id, e, _, ok := ParseHeldName(name)
+	err := s.ListNames(layout.HeldDir, func(name string) {
+		id, e, _, ok := layout.ParseHeldName(name)
 		if !ok {
 			return
 		}
@@ -225,7 +169,7 @@ func (s *Store) dropFinishedHeld(ctx context.Context, c heldCandidate) {
 	if err != nil || rec == nil || (rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed) {
 		return
 	}
-	if s.fs.Remove(HeldDir+"/"+c.name) == nil {
+	if s.fs.Remove(layout.HeldDir+"/"+c.name) == nil {
 		s.stats.HeldRemoved.Add(1)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -93,7 +94,7 @@ func TestClaimNextAbandonedFirst(t *testing.T) {
 		t.Fatalf("held/ has %d names, want 23: %v", len(names), names)
 	}
 	for _, it := range dead {
-		if !slices.Contains(names, commit.HeldName(it.ID, 1090, 2)) {
+		if !slices.Contains(names, layout.HeldName(it.ID, 1090, 2)) {
 			t.Errorf("no held/ name of the takeover of %s: %v", it.ID, names)
 		}
 	}
@@ -136,7 +137,7 @@ func TestHeldNames(t *testing.T) {
 	claimAt(t, st, 1000, 10.5, a, b, c, d)
 	want := []string{}
 	for _, it := range []commit.Item{a, b, c, d} {
-		want = append(want, commit.HeldName(it.ID, 1010.5, 1))
+		want = append(want, layout.HeldName(it.ID, 1010.5, 1))
 	}
 	slices.Sort(want)
 	if got := heldNames(t, st); !slices.Equal(got, want) {
@@ -154,12 +155,12 @@ func TestHeldNames(t *testing.T) {
 		t.Fatal(r[0].Outcome.Reason())
 	}
 	got := heldNames(t, st)
-	if len(got) != 2 || slices.Contains(got, commit.HeldName(c.ID, 1010.5, 1)) || slices.Contains(got, commit.HeldName(d.ID, 1010.5, 1)) {
+	if len(got) != 2 || slices.Contains(got, layout.HeldName(c.ID, 1010.5, 1)) || slices.Contains(got, layout.HeldName(d.ID, 1010.5, 1)) {
 		t.Fatalf("held/ after release and complete: %v", got)
 	}
 	// d's completer killed between its done record and the removals: the
 	// name and the queue entry are back.
-	if err := os.WriteFile(st.Abs("held/"+commit.HeldName(d.ID, 1010.5, 1)), nil, 0o644); err != nil {
+	if err := os.WriteFile(st.Abs("held/"+layout.HeldName(d.ID, 1010.5, 1)), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(st.Abs(st.QueuePath(d.ID)), nil, 0o644); err != nil {
@@ -173,12 +174,12 @@ func TestHeldNames(t *testing.T) {
 		t.Fatalf("%s read %d held names, took over %d, cleaned %d; want granted, 3, 0, 1", nx.Answer, nx.HeldRead, nx.TakenOver, nx.Cleaned)
 	}
 	got = heldNames(t, st)
-	for _, n := range []string{commit.HeldName(a.ID, 1105, 1), commit.HeldName(b.ID, 1105, 1)} {
+	for _, n := range []string{layout.HeldName(a.ID, 1105, 1), layout.HeldName(b.ID, 1105, 1)} {
 		if !slices.Contains(got, n) {
 			t.Errorf("held/ lacks the renamed %s: %v", n, got)
 		}
 	}
-	if slices.Contains(got, commit.HeldName(d.ID, 1010.5, 1)) {
+	if slices.Contains(got, layout.HeldName(d.ID, 1010.5, 1)) {
 		t.Errorf("the stale name of done %s is still in held/", d.ID)
 	}
 	if _, err := os.Stat(st.Abs(st.QueuePath(d.ID))); !os.IsNotExist(err) {
@@ -213,7 +214,7 @@ func TestHeldTableWithoutHeldDir(t *testing.T) {
 	}
 	// An expired lease's name behind the link: read through it, a claim
 	// would take items[0] over and rename the name.
-	planted := commit.HeldName(items[0].ID, 1010, 1)
+	planted := layout.HeldName(items[0].ID, 1010, 1)
 	if err := os.WriteFile(filepath.Join(elsewhere, planted), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

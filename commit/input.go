@@ -21,18 +21,16 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
-
-// InputDir is the directory of the input store, below the root.
-const InputDir = "input"
 
 // MaxInput bounds the content of one work item.
 const MaxInput = 1 << 30
 
 // InputShardDir is the directory of input shard sh: input/SS.
 func (s *Store) InputShardDir(sh int) string {
-	return InputDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
+	return layout.InputDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // InputPath is where the content of id is stored: input/SS/ID.
@@ -62,14 +60,14 @@ type Content struct {
 	Open func() (io.ReadCloser, error)
 }
 
-// ErrContentChanged: a content did not hash to its ID when it was stored
+// errContentChanged: a content did not hash to its ID when it was stored
 // (its file changed after it was hashed).
-var ErrContentChanged = errors.New("content does not hash to its ID")
+var errContentChanged = errors.New("content does not hash to its ID")
 
 // StoreInputs stores each content at its InputPath and returns the
 // results in input order: OK once it is durable, also when it was stored
 // already (the name is the content's hash); IOError when it could not be
-// stored, or did not hash to its ID (ErrContentChanged: nothing is left of
+// stored, or did not hash to its ID (errContentChanged: nothing is left of
 // it). The writes run on the writer pool; each touched shard directory is
 // fsynced once, after its last rename, before anything is reported
 // stored (G3, G4). A failure stops the batch: nothing more is started,
@@ -166,9 +164,9 @@ func (s *Store) storeInput(ctx context.Context, c Content, b *durable.SyncBatch,
 	case err != nil:
 		err = &durable.OpError{Op: "copy the content of " + leasefmt.Quote(c.Name) + " into", Path: s.Abs(tmp), Err: err}
 	case n > MaxInput:
-		err = fmt.Errorf("%w: %s is more than %d bytes", ErrContentChanged, leasefmt.Quote(c.Name), int64(MaxInput))
+		err = fmt.Errorf("%w: %s is more than %d bytes", errContentChanged, leasefmt.Quote(c.Name), int64(MaxInput))
 	case hex.EncodeToString(h.Sum(nil)) != string(c.ID):
-		err = fmt.Errorf("%w: %s changed after it was hashed (its content is no longer %s)", ErrContentChanged, leasefmt.Quote(c.Name), c.ID)
+		err = fmt.Errorf("%w: %s changed after it was hashed (its content is no longer %s)", errContentChanged, leasefmt.Quote(c.Name), c.ID)
 	default:
 		if err = f.Sync(); err == nil {
 			s.stats.FileSyncs.Add(1)

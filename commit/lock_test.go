@@ -24,6 +24,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/testenv"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -52,7 +53,7 @@ func lockHolder(f []string) int {
 			return 1
 		}
 	case "posix":
-		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table().WorkShards)), commit.LockFile), os.O_RDWR, 0)
+		lf, err := os.OpenFile(filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(st.Table().WorkShards)), layout.LockFile), os.O_RDWR, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -335,7 +336,7 @@ func TestReplacedLockFileBetweenBatches(t *testing.T) {
 	if r := at(st, 1000).Claim(context.Background(), []commit.Item{{ID: id}}, "host/w", 60)[0]; r.Outcome != commit.OK {
 		t.Fatalf("claim: %s %s", r.Outcome.Reason(), r.Detail)
 	}
-	lock := filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(4)), commit.LockFile)
+	lock := filepath.Join(root, st.ShardDir(leasefmt.Work, id.Shard(4)), layout.LockFile)
 	if err := os.WriteFile(lock+".new", nil, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -4,10 +4,9 @@ import (
 	"errors"
 	"io/fs"
 	"path"
-	"strconv"
-	"strings"
 
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -24,50 +23,9 @@ import (
 // Markers are never needed for correctness: a missing one (never made, lost
 // in a crash, removed) only makes the summary read that record.
 
-// Marker suffixes: the statuses that get a marker.
-const (
-	markDone   = "done"
-	markFailed = "failed"
-)
-
-// MarkerName is the name of the marker of a record of id with status and
-// attempts: ID.STATUS.ATTEMPTS.
-func MarkerName(id leasefmt.ID, status leasefmt.Status, attempts int64) string {
-	return string(id) + "." + string(status) + "." + strconv.FormatInt(attempts, 10)
-}
-
-// ParseMarkerName returns the ID, status and attempts a marker name says;
-// false for any other name.
-func ParseMarkerName(name string) (leasefmt.ID, leasefmt.Status, int64, bool) {
-	if len(name) < 66 || name[64] != '.' {
-		return "", "", 0, false
-	}
-	id, err := leasefmt.ParseID(name[:64])
-	if err != nil {
-		return "", "", 0, false
-	}
-	st, n, ok := strings.Cut(name[65:], ".")
-	if !ok || (st != markDone && st != markFailed) || n == "" || len(n) > 18 {
-		return "", "", 0, false
-	}
-	if len(n) > 1 && n[0] == '0' {
-		return "", "", 0, false
-	}
-	a, err := strconv.ParseInt(n, 10, 64)
-	if err != nil || a < 0 {
-		return "", "", 0, false
-	}
-	return id, leasefmt.Status(st), a, true
-}
-
-// marks reports whether a work record with status gets a marker.
-func marks(status leasefmt.Status) bool {
-	return status == leasefmt.Done || status == leasefmt.Failed
-}
-
 // MarkerPath is the path of the marker of rec, a work record.
 func (s *Store) MarkerPath(rec *leasefmt.Record) string {
-	return path.Join(path.Dir(s.RecordPath(leasefmt.Work, rec.ID)), MarkerName(rec.ID, rec.Status, rec.Attempts))
+	return path.Join(path.Dir(s.RecordPath(leasefmt.Work, rec.ID)), layout.MarkerName(rec.ID, rec.Status, rec.Attempts))
 }
 
 // mark links the work record rec, just written, to its marker; the caller
@@ -77,7 +35,7 @@ func (s *Store) MarkerPath(rec *leasefmt.Record) string {
 // (a retry that could not remove it) is replaced.
 func (s *Store) mark(rec *leasefmt.Record) {
 	l, ok := seam.As[seam.Linker](s.fs)
-	if !ok || !marks(rec.Status) {
+	if !ok || !layout.Marked(rec.Status) {
 		return
 	}
 	rp, mp := s.RecordPath(leasefmt.Work, rec.ID), s.MarkerPath(rec)
@@ -95,7 +53,7 @@ func (s *Store) mark(rec *leasefmt.Record) {
 // behind no longer shares the record's inode, so nothing trusts it, and
 // lease fsck --repair removes it.
 func (s *Store) unmark(rec *leasefmt.Record) {
-	if rec != nil && marks(rec.Status) {
+	if rec != nil && layout.Marked(rec.Status) {
 		_ = s.fs.Remove(s.MarkerPath(rec))
 	}
 }

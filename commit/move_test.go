@@ -11,21 +11,21 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 )
 
 // TestCrossDirectoryRefused: G8, the same-directory batch refuses a rename
 // between directories before making it.
 func TestCrossDirectoryRefused(t *testing.T) {
 	st, log := hookedTable(t, 4)
-	src := path.Join(commit.StageDir, "result")
+	src := path.Join(layout.StageDir, "result")
 	if err := os.WriteFile(st.Abs(src), []byte("data"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	b := durable.NewSyncBatch(st.FS(), nil)
-	for _, dst := range []string{path.Join(commit.PublicDir, "result"), "work/00/" + string(shardID(0, 1)) + ".json", "result"} {
+	for _, dst := range []string{path.Join(layout.PublicDir, "result"), "work/00/" + string(shardID(0, 1)) + ".json", "result"} {
 		err := b.Replace(src, dst)
 		if !errors.Is(err, durable.ErrCrossDirectory) {
 			t.Errorf("Replace(%s, %s) = %v, want ErrCrossDirectory", src, dst, err)
@@ -53,10 +53,10 @@ func TestCrossDirectoryRefused(t *testing.T) {
 	if err := b.Replace("stage/.tmp", src); err != nil {
 		t.Fatal(err)
 	}
-	if !b.Pending(commit.StageDir) {
+	if !b.Pending(layout.StageDir) {
 		t.Error("stage not pending after a rename into it")
 	}
-	if err := b.Flush(); err != nil || log.count(seam.OpSyncDir) != 1 || b.Pending(commit.StageDir) {
+	if err := b.Flush(); err != nil || log.count(seam.OpSyncDir) != 1 || b.Pending(layout.StageDir) {
 		t.Errorf("Flush: %v, %d directory fsyncs", err, log.count(seam.OpSyncDir))
 	}
 }
@@ -107,7 +107,7 @@ func TestDurableMove(t *testing.T) {
 	// A failing destination fsync stops before the source is synced.
 	write("stage/c", "C")
 	log.reset(func(op seam.Op, name string) error {
-		if op == seam.OpSyncDir && name == commit.PublicDir {
+		if op == seam.OpSyncDir && name == layout.PublicDir {
 			return errors.New("injected EIO")
 		}
 		return nil

@@ -16,11 +16,11 @@ func (s *Store) writers(jobs int) int {
 // parallel runs do(j) for every j of jobs, taken in order by the writer
 // pool, and returns when all are done.
 func (s *Store) parallel(jobs []int, do func(j int)) {
-	s.parallelN(s.writers(len(jobs)), jobs, do)
+	s.InParallel(s.writers(len(jobs)), jobs, do)
 }
 
-// parallelN is parallel with n goroutines.
-func (s *Store) parallelN(n int, jobs []int, do func(j int)) {
+// InParallel is parallel with n goroutines.
+func (s *Store) InParallel(n int, jobs []int, do func(j int)) {
 	n = max(1, min(n, len(jobs)))
 	if s.moreProcs != nil {
 		defer s.moreProcs(n)()

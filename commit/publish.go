@@ -14,6 +14,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -79,22 +80,15 @@ func (s *Store) publishState(staged, public string) (publishState, error) {
 // outside the record protocol (no fsync; a directory left, empty or not,
 // is lease fsck's to clean up).
 func (s *Store) dropStage(id leasefmt.ID, token int64) {
-	s.fs.Remove(StagePath(id, token))
+	s.fs.Remove(layout.StagePath(id, token))
 }
 
 // ResultPublished reports whether the result name that the holder of token
 // of id staged has reached public/: public/NAME is there and
 // stage/ID.TOKEN/NAME is gone or is the same file (docs/design.md#staging).
 func (s *Store) ResultPublished(id leasefmt.ID, token int64, name string) (bool, error) {
-	p, err := s.publishState(ResultPaths(id, token, name))
+	p, err := s.publishState(layout.ResultPaths(id, token, name))
 	return p.moved(), err
-}
-
-// SamePublished reports whether the staged file at the table-relative
-// name staged is the same file as public/ under its base name.
-func (s *Store) SamePublished(staged string) (bool, error) {
-	p, err := s.publishState(staged, path.Join(PublicDir, path.Base(staged)))
-	return p.same && !p.dir, err // a directory left under both names goes to lost+found/ whole
 }
 
 // settle is what an abandoned committing record that names a published
@@ -102,14 +96,14 @@ func (s *Store) SamePublished(staged string) (bool, error) {
 // forward), else released (rolled back: the staged file stays in its
 // stage/ID.TOKEN/ directory), so a result is published at most once per ID.
 func (s *Store) settle(cur *leasefmt.Record, now float64) (*leasefmt.Record, string, error) {
-	staged, public := ResultPaths(cur.ID, cur.Token, cur.Publish)
+	staged, public := layout.ResultPaths(cur.ID, cur.Token, cur.Publish)
 	p, err := s.publishState(staged, public)
 	if err != nil {
 		return nil, "", fmt.Errorf("settle the publish of %s token %d: %w", cur.ID, cur.Token, err)
 	}
 	if p.moved() {
 		return doneRecord(cur, now), fmt.Sprintf("an interrupted publish was rolled forward: %s is in %s/, the record is done (token %d)",
-			leasefmt.Quote(path.Base(public)), PublicDir, cur.Token), nil
+			leasefmt.Quote(path.Base(public)), layout.PublicDir, cur.Token), nil
 	}
 	return released(cur, now), fmt.Sprintf("an interrupted publish was rolled back: %s was not published, the record was released (token %d)",
 		leasefmt.Quote(cur.Publish), cur.Token), nil
@@ -171,7 +165,7 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 	if err := leasefmt.CheckPublish(name); err != nil {
 		return r, fmt.Errorf("%w: %v", ErrStaged, err)
 	}
-	staged, public := ResultPaths(it.ID, it.Token, name)
+	staged, public := layout.ResultPaths(it.ID, it.Token, name)
 	unlock, err := s.Lock(ctx, leasefmt.Work, it.ID)
 	if err != nil {
 		return r, s.lockFailed(err, &r, "lock")
@@ -220,9 +214,9 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 			}
 		}
 		return r, fmt.Errorf("%w %s: %s (the holder of token %d stages its results in %s/, LEASE_STAGE of lease run)",
-			ErrStaged, s.Abs(staged), what, it.Token, s.Abs(StagePath(it.ID, it.Token)))
+			ErrStaged, s.Abs(staged), what, it.Token, s.Abs(layout.StagePath(it.ID, it.Token)))
 	case resumed && !p.staged && !p.public:
-		r.Outcome, r.Detail = Missing, fmt.Sprintf("interrupted publish: %s is neither in %s nor in %s/", leasefmt.Quote(name), s.Abs(path.Dir(staged)), s.Abs(PublicDir))
+		r.Outcome, r.Detail = Missing, fmt.Sprintf("interrupted publish: %s is neither in %s nor in %s/", leasefmt.Quote(name), s.Abs(path.Dir(staged)), s.Abs(layout.PublicDir))
 		s.count(Missing)
 		return r, nil
 	case p.public && !p.moved():
@@ -233,8 +227,8 @@ func (s *Store) CompletePublish(ctx context.Context, it Item, name string) (Resu
 	// public/ of a table another program made may not exist yet: made
 	// durably before committing is written, so that a publish never stops
 	// half way for want of its destination (docs/lease-format.md, Layout).
-	if err := s.disk.EnsureDir(PublicDir); err != nil {
-		r.Outcome, r.Detail = IOError, fmt.Sprintf("make %s: %v", s.Abs(PublicDir), err)
+	if err := s.disk.EnsureDir(layout.PublicDir); err != nil {
+		r.Outcome, r.Detail = IOError, fmt.Sprintf("make %s: %v", s.Abs(layout.PublicDir), err)
 		s.count(IOError)
 		return r, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -23,12 +24,9 @@ import (
 // removes it once the record is done, and whoever meets an entry of a done
 // item removes it then (the removal need not be durable).
 
-// QueueDir is the directory of the queue, below the root.
-const QueueDir = "queue"
-
 // QueueShardDir is the directory of queue shard sh: queue/SS.
 func (s *Store) QueueShardDir(sh int) string {
-	return QueueDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
+	return layout.QueueDir + "/" + leasefmt.ShardDirName(sh, s.hdr.WorkShards)
 }
 
 // QueuePath is the queue entry of id: queue/SS/ID.
@@ -263,7 +261,7 @@ func (s *Store) listWorkShards(created map[int]int) (map[int]map[string]bool, ma
 	var mu sync.Mutex
 	s.parallel(shards, func(sh int) {
 		names := map[string]bool{}
-		if err := s.listNames(s.ShardDir(leasefmt.Work, sh), func(n string) { names[n] = true }); err != nil {
+		if err := s.ListNames(s.ShardDir(leasefmt.Work, sh), func(n string) { names[n] = true }); err != nil {
 			return
 		}
 		mu.Lock()
@@ -303,12 +301,12 @@ var answers = [...]string{"granted", "empty", "busy", "blocked"}
 // String is the answer's word: granted, empty, busy, blocked.
 func (a Answer) String() string { return answers[a] }
 
-// FirstChunk is how many names of a queue shard a claim reads first, and
-// NextChunk how many at a time after that, when none of the first was
+// firstChunk is how many names of a queue shard a claim reads first, and
+// nextChunk how many at a time after that, when none of the first was
 // free (a few directory blocks each: see osDir).
 const (
-	FirstChunk = 32
-	NextChunk  = 128
+	firstChunk = 32
+	nextChunk  = 128
 )
 
 // Next is the result of ClaimNext.
@@ -341,7 +339,7 @@ type Next struct {
 // ClaimNext claims up to n free items of the queue for owner, without a
 // candidate list (docs/design.md#cli, claim --next). Its cost does not grow with the
 // number of items done or queued: it visits the queue shards in a random
-// order, reads FirstChunk names of a shard and then NextChunk at a time,
+// order, reads firstChunk names of a shard and then nextChunk at a time,
 // and tries them in random order, so that workers starting together do
 // not collide. Held
 // items are passed over (busy), entries of done items removed as they are
@@ -482,7 +480,7 @@ func (s *Store) ClaimNextEach(ctx context.Context, n int, owner string, ttl floa
 		}
 		nx.Shards++
 		entry := func(id leasefmt.ID) string { return dirName + "/" + string(id) }
-		for read := FirstChunk; got < n && !stopped; read = NextChunk {
+		for read := firstChunk; got < n && !stopped; read = nextChunk {
 			want := n - got
 			if chunk > 0 {
 				want = min(want, chunk)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/leasefmt"
@@ -106,7 +107,7 @@ func TestClaimNextAnswers(t *testing.T) {
 		all = append(all, commit.Item{ID: id, Token: tok})
 	}
 	at(st, 200).Revoke(context.Background(), all)
-	c, err := at(st, 200).Census(context.Background(), 4)
+	c, err := census.Take(context.Background(), at(st, 200), 4)
 	if err != nil || c.Queued != 8 || c.Released != 8 {
 		t.Fatalf("census after revoke: %+v %v", c, err)
 	}
@@ -121,7 +122,7 @@ func TestClaimNextAnswers(t *testing.T) {
 	if nx := at(st, 203).ClaimNext(context.Background(), 1, "w", 10, rnd); nx.Answer != commit.Empty {
 		t.Fatalf("all done: %s, want empty", nx.Answer)
 	}
-	c, err = at(st, 203).Census(context.Background(), 4)
+	c, err = census.Take(context.Background(), at(st, 203), 4)
 	if err != nil || c.Queued != 0 || c.Done != 8 || c.Records != 8 {
 		t.Fatalf("census at the end: %+v %v", c, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -20,7 +21,7 @@ func (s *Store) ReadLocked() []string {
 	var out []string
 	for _, k := range []leasefmt.Kind{leasefmt.Work, leasefmt.Target, leasefmt.Group} {
 		for sh := 0; sh < s.hdr.Shards(k); sh++ {
-			name := path.Join(s.ShardDir(k, sh), LockFile)
+			name := path.Join(s.ShardDir(k, sh), layout.LockFile)
 			if locked, _, err := finder.ReadLocked(name); err == nil && locked {
 				out = append(out, s.Abs(name))
 			}

@@ -17,21 +17,12 @@ import (
 	"io/fs"
 	"path"
 
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// MaxResultDepth bounds the depth of a directory published as a result.
-const MaxResultDepth = 32
-
-// ResultPaths are the table-relative names of the result that the holder
-// of token of id publishes as publish: where it is staged and its name in
-// public/.
-func ResultPaths(id leasefmt.ID, token int64, publish string) (staged, public string) {
-	if publish == leasefmt.PublishStage {
-		return StagePath(id, token), path.Join(PublicDir, string(id))
-	}
-	return path.Join(StagePath(id, token), publish), path.Join(PublicDir, publish)
-}
+// maxResultDepth bounds the depth of a directory published as a result.
+const maxResultDepth = 32
 
 // sameTree reports whether the directories a and b hold the same tree:
 // the same names, types and file bytes (at most maxCompare bytes in all
@@ -41,7 +32,7 @@ func (s *Store) sameTree(a, b string) bool {
 	budget := int64(maxCompare)
 	var same func(a, b string, depth int) bool
 	same = func(a, b string, depth int) bool {
-		if depth > MaxResultDepth {
+		if depth > maxResultDepth {
 			return false
 		}
 		ea, err1 := s.fs.ReadDir(a)
@@ -123,10 +114,10 @@ func (s *Store) syncResult(name string) error {
 
 // checkResultTree refuses a staged directory holding anything but regular
 // files and directories, entries checkStaged refuses, or nested deeper
-// than MaxResultDepth.
+// than maxResultDepth.
 func (s *Store) checkResultTree(dir string, depth int) error {
-	if depth > MaxResultDepth {
-		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), MaxResultDepth)
+	if depth > maxResultDepth {
+		return fmt.Errorf("%w %s: nested more than %d directories deep", ErrStaged, s.Abs(dir), maxResultDepth)
 	}
 	ents, err := s.fs.ReadDir(dir)
 	if err != nil {
@@ -208,7 +199,7 @@ func (s *Store) CompleteStage(ctx context.Context, it Item) (Result, error) {
 // StageEmpty reports whether the staging directory of token of id is
 // missing or empty.
 func (s *Store) StageEmpty(id leasefmt.ID, token int64) (bool, error) {
-	ents, err := s.fs.ReadDir(StagePath(id, token))
+	ents, err := s.fs.ReadDir(layout.StagePath(id, token))
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -62,17 +63,17 @@ func TestCompleteStage(t *testing.T) {
 		t.Errorf("record %+v, want done with publish \".\"", r.Record)
 	}
 	for rel, data := range afl {
-		got, err := os.ReadFile(st.Abs(path.Join(commit.PublicDir, string(a.ID), rel)))
+		got, err := os.ReadFile(st.Abs(path.Join(layout.PublicDir, string(a.ID), rel)))
 		if err != nil || string(got) != data {
 			t.Errorf("public/ID/%s = %q, %v", rel, got, err)
 		}
 	}
-	if _, err := os.Lstat(st.Abs(commit.StagePath(a.ID, a.Token))); !os.IsNotExist(err) {
+	if _, err := os.Lstat(st.Abs(layout.StagePath(a.ID, a.Token))); !os.IsNotExist(err) {
 		t.Errorf("the staging directory is still there (%v)", err)
 	}
 	// The order: every file and directory of the result fsynced, then the
 	// committing record, the rename, public/, stage/, the done record.
-	stage := commit.StagePath(a.ID, a.Token)
+	stage := layout.StagePath(a.ID, a.Token)
 	rec := st.RecordPath(leasefmt.Work, a.ID)
 	var files, dirs, renames, moved int
 	last := map[string]int{}
@@ -94,9 +95,9 @@ func TestCompleteStage(t *testing.T) {
 		case o.op == seam.OpRenameNoReplace:
 			moved++
 			last["move"] = i
-		case o.op == seam.OpSyncDir && o.name == commit.PublicDir:
+		case o.op == seam.OpSyncDir && o.name == layout.PublicDir:
 			last["public"] = i
-		case o.op == seam.OpSyncDir && o.name == commit.StageDir:
+		case o.op == seam.OpSyncDir && o.name == layout.StageDir:
 			last["stagedir"] = i
 		}
 	}
@@ -119,7 +120,7 @@ func TestCompleteStage(t *testing.T) {
 		t.Fatalf("a file in the new staging directory: %v (%s)", err, dir)
 	}
 	f.Close()
-	if _, err := os.Lstat(st.Abs(path.Join(commit.PublicDir, string(a.ID), "late"))); !os.IsNotExist(err) {
+	if _, err := os.Lstat(st.Abs(path.Join(layout.PublicDir, string(a.ID), "late"))); !os.IsNotExist(err) {
 		t.Errorf("a file made in stage/ID.TOKEN after its publish landed in public/ID (%v)", err)
 	}
 	// A retry with the same token succeeds again and moves nothing.
@@ -130,7 +131,7 @@ func TestCompleteStage(t *testing.T) {
 	if r, err := at(st, 12).CompleteStage(context.Background(), b); err != nil || r.Outcome != commit.OK {
 		t.Fatalf("CompleteStage of b: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
-	if got, _ := os.ReadFile(st.Abs(path.Join(commit.PublicDir, string(b.ID), "fuzzer_stats"))); string(got) != afl["fuzzer_stats"] {
+	if got, _ := os.ReadFile(st.Abs(path.Join(layout.PublicDir, string(b.ID), "fuzzer_stats"))); string(got) != afl["fuzzer_stats"] {
 		t.Errorf("b's result: %q", got)
 	}
 }
@@ -147,7 +148,7 @@ func TestCompletePublishDirectory(t *testing.T) {
 	if got, err := os.ReadFile(st.Abs("public/findings/deep/y")); err != nil || string(got) != "Y" {
 		t.Errorf("public/findings/deep/y = %q, %v", got, err)
 	}
-	if got, err := os.ReadFile(st.Abs(path.Join(commit.StagePath(a.ID, a.Token), "other"))); err != nil || string(got) != "O" {
+	if got, err := os.ReadFile(st.Abs(path.Join(layout.StagePath(a.ID, a.Token), "other"))); err != nil || string(got) != "O" {
 		t.Errorf("what was not published stays staged: %q, %v", got, err)
 	}
 }
@@ -171,7 +172,7 @@ func TestCompleteStageRefusals(t *testing.T) {
 		t.Errorf("a refused publish wrote %d times", n)
 	}
 	os.Remove(filepath.Join(dir, "crashes", "link"))
-	os.MkdirAll(st.Abs(path.Join(commit.PublicDir, string(a.ID))), 0o755) // another program's
+	os.MkdirAll(st.Abs(path.Join(layout.PublicDir, string(a.ID))), 0o755) // another program's
 	r, err := at(st, 12).CompleteStage(context.Background(), a)
 	if err != nil || r.Outcome != commit.Exists {
 		t.Errorf("public/ID taken: %v %s, want exists", err, r.Outcome.Reason())
@@ -198,7 +199,7 @@ func TestSettleStagePublish(t *testing.T) {
 		}
 	}
 	// The completer of fwd died right after its move.
-	if err := st.Disk().Move(commit.StagePath(fwd.ID, fwd.Token), path.Join(commit.PublicDir, string(fwd.ID))); err != nil {
+	if err := st.Disk().Move(layout.StagePath(fwd.ID, fwd.Token), path.Join(layout.PublicDir, string(fwd.ID))); err != nil {
 		t.Fatal(err)
 	}
 	if ok, err := st.ResultPublished(fwd.ID, fwd.Token, leasefmt.PublishStage); !ok || err != nil {
@@ -213,7 +214,7 @@ func TestSettleStagePublish(t *testing.T) {
 	if err != nil || rec == nil || rec.Status != leasefmt.Released {
 		t.Errorf("settle back: %+v, %v", rec, err)
 	}
-	if got, err := os.ReadFile(st.Abs(path.Join(commit.StagePath(back.ID, back.Token), "c"))); err != nil || string(got) != "crash" {
+	if got, err := os.ReadFile(st.Abs(path.Join(layout.StagePath(back.ID, back.Token), "c"))); err != nil || string(got) != "crash" {
 		t.Errorf("rolled back: the staged result %q, %v", got, err)
 	}
 }

@@ -19,31 +19,31 @@ import (
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// SharedKey is the key of TABLE that records how the table is shared.
-const SharedKey = "shared"
+// sharedKey is the key of TABLE that records how the table is shared.
+const sharedKey = "shared"
 
-// TableSharing returns the sharing TABLE records, and false for a table
+// tableSharing returns the sharing TABLE records, and false for a table
 // that is not shared. A value lease cannot read is corrupt: a table
 // shared by another version must not be written with the wrong modes.
-func TableSharing(t *leasefmt.Table) (seam.Sharing, bool, error) {
+func tableSharing(t *leasefmt.Table) (seam.Sharing, bool, error) {
 	for _, f := range t.Extra {
-		if f.Key != SharedKey {
+		if f.Key != sharedKey {
 			continue
 		}
 		var v string
 		if err := json.Unmarshal(f.Value, &v); err != nil {
-			return seam.Sharing{}, false, fmt.Errorf("%w: %s: not a string", leasefmt.ErrCorrupt, SharedKey)
+			return seam.Sharing{}, false, fmt.Errorf("%w: %s: not a string", leasefmt.ErrCorrupt, sharedKey)
 		}
 		s, err := seam.ParseSharing(v)
 		if err != nil {
-			return seam.Sharing{}, false, fmt.Errorf("%w: %s: %w", leasefmt.ErrCorrupt, SharedKey, err)
+			return seam.Sharing{}, false, fmt.Errorf("%w: %s: %w", leasefmt.ErrCorrupt, sharedKey, err)
 		}
 		return s, true, nil
 	}
 	return seam.Sharing{}, false, nil
 }
 
-// RootSharing is TableSharing bounded by the mode of the table's root
+// RootSharing is tableSharing bounded by the mode of the table's root
 // (seam.Sharing.Within): a member of the group can replace TABLE, never
 // the root's mode, so no mode the sharing gives exceeds what the root
 // gives. widened, when not nil, wraps seam.ErrWidened: TABLE asks for more
@@ -51,7 +51,7 @@ func TableSharing(t *leasefmt.Table) (seam.Sharing, bool, error) {
 // be read bounds the sharing by the default bound only (others never
 // write).
 func RootSharing(f seam.FS, t *leasefmt.Table) (sh seam.Sharing, ok bool, widened, err error) {
-	sh, ok, err = TableSharing(t)
+	sh, ok, err = tableSharing(t)
 	if err != nil || !ok {
 		return sh, ok, nil, err
 	}
@@ -72,12 +72,12 @@ func WithSharing(t *leasefmt.Table, s seam.Sharing) *leasefmt.Table {
 	out := *t
 	out.Extra = nil
 	for _, f := range t.Extra {
-		if f.Key != SharedKey {
+		if f.Key != sharedKey {
 			out.Extra = append(out.Extra, f)
 		}
 	}
 	v, _ := json.Marshal(s.Name)
-	out.Extra = append(out.Extra, leasefmt.Field{Key: SharedKey, Value: v})
+	out.Extra = append(out.Extra, leasefmt.Field{Key: sharedKey, Value: v})
 	return &out
 }
 

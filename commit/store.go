@@ -9,8 +9,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,16 +17,8 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
-)
-
-// Top-level names of a table (docs/design.md#layout).
-const (
-	TableFile = "TABLE"
-	StageDir  = "stage"
-	PublicDir = "public"
-	LostFound = "lost+found"
-	LockFile  = ".lock"
 )
 
 // Errors of Open and Create.
@@ -129,16 +119,16 @@ func WithClock(c func() float64) Option { return func(o *options) { o.clock = c 
 func WithClockSkew(skew float64) Option { return func(o *options) { o.skew = skew } }
 
 // WithSync says how a batch makes its records durable (default
-// DefaultSync; durable.Auto: by syncfs(2) where the filesystem makes it a
+// defaultSync; durable.Auto: by syncfs(2) where the filesystem makes it a
 // whole-filesystem barrier, else per record; docs/design.md#durability).
 func WithSync(st durable.Strategy) Option { return func(o *options) { o.sync = st } }
 
-// DefaultSync is the strategy of a store opened without WithSync, and of
+// defaultSync is the strategy of a store opened without WithSync, and of
 // lease's sync setting: per record. durable.Auto waits to be the default
 // until the power cuts have proved it on ext4, XFS and btrfs (200 cuts
 // each, a cut inside a renew-batch among them) and the benchmark shows it
 // faster on ext4 (issue 41; docs/performance.md).
-const DefaultSync = durable.Record
+const defaultSync = durable.Record
 
 // WithRetry bounds the retries of one record's step after a transient
 // error of a network filesystem (default durable.DefaultRetry).
@@ -186,7 +176,7 @@ func (e *ShareRootError) Unwrap() error { return e.Err }
 // the root holds no TABLE it returns ErrNoTable, unless Create says to make
 // the table (durably, see create; a shared one with a shared root).
 func Open(root string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: DefaultLockTimeout, writers: DefaultWriters, retry: durable.DefaultRetry, sync: DefaultSync}
+	o := options{lockTimeout: DefaultLockTimeout, writers: DefaultWriters, retry: durable.DefaultRetry, sync: defaultSync}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -223,7 +213,7 @@ func Open(root string, opts ...Option) (*Store, error) {
 func (s *Store) open(create *leasefmt.Table) error {
 	t, err := s.readTable()
 	if errors.Is(err, fs.ErrNotExist) && create != nil {
-		if sh, ok, err := TableSharing(create); err != nil {
+		if sh, ok, err := tableSharing(create); err != nil {
 			return err
 		} else if ok {
 			if s.owned != nil {
@@ -253,7 +243,7 @@ func (s *Store) open(create *leasefmt.Table) error {
 	// Bounded by the root's mode: a member may have replaced TABLE.
 	sh, ok, _, err := RootSharing(s.fs, t)
 	if err != nil {
-		return fmt.Errorf("table header %s: %w", filepath.Join(s.root, TableFile), err)
+		return fmt.Errorf("table header %s: %w", filepath.Join(s.root, layout.TableFile), err)
 	}
 	if ok {
 		seam.Share(s.fs, sh)
@@ -329,19 +319,19 @@ func (s *Store) now() float64 {
 func (s *Store) Now() float64 { return s.now() }
 
 func (s *Store) readTable() (*leasefmt.Table, error) {
-	data, err := s.fs.ReadFile(TableFile, leasefmt.MaxRecordSize)
+	data, err := s.fs.ReadFile(layout.TableFile, leasefmt.MaxRecordSize)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s: %w", ErrNoTable, filepath.Join(s.root, TableFile), fs.ErrNotExist)
+		return nil, fmt.Errorf("%w: %s: %w", ErrNoTable, filepath.Join(s.root, layout.TableFile), fs.ErrNotExist)
 	}
 	if errors.Is(err, seam.ErrNotRegular) {
-		return nil, fmt.Errorf("table header %s: %w: %w", filepath.Join(s.root, TableFile), leasefmt.ErrCorrupt, err)
+		return nil, fmt.Errorf("table header %s: %w: %w", filepath.Join(s.root, layout.TableFile), leasefmt.ErrCorrupt, err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	t, err := leasefmt.DecodeTable(data)
 	if err != nil {
-		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.root, TableFile), err)
+		return nil, fmt.Errorf("table header %s: %w", filepath.Join(s.root, layout.TableFile), err)
 	}
 	return t, nil
 }
@@ -357,10 +347,10 @@ func (s *Store) CheckShards(work, target int) error {
 // is reported where the count came from.
 func (s *Store) CheckShardsFrom(work int, workFrom string, target int, targetFrom string) error {
 	if work != 0 && work != s.hdr.WorkShards {
-		return fmt.Errorf("%w: %d (%s), but %s has work_shards %d", ErrShardConflict, work, workFrom, filepath.Join(s.root, TableFile), s.hdr.WorkShards)
+		return fmt.Errorf("%w: %d (%s), but %s has work_shards %d", ErrShardConflict, work, workFrom, filepath.Join(s.root, layout.TableFile), s.hdr.WorkShards)
 	}
 	if target != 0 && target != s.hdr.TargetShards {
-		return fmt.Errorf("%w: %d (%s), but %s has target_shards %d", ErrShardConflict, target, targetFrom, filepath.Join(s.root, TableFile), s.hdr.TargetShards)
+		return fmt.Errorf("%w: %d (%s), but %s has target_shards %d", ErrShardConflict, target, targetFrom, filepath.Join(s.root, layout.TableFile), s.hdr.TargetShards)
 	}
 	return nil
 }
@@ -377,7 +367,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 		return nil
 	}
 	var dirs []string
-	for _, top := range []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), StageDir, PublicDir, LostFound, TallyDir} {
+	for _, top := range []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), layout.StageDir, layout.PublicDir, layout.LostFound, layout.TallyDir} {
 		if err := mk(top); err != nil {
 			return err
 		}
@@ -389,7 +379,7 @@ func (s *Store) create(t *leasefmt.Table) error {
 			if err := mk(dir); err != nil {
 				return err
 			}
-			unlock, err := s.fs.Lock(context.Background(), path.Join(dir, LockFile), 0, 0)
+			unlock, err := s.fs.Lock(context.Background(), path.Join(dir, layout.LockFile), 0, 0)
 			if err == nil {
 				unlock()
 			} else if !errors.Is(err, ErrLockTimeout) {
@@ -400,14 +390,14 @@ func (s *Store) create(t *leasefmt.Table) error {
 		dirs = append(dirs, k.Dir())
 	}
 	// A new table's tally holds every finished record: none.
-	if f, err := s.fs.CreateExcl(TrustedFile); err == nil {
+	if f, err := s.fs.CreateExcl(layout.TrustedFile); err == nil {
 		if err := f.Close(); err != nil {
 			return err
 		}
 	} else if !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	dirs = append(dirs, TallyDir, "")
+	dirs = append(dirs, layout.TallyDir, "")
 	b := durable.NewSyncBatch(s.fs, nil)
 	for _, d := range dirs {
 		b.Mark(d)
@@ -419,11 +409,11 @@ func (s *Store) create(t *leasefmt.Table) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := s.Disk().WriteTemp("", TableFile, data)
+	tmp, err := s.Disk().WriteTemp("", layout.TableFile, data)
 	if err != nil {
 		return err
 	}
-	err = s.fs.RenameNoReplace(tmp, TableFile)
+	err = s.fs.RenameNoReplace(tmp, layout.TableFile)
 	if errors.Is(err, fs.ErrExist) || errors.Is(err, os.ErrExist) {
 		s.fs.Remove(tmp)
 		return nil // another creator won; its header stands
@@ -463,30 +453,6 @@ func (s *Store) RecordPath(k leasefmt.Kind, id leasefmt.ID) string {
 // Abs is the absolute path of a table-relative name, for messages.
 func (s *Store) Abs(name string) string { return filepath.Join(s.root, filepath.FromSlash(name)) }
 
-// StagePath is the table-relative staging directory of the holder of
-// token of id, stage/ID.TOKEN (docs/design.md#staging): results staged there can only
-// be published while token is current.
-func StagePath(id leasefmt.ID, token int64) string {
-	return StageDir + "/" + string(id) + "." + strconv.FormatInt(token, 10)
-}
-
-// ParseStageName parses the name ID.TOKEN of a staging directory.
-func ParseStageName(name string) (leasefmt.ID, int64, bool) {
-	i := strings.LastIndexByte(name, '.')
-	if i < 0 {
-		return "", 0, false
-	}
-	id, err := leasefmt.ParseID(name[:i])
-	if err != nil {
-		return "", 0, false
-	}
-	tok, err := leasefmt.ParseToken(name[i+1:])
-	if err != nil {
-		return "", 0, false
-	}
-	return id, tok, true
-}
-
 // MakeStage creates the staging directory of the holder of token of id,
 // durably, and returns its absolute path. It does not check the lease:
 // whatever is staged there is published only while token is current.
@@ -507,8 +473,8 @@ func ParseStageName(name string) (leasefmt.ID, int64, bool) {
 var ErrStageTaken = errors.New("the staging directory's name is taken by another account")
 
 func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
-	dir := StagePath(id, token)
-	if err := s.disk.EnsureDir(StageDir); err != nil {
+	dir := layout.StagePath(id, token)
+	if err := s.disk.EnsureDir(layout.StageDir); err != nil {
 		return "", err
 	}
 	mkdir := s.fs.Mkdir
@@ -518,7 +484,7 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 	for try := 0; ; try++ {
 		err := mkdir(dir)
 		if err == nil {
-			if err := s.fs.SyncDir(StageDir); err != nil {
+			if err := s.fs.SyncDir(layout.StageDir); err != nil {
 				return "", err
 			}
 			s.stats.DirectorySyncs.Add(1)
@@ -539,8 +505,8 @@ func (s *Store) MakeStage(id leasefmt.ID, token int64) (string, error) {
 		if try == 2 {
 			return "", fmt.Errorf("%s: made again by another account each time it was moved aside; a staging directory is never reused: %w", s.Abs(dir), ErrStageTaken)
 		}
-		aside := path.Join(LostFound, fmt.Sprintf("%s-%s.%d", StageDir, path.Base(dir), time.Now().UnixNano()))
-		if err := s.disk.EnsureDir(LostFound); err != nil {
+		aside := path.Join(layout.LostFound, fmt.Sprintf("%s-%s.%d", layout.StageDir, path.Base(dir), time.Now().UnixNano()))
+		if err := s.disk.EnsureDir(layout.LostFound); err != nil {
 			return "", err
 		}
 		if err := s.disk.Move(dir, aside); errors.Is(err, fs.ErrPermission) && s.sharing != nil {
@@ -572,7 +538,7 @@ func (s *Store) Lock(ctx context.Context, k leasefmt.Kind, id leasefmt.ID) (func
 
 // lockFor is Lock waiting at most timeout (0: tried once).
 func (s *Store) lockFor(ctx context.Context, k leasefmt.Kind, id leasefmt.ID, timeout time.Duration) (func(), error) {
-	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+LockFile, id.LockOffset(), timeout)
+	return s.disk.Lock(ctx, s.ShardDir(k, id.Shard(s.hdr.Shards(k)))+"/"+layout.LockFile, id.LockOffset(), timeout)
 }
 
 // Read reads and validates the record of id. It returns (nil, nil) when
@@ -644,7 +610,7 @@ func (s *Store) writeAlone(rec *leasefmt.Record, put func(b *durable.SyncBatch, 
 		b.Flush()
 		return err
 	}
-	if rec.Kind == leasefmt.Work && marks(rec.Status) {
+	if rec.Kind == leasefmt.Work && layout.Marked(rec.Status) {
 		s.mark(rec)
 		s.retally(nil, rec, batchSyncer(b))
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -47,20 +48,20 @@ func TestPlantedSymlinks(t *testing.T) {
 		{"shard directory", false, func(t *testing.T, st *commit.Store, outside string) {
 			dir := st.Abs(st.ShardDir(leasefmt.Work, id.Shard(shards)))
 			writeFile(t, filepath.Join(outside, id.FileName()), validRecord)
-			writeFile(t, filepath.Join(outside, commit.LockFile), nil)
+			writeFile(t, filepath.Join(outside, layout.LockFile), nil)
 			if err := os.RemoveAll(dir); err != nil {
 				t.Fatal(err)
 			}
 			symlink(t, outside, dir)
 		}},
 		{"lock file", true, func(t *testing.T, st *commit.Store, outside string) {
-			lock := filepath.Join(st.Abs(st.ShardDir(leasefmt.Work, id.Shard(shards))), commit.LockFile)
+			lock := filepath.Join(st.Abs(st.ShardDir(leasefmt.Work, id.Shard(shards))), layout.LockFile)
 			writeFile(t, filepath.Join(outside, "lockfile"), []byte("keep"))
 			os.Remove(lock)
 			symlink(t, filepath.Join(outside, "lockfile"), lock)
 		}},
 		{"dangling lock file", true, func(t *testing.T, st *commit.Store, outside string) {
-			lock := filepath.Join(st.Abs(st.ShardDir(leasefmt.Work, id.Shard(shards))), commit.LockFile)
+			lock := filepath.Join(st.Abs(st.ShardDir(leasefmt.Work, id.Shard(shards))), layout.LockFile)
 			os.Remove(lock)
 			symlink(t, filepath.Join(outside, "newlock"), lock)
 		}},

@@ -3,11 +3,10 @@ package commit
 import (
 	"errors"
 	"io/fs"
-	"math"
 	"path"
-	"strconv"
 
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -33,62 +32,8 @@ import (
 // summary then reads the table as before (censusShard). A record of an
 // item that has no queue entry (claimed by name) gets a flag,
 // tally/unqueued/ID, before it is first written, so that a summary that
-// lists the queue instead of the shards still finds it.
-const (
-	// TallyDir is the tally's directory in the table.
-	TallyDir = "tally"
-	// TallyBucket is the span of one bucket in seconds.
-	TallyBucket = 300
-	// TrustedFile says the tally holds every finished record.
-	TrustedFile = TallyDir + "/TRUSTED"
-	// TrustPending is what lease fsck --repair makes before it checks the
-	// tally and renames to TrustedFile when the check passed; a writer that
-	// meets a failure meanwhile removes it, so the repair trusts nothing
-	// that failed during its walk.
-	TrustPending = TallyDir + "/TRUSTED.pending"
-	// UnqueuedDir holds a flag per item whose record was made without a
-	// queue entry.
-	UnqueuedDir = TallyDir + "/unqueued"
-	// CheckpointFile keeps the counts of cold buckets (a cache: it is
-	// rebuilt when missing or unreadable).
-	CheckpointFile = TallyDir + "/CHECKPOINT"
-)
-
-// TallyBucketOf is the bucket of a finished record: its renewed_at rounded
-// down to TallyBucket seconds.
-func TallyBucketOf(rec *leasefmt.Record) int64 {
-	t := rec.RenewedAt
-	if math.IsNaN(t) || t < 0 {
-		t = 0
-	}
-	return int64(t/TallyBucket) * TallyBucket
-}
-
-// TallyBucketDir is the table-relative directory of bucket b.
-func TallyBucketDir(b int64) string { return path.Join(TallyDir, strconv.FormatInt(b, 10)) }
-
-// TallyPath is the table-relative path of rec's link in the tally.
-func TallyPath(rec *leasefmt.Record) string {
-	return path.Join(TallyBucketDir(TallyBucketOf(rec)), MarkerName(rec.ID, rec.Status, rec.Attempts))
-}
-
-// UnqueuedFlag is the flag of id, an item whose record was made while it
-// had no queue entry.
-func UnqueuedFlag(id leasefmt.ID) string { return path.Join(UnqueuedDir, string(id)) }
-
-// ParseBucket reads a bucket directory's name; false for any other name.
-func ParseBucket(name string) (int64, bool) {
-	if name == "" || len(name) > 18 || (len(name) > 1 && name[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(name); i++ {
-		if name[i] < '0' || name[i] > '9' {
-			return 0, false
-		}
-	}
-	b, err := strconv.ParseInt(name, 10, 64)
-	return b, err == nil && b%TallyBucket == 0
-}
+// lists the queue instead of the shards still finds it. The tally's
+// names are package layout's (TallyDir, TallyPath, ...).
 
 // syncer is what the tally's writes need from their operation: a directory
 // to fsync before the operation reports success (durable.SyncBatch.Mark in
@@ -104,10 +49,10 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 	if !tallyWrites {
 		return
 	}
-	if cur != nil && marks(cur.Status) && !(next != nil && marks(next.Status) && TallyPath(cur) == TallyPath(next)) {
+	if cur != nil && layout.Marked(cur.Status) && !(next != nil && layout.Marked(next.Status) && layout.TallyPath(cur) == layout.TallyPath(next)) {
 		s.untally(cur, sync)
 	}
-	if next == nil || !marks(next.Status) {
+	if next == nil || !layout.Marked(next.Status) {
 		return
 	}
 	l, ok := seam.As[seam.Linker](s.fs)
@@ -115,7 +60,7 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 		s.Untrust()
 		return
 	}
-	tp := TallyPath(next)
+	tp := layout.TallyPath(next)
 	dir := path.Dir(tp)
 	rp := s.RecordPath(leasefmt.Work, next.ID)
 	// The link first: its bucket exists but once every 5 minutes, and a
@@ -155,10 +100,10 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 // cannot be made untrusts the tally, as retally does, and the summary then
 // reads the records.
 func (s *Store) finishLeft(rec *leasefmt.Record) {
-	if !tallyWrites || rec == nil || rec.Kind != leasefmt.Work || !marks(rec.Status) {
+	if !tallyWrites || rec == nil || rec.Kind != leasefmt.Work || !layout.Marked(rec.Status) {
 		return
 	}
-	_, err := s.fs.Lstat(TallyPath(rec))
+	_, err := s.fs.Lstat(layout.TallyPath(rec))
 	switch {
 	case err == nil:
 		return
@@ -174,7 +119,7 @@ func (s *Store) finishLeft(rec *leasefmt.Record) {
 // removal is fsynced with the operation. A link that cannot be removed
 // untrusts the tally.
 func (s *Store) untally(rec *leasefmt.Record, sync syncer) {
-	tp := TallyPath(rec)
+	tp := layout.TallyPath(rec)
 	err := s.fs.Remove(tp)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -204,8 +149,8 @@ func (s *Store) flagUnqueued(id leasefmt.ID, sync syncer) {
 		s.Untrust()
 		return
 	}
-	flag := UnqueuedFlag(id)
-	if err := s.disk.EnsureDir(UnqueuedDir); err != nil {
+	flag := layout.UnqueuedFlag(id)
+	if err := s.disk.EnsureDir(layout.UnqueuedDir); err != nil {
 		s.Untrust()
 		return
 	}
@@ -217,7 +162,7 @@ func (s *Store) flagUnqueued(id leasefmt.ID, sync syncer) {
 		err = f.Close()
 	}
 	if err == nil {
-		err = sync(UnqueuedDir)
+		err = sync(layout.UnqueuedDir)
 	}
 	if err != nil {
 		s.Untrust()
@@ -230,20 +175,20 @@ func (s *Store) flagUnqueued(id leasefmt.ID, sync syncer) {
 // could not keep the tally; its own failure is reported by the next fsck.
 func (s *Store) Untrust() {
 	removed := false
-	for _, name := range []string{TrustedFile, TrustPending} {
+	for _, name := range []string{layout.TrustedFile, layout.TrustPending} {
 		if err := s.fs.Remove(name); err == nil {
 			removed = true
 		}
 	}
 	if removed {
-		_ = s.fs.SyncDir(TallyDir)
+		_ = s.fs.SyncDir(layout.TallyDir)
 	}
 	s.stats.Untrusted.Add(1)
 }
 
 // TallyTrusted reports whether a summary may count from the tally.
 func (s *Store) TallyTrusted() (bool, error) {
-	_, err := s.fs.Lstat(TrustedFile)
+	_, err := s.fs.Lstat(layout.TrustedFile)
 	switch {
 	case err == nil:
 		return true, nil

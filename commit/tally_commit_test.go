@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -36,7 +37,7 @@ func (r *rendezvous) hook(op seam.Op, name string) error {
 	switch {
 	case strings.HasPrefix(name, leasefmt.Work.Dir()+"/"):
 		mine, other = &r.shard, &r.bucket
-	case strings.HasPrefix(name, commit.TallyDir+"/") && !strings.HasPrefix(name, commit.UnqueuedDir):
+	case strings.HasPrefix(name, layout.TallyDir+"/") && !strings.HasPrefix(name, layout.UnqueuedDir):
 		mine, other = &r.bucket, &r.shard
 	default:
 		return nil

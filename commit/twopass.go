@@ -8,7 +8,7 @@ import (
 )
 
 // The two-pass batch of the syncfs strategy (docs/design.md#durability):
-// a batch under a syncfs barrier is cut into chunks of at most TwoPassChunk
+// a batch under a syncfs barrier is cut into chunks of at most twoPassChunk
 // items in the global lock order, and each chunk is written in two passes:
 //
 //  1. every item takes its record lock, reads, decides and writes its
@@ -41,10 +41,10 @@ import (
 // the chunk's final syncfs runs whatever failed (G5), no later chunk
 // starts, and no item is reported OK (G6, Store.apply).
 
-// TwoPassChunk is the most items of one two-pass chunk: the record locks a
+// twoPassChunk is the most items of one two-pass chunk: the record locks a
 // process holds at once (the temp files are closed once written). 1,024
 // items in one chunk: renew-batch of 1,024 records costs 2 syncfs.
-var TwoPassChunk = 1024
+var twoPassChunk = 1024
 
 // lockTurn is passed once an item of a two-pass chunk has tried its lock.
 type lockTurn struct {
@@ -71,7 +71,7 @@ func (s *Store) twoPass(sorted []int, items []Item, batch *durable.SyncBatch, ab
 			return
 		}
 		end := start + 1
-		for end < len(sorted) && end-start < TwoPassChunk && items[sorted[end]].ID != items[sorted[end-1]].ID {
+		for end < len(sorted) && end-start < twoPassChunk && items[sorted[end]].ID != items[sorted[end-1]].ID {
 			end++ // a repeated ID starts the next chunk: its lock is this chunk's
 		}
 		chunk := sorted[start:end]

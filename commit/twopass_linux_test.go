@@ -50,9 +50,9 @@ func twoPassTable(t *testing.T, wrap func(*seam.OSFS) seam.FS, opts ...commit.Op
 
 // setChunk sets commit.TwoPassChunk for a test that is not parallel.
 func setChunk(t *testing.T, n int) {
-	old := commit.TwoPassChunk
-	commit.TwoPassChunk = n
-	t.Cleanup(func() { commit.TwoPassChunk = old })
+	old := *commit.TwoPassChunk
+	*commit.TwoPassChunk = n
+	t.Cleanup(func() { *commit.TwoPassChunk = old })
 }
 
 // TestTwoPassSyncfsPerChunk: under syncfs a batch costs two syncfs per
@@ -200,7 +200,7 @@ func twoPassRenewer(f []string) int {
 		return 2
 	}
 	rounds, _ := strconv.Atoi(f[1])
-	commit.TwoPassChunk, _ = strconv.Atoi(f[2])
+	*commit.TwoPassChunk, _ = strconv.Atoi(f[2])
 	n, _ := strconv.Atoi(f[3])
 	st, err := commit.Open(f[0], commit.WithSync(durable.Syncfs), commit.WithLockTimeout(60*time.Second))
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/testenv"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -64,7 +64,7 @@ func TestKilledFinishLeavesOnlyDebris(t *testing.T) {
 				args := []string{"-f", "-o", "/dev/null", "-e", "trace=linkat"}
 				if point == "tally" {
 					// Only the linkat whose directory is the bucket counts.
-					args = append(args, "-P", filepath.Join(root, commit.TallyDir, bucket))
+					args = append(args, "-P", filepath.Join(root, layout.TallyDir, bucket))
 				}
 				args = append(args, "-e", "inject=linkat:signal=KILL:when=1", leaseBin(t))
 				if finish != "fail" {
@@ -89,7 +89,7 @@ func TestKilledFinishLeavesOnlyDebris(t *testing.T) {
 				if err := json.Unmarshal([]byte(st), &rec); err != nil || rec.Status != want {
 					t.Fatalf("after the kill the record is %q (%v, %s), want %s", st, err, e, want)
 				}
-				tally := filepath.Join(root, commit.TallyDir, bucket, commit.MarkerName(id, want, map[bool]int64{true: 1}[finish == "fail"]))
+				tally := filepath.Join(root, layout.TallyDir, bucket, layout.MarkerName(id, want, map[bool]int64{true: 1}[finish == "fail"]))
 				if _, err := os.Lstat(tally); !errors.Is(err, fs.ErrNotExist) {
 					t.Fatalf("the crash point was missed: %s exists (%v)", tally, err)
 				}

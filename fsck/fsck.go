@@ -45,6 +45,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -278,7 +279,7 @@ func (c *checker) lockRepair(t *leasefmt.Table) (later bool, err error) {
 		return false, nil
 	}
 	dir := path.Join(leasefmt.Work.Dir(), leasefmt.ShardDirName(0, t.WorkShards))
-	lf := path.Join(dir, commit.LockFile)
+	lf := path.Join(dir, layout.LockFile)
 	if err := c.disk.EnsureDir(dir); err != nil {
 		if errors.Is(err, seam.ErrNotRegular) || errors.Is(err, fs.ErrPermission) {
 			return true, nil

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/userfile"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -32,7 +32,7 @@ func (h *header) tableOrInferred() *leasefmt.Table {
 // readHeader reads TABLE without changing anything.
 func (c *checker) readHeader() (*header, error) {
 	h := &header{}
-	data, err := c.fs.ReadFile(commit.TableFile, leasefmt.MaxRecordSize)
+	data, err := c.fs.ReadFile(layout.TableFile, leasefmt.MaxRecordSize)
 	switch {
 	case err == nil:
 		t, derr := leasefmt.DecodeTable(data)
@@ -44,16 +44,16 @@ func (c *checker) readHeader() (*header, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		h.missing, h.found = true, "missing"
 	case errors.Is(err, seam.ErrNotRegular):
-		fi, lerr := c.fs.Lstat(commit.TableFile)
+		fi, lerr := c.fs.Lstat(layout.TableFile)
 		h.found, h.cause = "not a regular file", err
 		if lerr == nil {
 			h.found = userfile.TypeName(fi.Mode()) + ", not a regular file (never followed)"
 			if fi.Mode()&fs.ModeSymlink != 0 {
-				h.found = c.readLink(commit.TableFile) + ", not a regular file (never followed)"
+				h.found = c.readLink(layout.TableFile) + ", not a regular file (never followed)"
 			}
 		}
 	default:
-		return nil, fmt.Errorf("table header %s: %w", c.disk.Abs(commit.TableFile), err)
+		return nil, fmt.Errorf("table header %s: %w", c.disk.Abs(layout.TableFile), err)
 	}
 	if h.missing {
 		any := false
@@ -165,7 +165,7 @@ func (c *checker) fixHeader(h *header) *Finding {
 	if h.table != nil {
 		return nil
 	}
-	f := &Finding{Kind: KindTable, Path: commit.TableFile, Found: h.found, Expected: "a lease.table/v1 header", Err: h.cause}
+	f := &Finding{Kind: KindTable, Path: layout.TableFile, Found: h.found, Expected: "a lease.table/v1 header", Err: h.cause}
 	t := h.inferred
 	if t == nil {
 		f.Repair = "none possible: the shard counts are unknown: " + h.why
@@ -183,7 +183,7 @@ func (c *checker) fixHeader(h *header) *Finding {
 	}
 	done := ""
 	if !h.missing {
-		moved, err := c.quarantine(commit.TableFile, f, "the table header does not validate")
+		moved, err := c.quarantine(layout.TableFile, f, "the table header does not validate")
 		if err != nil {
 			failed(f, err)
 			return f
@@ -196,12 +196,12 @@ func (c *checker) fixHeader(h *header) *Finding {
 		failed(f, err)
 		return f
 	}
-	tmp := durable.TempName(commit.TableFile)
+	tmp := durable.TempName(layout.TableFile)
 	if err := c.writeNew(tmp, data); err != nil {
 		failed(f, err)
 		return f
 	}
-	if err := c.fs.RenameNoReplace(tmp, commit.TableFile); err != nil {
+	if err := c.fs.RenameNoReplace(tmp, layout.TableFile); err != nil {
 		c.fs.Remove(tmp)
 		if errors.Is(err, fs.ErrExist) {
 			fixed(f, done+"another process wrote TABLE meanwhile; kept it")

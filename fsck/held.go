@@ -7,6 +7,7 @@ import (
 	"path"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -24,16 +25,16 @@ import (
 // checkHeld checks held/ when it is a directory (checkTop reports it when
 // it is anything else).
 func (c *checker) checkHeld() {
-	fi, err := c.fs.Lstat(commit.HeldDir)
+	fi, err := c.fs.Lstat(layout.HeldDir)
 	if err != nil || !fi.IsDir() {
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.emit(c.ioFinding(commit.HeldDir, "cannot stat", err))
+			c.emit(c.ioFinding(layout.HeldDir, "cannot stat", err))
 		}
 		return
 	}
-	ents, err := c.readDirSorted(commit.HeldDir)
+	ents, err := c.readDirSorted(layout.HeldDir)
 	if err != nil {
-		c.emit(c.listFailed(commit.HeldDir, "cannot list", err))
+		c.emit(c.listFailed(layout.HeldDir, "cannot list", err))
 		return
 	}
 	for _, e := range ents {
@@ -44,12 +45,12 @@ func (c *checker) checkHeld() {
 }
 
 func (c *checker) checkHeldName(e fs.DirEntry) *Finding {
-	rel := path.Join(commit.HeldDir, e.Name())
+	rel := path.Join(layout.HeldDir, e.Name())
 	typ := e.Type()
 	if typ&fs.ModeSymlink != 0 {
 		return c.symlink(rel, "", noUnlock)
 	}
-	id, _, token, ok := commit.ParseHeldName(e.Name())
+	id, _, token, ok := layout.ParseHeldName(e.Name())
 	if f, ok := c.emptyEntry(rel, typ, ok, emptyEntryRule{kind: KindHeld, id: id, name: "ID.EXPIRY.TOKEN",
 		expected: "an empty regular file ID.EXPIRY.TOKEN per lease held", rule: "a held/ name is an empty file ID.EXPIRY.TOKEN"}); !ok {
 		return f // not such a file (f), or removed since the listing (a finish, a claim)

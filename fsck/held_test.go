@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/fsck"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -50,12 +51,12 @@ func heldFindings(found []*fsck.Finding) []*fsck.Finding {
 func TestFsckHeldStaleName(t *testing.T) {
 	t.Parallel()
 	_, root, id := heldFixture(t)
-	stale := filepath.Join(root, "held", commit.HeldName(id, 2e9, 1))
+	stale := filepath.Join(root, "held", layout.HeldName(id, 2e9, 1))
 	if err := os.WriteFile(stale, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, _, code := lease(t, "fsck", "--root", root)
-	if code != 0 || !strings.Contains(out, "held/"+commit.HeldName(id, 2e9, 1)) {
+	if code != 0 || !strings.Contains(out, "held/"+layout.HeldName(id, 2e9, 1)) {
 		t.Fatalf("fsck exit %d, want 0 with the debris reported:\n%s", code, out)
 	}
 	if _, found := run(t, root, false, nil); len(heldFindings(found)) != 1 || !heldFindings(found)[0].Debris {
@@ -83,7 +84,7 @@ func TestFsckHeldHostile(t *testing.T) {
 	if r := st.Claim(context.Background(), []commit.Item{{ID: live}}, "w", 3600); r[0].Outcome != commit.OK {
 		t.Fatal(r[0].Outcome.Reason())
 	}
-	liveName := filepath.Join(root, "held", commit.HeldName(live, r0Expiry(t, st, live), 1))
+	liveName := filepath.Join(root, "held", layout.HeldName(live, r0Expiry(t, st, live), 1))
 	if _, err := os.Lstat(liveName); err != nil {
 		t.Fatalf("the live lease has no held/ name: %v", err)
 	}
@@ -92,16 +93,16 @@ func TestFsckHeldHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := filepath.Join(root, "held")
-	if err := os.Symlink(target, filepath.Join(held, commit.HeldName(id, 5, 1))); err != nil {
+	if err := os.Symlink(target, filepath.Join(held, layout.HeldName(id, 5, 1))); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Mkdir(filepath.Join(held, commit.HeldName(id, 6, 1)), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(held, layout.HeldName(id, 6, 1)), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(held, "junk"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(held, commit.HeldName(id, 7, 1)), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(held, layout.HeldName(id, 7, 1)), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, _, code := lease(t, "fsck", "--root", root); code != 4 {

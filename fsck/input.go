@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/userfile"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -32,7 +33,7 @@ const tempAge = 3600
 
 // checkInput checks input/ when it exists, as checkQueue checks queue/.
 func (c *checker) checkInput(tasks []task) {
-	c.checkSharded(shardedArea{top: commit.InputDir, kind: KindInput, what: "input",
+	c.checkSharded(shardedArea{top: layout.InputDir, kind: KindInput, what: "input",
 		shardDir: c.st.InputShardDir, entry: c.checkInputEntry}, tasks)
 }
 

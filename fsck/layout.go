@@ -7,33 +7,33 @@ import (
 	"path"
 	"strings"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/internal/userfile"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // topDirs are the directories of the layout (docs/design.md#layout), lost+found/ last
 // because it is checked first, on its own.
-var topDirs = []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), commit.StageDir, commit.PublicDir, commit.LostFound}
+var topDirs = []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), layout.StageDir, layout.PublicDir, layout.LostFound}
 
 // checkLostFound makes sure lost+found/ is a directory before anything is
 // moved into it. Whatever is in its place is moved aside and then into the
 // new lost+found/.
 func (c *checker) checkLostFound() {
-	fi, err := c.fs.Lstat(commit.LostFound)
+	fi, err := c.fs.Lstat(layout.LostFound)
 	if err == nil && fi.IsDir() {
 		return
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		c.emit(c.ioFinding(commit.LostFound, "cannot stat", err))
+		c.emit(c.ioFinding(layout.LostFound, "cannot stat", err))
 		return
 	}
-	f := &Finding{Kind: KindLayout, Path: commit.LostFound, Found: "missing", Expected: "a directory", Repair: "create it"}
+	f := &Finding{Kind: KindLayout, Path: layout.LostFound, Found: "missing", Expected: "a directory", Repair: "create it"}
 	if err == nil {
 		f.Found = userfile.TypeName(fi.Mode())
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			f.Kind, f.Found = KindSymlink, c.readLink(commit.LostFound)+" (never followed)"
+			f.Kind, f.Found = KindSymlink, c.readLink(layout.LostFound)+" (never followed)"
 		}
 		f.Repair = "move it aside, create the directory and move it into it"
 	}
@@ -44,13 +44,13 @@ func (c *checker) checkLostFound() {
 	aside := ""
 	if err == nil {
 		aside = fmt.Sprintf(".lost+found.aside.%d", unixNanos())
-		if err := c.fs.RenameNoReplace(commit.LostFound, aside); err != nil {
+		if err := c.fs.RenameNoReplace(layout.LostFound, aside); err != nil {
 			failed(f, err)
 			c.emit(f)
 			return
 		}
 	}
-	if err := c.mkdirDurably(commit.LostFound); err != nil {
+	if err := c.mkdirDurably(layout.LostFound); err != nil {
 		failed(f, err)
 		c.emit(f)
 		return
@@ -82,7 +82,7 @@ func (c *checker) checkTop() {
 		name, typ := e.Name(), e.Type()
 		seen[name] = typ
 		switch {
-		case name == commit.TableFile, name == commit.LostFound:
+		case name == layout.TableFile, name == layout.LostFound:
 			// phase 1 and checkLostFound
 		case isTopDir(name):
 			if typ.IsDir() {
@@ -103,14 +103,14 @@ func (c *checker) checkTop() {
 				}
 			}
 			c.emit(f)
-		case strings.HasPrefix(name, "."+commit.TableFile+".tmp."):
+		case strings.HasPrefix(name, "."+layout.TableFile+".tmp."):
 			c.emit(c.rootTemp(name, typ))
 		default:
 			c.emit(c.unknownOrLink(name, typ, "only TABLE and the directories of the table"))
 		}
 	}
 	for _, d := range topDirs {
-		if _, ok := seen[d]; ok || d == commit.LostFound {
+		if _, ok := seen[d]; ok || d == layout.LostFound {
 			continue
 		}
 		f := &Finding{Kind: KindLayout, Path: d, Found: "missing", Expected: "a directory", Repair: "create it"}
@@ -126,7 +126,7 @@ func (c *checker) checkTop() {
 }
 
 // optionalDirs are top-level directories a table may lack: made on demand.
-var optionalDirs = []string{commit.QueueDir, commit.HeldDir, commit.InputDir, durable.ReserveDir, commit.TallyDir}
+var optionalDirs = []string{layout.QueueDir, layout.HeldDir, layout.InputDir, durable.ReserveDir, layout.TallyDir}
 
 func isTopDir(name string) bool {
 	for _, d := range append(topDirs, optionalDirs...) {
@@ -148,7 +148,7 @@ func (c *checker) rootTemp(name string, typ fs.FileMode) *Finding {
 	if !c.opt.Repair {
 		return f
 	}
-	if _, err := c.fs.ReadFile(commit.TableFile, leasefmt.MaxRecordSize); err != nil {
+	if _, err := c.fs.ReadFile(layout.TableFile, leasefmt.MaxRecordSize); err != nil {
 		failed(f, fmt.Errorf("TABLE is not readable (%v): a creator may still need it", err))
 		return f
 	}

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/fsck"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -280,7 +280,7 @@ func TestSecondRepairWaitsThenGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer osfs.Close()
-	unlock, err := osfs.Lock(context.Background(), filepath.Join("work", "00", commit.LockFile), fsck.RepairLockOffset, 0)
+	unlock, err := osfs.Lock(context.Background(), filepath.Join("work", "00", layout.LockFile), fsck.RepairLockOffset, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

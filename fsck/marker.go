@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,7 +29,7 @@ func (c *checker) checkMarker(t task, rel string, id leasefmt.ID, status leasefm
 			return nil // a live worker holds it: the next repair checks this marker
 		}
 		if err != nil {
-			return c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record of the status marker", err)
+			return c.ioFinding(path.Join(t.dir, layout.LockFile), "lock the record of the status marker", err)
 		}
 		unlock = u
 	}
@@ -101,7 +102,7 @@ func (c *checker) markRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Find
 	// The marker is a hint, but the calls that find out whether one is
 	// due are the table's own: an I/O error of one is reported as any
 	// other (the check is partial), not passed over.
-	m := path.Join(t.dir, commit.MarkerName(id, rec.Status, rec.Attempts))
+	m := path.Join(t.dir, layout.MarkerName(id, rec.Status, rec.Attempts))
 	if _, err := c.fs.Lstat(m); err == nil {
 		return nil // checkMarker checks it
 	} else if !errors.Is(err, fs.ErrNotExist) {
@@ -110,7 +111,7 @@ func (c *checker) markRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Find
 	unlock, err := c.lockAt(t.dir, id)
 	if err != nil {
 		if !errors.Is(err, commit.ErrLockTimeout) {
-			return c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record to mark it", err)
+			return c.ioFinding(path.Join(t.dir, layout.LockFile), "lock the record to mark it", err)
 		}
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
@@ -91,7 +92,7 @@ func TestMarkersCheckedAndRepaired(t *testing.T) {
 			t.Errorf("%s is not its record's file: %v %v", filepath.Base(m), err1, err2)
 		}
 	}
-	if c, _ := st.At(2000).Census(ctx, 1); c.Done != 2 {
+	if c, _ := census.Take(ctx, st.At(2000), 1); c.Done != 2 {
 		t.Fatalf("census %+v", c)
 	}
 }

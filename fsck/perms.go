@@ -25,6 +25,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -35,7 +36,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 	if err != nil {
 		// No command opens the table with it (exit 3): a member may have
 		// replaced TABLE.
-		c.emit(&Finding{Kind: KindPermission, Path: commit.TableFile, Found: err.Error(),
+		c.emit(&Finding{Kind: KindPermission, Path: layout.TableFile, Found: err.Error(),
 			Expected: "the sharing lease init --shared recorded: group, all or an octal mode that does not let others write (a member of the group may have replaced TABLE)",
 			Repair:   "none automatic: restore TABLE from the owner's copy"})
 		return
@@ -54,7 +55,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 		if widened != nil {
 			// Never repaired: only the owner knows what it chose at init,
 			// and the modes applied are bounded all the same.
-			c.emit(&Finding{Kind: KindPermission, Path: commit.TableFile,
+			c.emit(&Finding{Kind: KindPermission, Path: layout.TableFile,
 				Found:    fmt.Sprintf("the sharing %s, which the root's mode %04o does not allow: %v", leasefmt.Quote(sh.Name), rootMode, widened),
 				Expected: "the sharing lease init --shared recorded, within the root's mode (a member of the group may have replaced TABLE); lease applies only what the root's mode allows",
 				Repair:   "none automatic: restore TABLE from the owner's copy, or, as the owner, change the root's mode if the table is meant to be shared so"})
@@ -65,7 +66,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 	}
 	p := permCheck{c: c, sh: sh, gid: gid}
 	p.check("", true)
-	dirs := []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), commit.StageDir, commit.PublicDir, commit.LostFound, "queue", commit.HeldDir}
+	dirs := []string{leasefmt.Work.Dir(), leasefmt.Target.Dir(), leasefmt.Group.Dir(), layout.StageDir, layout.PublicDir, layout.LostFound, "queue", layout.HeldDir}
 	for _, top := range dirs {
 		if !p.check(top, true) {
 			continue
@@ -75,7 +76,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 			continue // checkTop and the scan report it
 		}
 		for _, e := range ents {
-			if !e.IsDir() || top == commit.StageDir || top == commit.LostFound {
+			if !e.IsDir() || top == layout.StageDir || top == layout.LostFound {
 				// A staging directory is its claimer's alone while the
 				// lease is held (mode 0700): publication gives its
 				// result the group's modes (docs/safety.md). What was
@@ -85,7 +86,7 @@ func (c *checker) checkPerms(t *leasefmt.Table) {
 			sub := path.Join(top, e.Name())
 			p.check(sub, true)
 			if top == leasefmt.Work.Dir() || top == leasefmt.Target.Dir() || top == leasefmt.Group.Dir() {
-				p.check(path.Join(sub, commit.LockFile), false)
+				p.check(path.Join(sub, layout.LockFile), false)
 			}
 		}
 	}
@@ -205,7 +206,7 @@ func (c *checker) checkReadLocks(t *leasefmt.Table) {
 	for _, k := range kinds {
 		n := t.Shards(k)
 		for sh := 0; sh < n; sh++ {
-			rel := path.Join(k.Dir(), leasefmt.ShardDirName(sh, n), commit.LockFile)
+			rel := path.Join(k.Dir(), leasefmt.ShardDirName(sh, n), layout.LockFile)
 			locked, pid, err := finder.ReadLocked(rel)
 			if err != nil || !locked {
 				continue // missing, not a regular file, or not ours to open: other checks say so

@@ -13,6 +13,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/internal/userfile"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -44,12 +45,12 @@ import (
 // later state of that record keeps the name, so a result listed here and
 // named by no record the scan then reads is an orphan.
 func (c *checker) listPublic() {
-	if !c.isDir(commit.PublicDir) {
+	if !c.isDir(layout.PublicDir) {
 		return
 	}
-	ents, err := c.readDirSorted(commit.PublicDir)
+	ents, err := c.readDirSorted(layout.PublicDir)
 	if err != nil {
-		c.emit(c.listFailed(commit.PublicDir, "cannot list", err))
+		c.emit(c.listFailed(layout.PublicDir, "cannot list", err))
 		return
 	}
 	c.public = map[string]bool{}
@@ -81,10 +82,10 @@ func (c *checker) checkPublish() {
 	for _, cr := range c.committing {
 		c.emit(c.checkCommitting(cr))
 	}
-	if c.isDir(commit.StageDir) {
-		ents, err := c.readDirSorted(commit.StageDir)
+	if c.isDir(layout.StageDir) {
+		ents, err := c.readDirSorted(layout.StageDir)
 		if err != nil {
-			c.emit(c.listFailed(commit.StageDir, "cannot list", err))
+			c.emit(c.listFailed(layout.StageDir, "cannot list", err))
 		}
 		for _, e := range ents {
 			c.checkStageEntry(e.Name(), e.Type())
@@ -102,8 +103,8 @@ func (c *checker) checkPublish() {
 	for _, name := range names {
 		c.emit(c.orphan(name))
 	}
-	if c.isDir(commit.PublicDir) {
-		c.walkLinks(commit.PublicDir, 0)
+	if c.isDir(layout.PublicDir) {
+		c.walkLinks(layout.PublicDir, 0)
 	}
 }
 
@@ -129,12 +130,12 @@ func (c *checker) checkCommitting(cr committingRec) *Finding {
 	switch {
 	case moved:
 		f = &Finding{Kind: KindUnfinishedPublish, Path: rel, ID: cr.id,
-			Found:    fmt.Sprintf("committing (token %d) with its result %s already in %s/", cr.token, leasefmt.Quote(cr.publish), commit.PublicDir),
+			Found:    fmt.Sprintf("committing (token %d) with its result %s already in %s/", cr.token, leasefmt.Quote(cr.publish), layout.PublicDir),
 			Expected: "done once the result is published", Repair: "roll it forward to done"}
 	case !commit.Taken(&leasefmt.Record{Status: leasefmt.Committing, ExpiresAt: cr.expires}, c.opt.Now, c.opt.ClockSkew):
 		f = &Finding{Kind: KindAbandonedPublish, Path: rel, ID: cr.id,
 			Found: fmt.Sprintf("committing (token %d), expired, its result %s still in %s/", cr.token, leasefmt.Quote(cr.publish),
-				commit.StagePath(cr.id, cr.token)),
+				layout.StagePath(cr.id, cr.token)),
 			Expected: "a publish that finished, or none", Repair: "roll it back to released (the staged file stays; the next claim redoes the work)"}
 	default:
 		return nil // a publish under way, or a holder that may still resume it
@@ -157,12 +158,12 @@ func (c *checker) checkCommitting(cr committingRec) *Finding {
 
 // checkStageEntry checks one entry of stage/.
 func (c *checker) checkStageEntry(name string, typ fs.FileMode) {
-	rel := path.Join(commit.StageDir, name)
+	rel := path.Join(layout.StageDir, name)
 	if typ&fs.ModeSymlink != 0 {
 		c.emit(c.symlink(rel, "", noUnlock))
 		return
 	}
-	id, token, ok := commit.ParseStageName(name)
+	id, token, ok := layout.ParseStageName(name)
 	if !ok || !typ.IsDir() {
 		f := &Finding{Kind: KindStaleStage, Path: rel, Found: userfile.TypeName(typ) + " that is not a staging directory ID.TOKEN",
 			Expected: "only stage/ID.TOKEN/ directories of current leases", Repair: "move it to lost+found/"}
@@ -241,7 +242,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 			continue
 		}
 		lf := &Finding{Kind: KindPublishLeftover, Path: path.Join(rel, name), ID: id,
-			Found:    "the same file as " + path.Join(commit.PublicDir, name) + " (a publication that finished but did not remove the staged name)",
+			Found:    "the same file as " + path.Join(layout.PublicDir, name) + " (a publication that finished but did not remove the staged name)",
 			Expected: "no staged name once the result is published", Repair: "remove the stage/ name (the bytes stay in public/)"}
 		if c.opt.Repair {
 			if err := c.removeDurably(path.Join(rel, name)); errors.Is(err, fs.ErrNotExist) {
@@ -250,7 +251,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 				failed(lf, err)
 				kept = append(kept, e)
 			} else {
-				fixed(lf, "removed the stage/ name; the result is in "+path.Join(commit.PublicDir, name))
+				fixed(lf, "removed the stage/ name; the result is in "+path.Join(layout.PublicDir, name))
 			}
 		}
 		c.emit(lf)
@@ -318,7 +319,7 @@ func (c *checker) linkedPublished(staged string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	pfi, err := c.fs.Lstat(path.Join(commit.PublicDir, path.Base(staged)))
+	pfi, err := c.fs.Lstat(path.Join(layout.PublicDir, path.Base(staged)))
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
@@ -334,7 +335,7 @@ func (c *checker) linkedPublished(staged string) (bool, error) {
 // existed). It is moved to lost+found/ so that public/ holds exactly one
 // result per completed publish.
 func (c *checker) orphan(name string) *Finding {
-	rel := path.Join(commit.PublicDir, name)
+	rel := path.Join(layout.PublicDir, name)
 	f := &Finding{Kind: KindOrphanResult, Path: rel, Found: "a result that no done or committing work record names",
 		Expected: "only results published by lease complete --publish", Repair: "move it to lost+found/ (never deleted)"}
 	if c.opt.Repair {

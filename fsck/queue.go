@@ -6,8 +6,8 @@ import (
 	"io/fs"
 	"path"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/userfile"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -29,7 +29,7 @@ import (
 // checkQueue checks queue/ when it exists: every queue shard without SHARD
 // arguments, else the queue shards of the work shards selected.
 func (c *checker) checkQueue(tasks []task) {
-	c.checkSharded(shardedArea{top: commit.QueueDir, kind: KindQueue, what: "queue",
+	c.checkSharded(shardedArea{top: layout.QueueDir, kind: KindQueue, what: "queue",
 		shardDir: c.st.QueueShardDir, entry: c.checkQueueEntry}, tasks)
 }
 

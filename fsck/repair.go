@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -63,7 +63,7 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 	for try := 0; try < 100; try++ {
 		stamp := unixNanos() + int64(try)
 		n.QuarantinedAt = time.Unix(0, stamp).UTC().Format(time.RFC3339Nano)
-		name := path.Join(commit.LostFound, quarantineName(rel, stamp))
+		name := path.Join(layout.LostFound, quarantineName(rel, stamp))
 		data, _ := json.Marshal(n)
 		err := c.writeNew(name+".why", append(data, '\n'))
 		if errors.Is(err, fs.ErrExist) {
@@ -86,7 +86,7 @@ func (c *checker) quarantine(rel string, f *Finding, why string) (string, error)
 			return "", err
 		}
 	}
-	return "", fmt.Errorf("quarantine %s: no free name in %s", rel, commit.LostFound)
+	return "", fmt.Errorf("quarantine %s: no free name in %s", rel, layout.LostFound)
 }
 
 // quarantineCopy is quarantine for a record file whose bytes are data and
@@ -100,7 +100,7 @@ func (c *checker) quarantineCopy(rel string, f *Finding, why string, data []byte
 	for try := 0; try < 100; try++ {
 		stamp := unixNanos() + int64(try)
 		n.QuarantinedAt = time.Unix(0, stamp).UTC().Format(time.RFC3339Nano)
-		name := path.Join(commit.LostFound, quarantineName(rel, stamp))
+		name := path.Join(layout.LostFound, quarantineName(rel, stamp))
 		nd, _ := json.Marshal(n)
 		err := c.writeNew(name+".why", append(nd, '\n'))
 		if errors.Is(err, fs.ErrExist) {
@@ -116,12 +116,12 @@ func (c *checker) quarantineCopy(rel string, f *Finding, why string, data []byte
 			}
 			return "", fmt.Errorf("copy into %s: %w", name, err)
 		}
-		if err := c.fs.SyncDir(commit.LostFound); err != nil {
+		if err := c.fs.SyncDir(layout.LostFound); err != nil {
 			return "", fmt.Errorf("copied to %s, but not durably: %w", name, err)
 		}
 		return name, nil
 	}
-	return "", fmt.Errorf("quarantine %s: no free name in %s", rel, commit.LostFound)
+	return "", fmt.Errorf("quarantine %s: no free name in %s", rel, layout.LostFound)
 }
 
 // writeNew creates name, which must not exist, with data, and fsyncs it.
@@ -170,7 +170,7 @@ func (c *checker) mkdirDurably(name string) error {
 // command takes for it. A read-only run never creates a lock file: where
 // there is none, no writer can hold a lock, and it returns a no-op.
 func (c *checker) lockAt(dir string, id leasefmt.ID) (func(), error) {
-	lf := path.Join(dir, commit.LockFile)
+	lf := path.Join(dir, layout.LockFile)
 	if !c.opt.Repair {
 		if fi, err := c.fs.Lstat(lf); err != nil || !fi.Mode().IsRegular() {
 			return func() {}, nil

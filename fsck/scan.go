@@ -13,8 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/internal/userfile"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -127,7 +127,7 @@ func (c *checker) scanDir(t task) *shardResult {
 	home := func(id leasefmt.ID) bool { return t.shard >= 0 && id.Shard(n) == t.shard }
 	if t.shard >= 0 {
 		for _, e := range ents {
-			if e.Name() == commit.LockFile {
+			if e.Name() == layout.LockFile {
 				r.add(c.checkLockFile(t, e.Type()))
 			}
 		}
@@ -135,7 +135,7 @@ func (c *checker) scanDir(t task) *shardResult {
 	for _, e := range ents {
 		name, typ := e.Name(), e.Type()
 		rel := path.Join(t.dir, name)
-		if name == commit.LockFile && t.shard >= 0 {
+		if name == layout.LockFile && t.shard >= 0 {
 			continue
 		}
 		if id, ok := recordID(name); ok {
@@ -150,7 +150,7 @@ func (c *checker) scanDir(t task) *shardResult {
 			r.add(c.checkTemp(t, rel, id, home(id)))
 			continue
 		}
-		if id, st, n, ok := commit.ParseMarkerName(name); ok && t.kind == leasefmt.Work && typ.IsRegular() {
+		if id, st, n, ok := layout.ParseMarkerName(name); ok && t.kind == leasefmt.Work && typ.IsRegular() {
 			r.add(c.checkMarker(t, rel, id, st, n, home(id)))
 			continue
 		}
@@ -212,7 +212,7 @@ func (c *checker) checkLockFile(t task, typ fs.FileMode) *Finding {
 	if typ.IsRegular() {
 		return nil
 	}
-	rel := path.Join(t.dir, commit.LockFile)
+	rel := path.Join(t.dir, layout.LockFile)
 	if typ&fs.ModeSymlink != 0 {
 		return c.symlink(rel, "", noUnlock)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,28 +29,28 @@ import (
 func (c *checker) beginTally() {
 	trusted, err := c.st.TallyTrusted()
 	if err != nil {
-		c.emit(c.settleTally(c.ioFinding(commit.TrustedFile, "look up", err)))
+		c.emit(c.settleTally(c.ioFinding(layout.TrustedFile, "look up", err)))
 	}
 	c.tallyTrusted = trusted
 	if !c.opt.Repair || len(c.opt.Shards) > 0 {
 		return
 	}
-	if err := c.st.Disk().EnsureDir(commit.TallyDir); err != nil {
-		c.emit(c.ioFinding(commit.TallyDir, "make the tally", err))
+	if err := c.st.Disk().EnsureDir(layout.TallyDir); err != nil {
+		c.emit(c.ioFinding(layout.TallyDir, "make the tally", err))
 		return
 	}
 	if c.tallyTrusted {
 		return
 	}
-	f, err := c.fs.CreateExcl(commit.TrustPending)
+	f, err := c.fs.CreateExcl(layout.TrustPending)
 	if err == nil {
 		err = f.Close()
 	}
 	if err == nil || errors.Is(err, fs.ErrExist) {
-		err = c.fs.SyncDir(commit.TallyDir)
+		err = c.fs.SyncDir(layout.TallyDir)
 	}
 	if err != nil {
-		c.emit(c.ioFinding(commit.TrustPending, "begin checking the tally", err))
+		c.emit(c.ioFinding(layout.TrustPending, "begin checking the tally", err))
 		return
 	}
 	c.tallyPending = true
@@ -69,19 +70,19 @@ func (c *checker) endTally() {
 		return
 	}
 	if c.tallyLeft.Load() > 0 || c.partial.Load() {
-		if err := c.fs.Remove(commit.TrustPending); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			c.emit(c.ioFinding(commit.TrustPending, "remove", err))
+		if err := c.fs.Remove(layout.TrustPending); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.emit(c.ioFinding(layout.TrustPending, "remove", err))
 		}
 		return
 	}
-	if err := c.fs.Rename(commit.TrustPending, commit.TrustedFile); err != nil {
+	if err := c.fs.Rename(layout.TrustPending, layout.TrustedFile); err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			c.emit(c.ioFinding(commit.TrustedFile, "trust the tally", err))
+			c.emit(c.ioFinding(layout.TrustedFile, "trust the tally", err))
 		}
 		return
 	}
-	if err := c.fs.SyncDir(commit.TallyDir); err != nil {
-		c.emit(c.ioFinding(commit.TallyDir, "trust the tally", err))
+	if err := c.fs.SyncDir(layout.TallyDir); err != nil {
+		c.emit(c.ioFinding(layout.TallyDir, "trust the tally", err))
 		return
 	}
 	c.sum.Trusted = true
@@ -123,7 +124,7 @@ func (c *checker) tallyRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Fin
 		return nil // a live writer holds it: the next check sees it
 	}
 	if err != nil {
-		return c.settleTally(c.ioFinding(path.Join(t.dir, commit.LockFile), "lock the record to check the tally", err))
+		return c.settleTally(c.ioFinding(path.Join(t.dir, layout.LockFile), "lock the record to check the tally", err))
 	}
 	defer unlock()
 	data, err := c.readRecord(c.st.RecordPath(leasefmt.Work, id))
@@ -147,16 +148,16 @@ func (c *checker) tallyRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Fin
 	case tallyOtherFile:
 		// The link counts the record right (its name is the record's),
 		// but pins an older file: debris.
-		f = &Finding{Kind: KindTally, Path: commit.TallyPath(now), ID: id, Found: "a finished record whose link in the tally is another file (the record was rewritten since)",
+		f = &Finding{Kind: KindTally, Path: layout.TallyPath(now), ID: id, Found: "a finished record whose link in the tally is another file (the record was rewritten since)",
 			Expected: "the link is the record's file", Repair: "link the record there", Debris: true}
 	case tallyUnlinked:
-		f = c.tallyFinding(commit.TallyPath(now), id, "a finished record missing from the tally", "link it into the tally")
+		f = c.tallyFinding(layout.TallyPath(now), id, "a finished record missing from the tally", "link it into the tally")
 		// Still queued, or flagged as claimed by name: a worker killed
 		// between its record's rename and its link. The summary counts
 		// the record from its queue entry or flag meanwhile, and whoever
 		// drops the entry makes the link first, so nothing counts wrong:
 		// debris.
-		for _, p := range []string{c.st.QueuePath(id), commit.UnqueuedFlag(id)} {
+		for _, p := range []string{c.st.QueuePath(id), layout.UnqueuedFlag(id)} {
 			if _, err := c.fs.Lstat(p); err == nil {
 				f.Found += " (still queued or flagged: a writer killed before its link)"
 				f.Debris = true
@@ -166,7 +167,7 @@ func (c *checker) tallyRecord(t task, id leasefmt.ID, rec *leasefmt.Record) *Fin
 			}
 		}
 	case tallyUnflagged:
-		f = c.tallyFinding(commit.UnqueuedFlag(id), id, "an unfinished record with neither a queue entry nor a flag", "flag it")
+		f = c.tallyFinding(layout.UnqueuedFlag(id), id, "an unfinished record with neither a queue entry nor a flag", "flag it")
 	}
 	quiet := !c.tallyTrusted && p != tallyOtherFile // nothing counts from it: not worth a line
 	if !c.opt.Repair {
@@ -198,7 +199,7 @@ const (
 // tallyProblem says what the tally lacks for rec.
 func (c *checker) tallyProblem(id leasefmt.ID, rec *leasefmt.Record) (int, error) {
 	if rec.Status == leasefmt.Done || rec.Status == leasefmt.Failed {
-		lfi, err := c.fs.Lstat(commit.TallyPath(rec))
+		lfi, err := c.fs.Lstat(layout.TallyPath(rec))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return tallyUnlinked, nil
@@ -216,7 +217,7 @@ func (c *checker) tallyProblem(id leasefmt.ID, rec *leasefmt.Record) (int, error
 		}
 		return tallyOtherFile, nil
 	}
-	for _, name := range []string{c.st.QueuePath(id), commit.UnqueuedFlag(id)} {
+	for _, name := range []string{c.st.QueuePath(id), layout.UnqueuedFlag(id)} {
 		if _, err := c.fs.Lstat(name); err == nil {
 			return tallyFine, nil
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -235,7 +236,7 @@ func (c *checker) retallyLocked(rec *leasefmt.Record) error {
 	if rec.Status != leasefmt.Done && rec.Status != leasefmt.Failed {
 		return c.flagIfUnqueued(rec.ID)
 	}
-	want := commit.TallyPath(rec)
+	want := layout.TallyPath(rec)
 	if err := c.st.Disk().EnsureDir(path.Dir(want)); err != nil {
 		return err
 	}
@@ -261,24 +262,24 @@ func (c *checker) checkTally() {
 	if len(c.opt.Shards) > 0 {
 		return // a partial check cannot say which links belong to no record
 	}
-	ents, err := c.readDirSorted(commit.TallyDir)
+	ents, err := c.readDirSorted(layout.TallyDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
 	if err != nil {
-		c.emit(c.settleTally(c.listFailed(commit.TallyDir, "list the tally", err)))
+		c.emit(c.settleTally(c.listFailed(layout.TallyDir, "list the tally", err)))
 		return
 	}
 	for _, e := range ents {
 		name := e.Name()
-		rel := path.Join(commit.TallyDir, name)
-		_, bucket := commit.ParseBucket(name)
+		rel := path.Join(layout.TallyDir, name)
+		_, bucket := layout.ParseBucket(name)
 		switch {
 		case bucket && e.IsDir():
 			c.checkBucket(rel)
-		case rel == commit.UnqueuedDir && e.IsDir():
+		case rel == layout.UnqueuedDir && e.IsDir():
 			c.checkFlags()
-		case rel == commit.TrustedFile, rel == commit.TrustPending, rel == commit.CheckpointFile:
+		case rel == layout.TrustedFile, rel == layout.TrustPending, rel == layout.CheckpointFile:
 		case strings.HasPrefix(name, ".CHECKPOINT.tmp."):
 			f := &Finding{Kind: KindTemp, Path: rel, Found: "a temp file of a summary's checkpoint", Expected: "none", Repair: "remove it", Debris: true}
 			if c.opt.Repair {
@@ -304,7 +305,7 @@ func (c *checker) checkBucket(dir string) {
 	}
 	for _, e := range ents {
 		rel := path.Join(dir, e.Name())
-		id, status, _, ok := commit.ParseMarkerName(e.Name())
+		id, status, _, ok := layout.ParseMarkerName(e.Name())
 		if !ok {
 			c.emit(c.unknownOrLink(rel, e.Type(), "links ID.STATUS.ATTEMPTS"))
 			continue
@@ -323,7 +324,7 @@ func (c *checker) checkLink(rel string, id leasefmt.ID, status leasefmt.Status) 
 		return nil // a live writer holds it: the next check sees this link
 	}
 	if err != nil {
-		return c.ioFinding(path.Join(shardDir, commit.LockFile), "lock the record of the tally's link", err)
+		return c.ioFinding(path.Join(shardDir, layout.LockFile), "lock the record of the tally's link", err)
 	}
 	defer unlock()
 	if _, err := c.fs.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
@@ -343,12 +344,12 @@ func (c *checker) checkLink(rel string, id leasefmt.ID, status leasefmt.Status) 
 		if err != nil {
 			return nil // the record check reports it
 		}
-		if (rec.Status == leasefmt.Done || rec.Status == leasefmt.Failed) && commit.TallyPath(rec) == rel {
+		if (rec.Status == leasefmt.Done || rec.Status == leasefmt.Failed) && layout.TallyPath(rec) == rel {
 			return nil // its name counts the record right; tallyRecord checks it is its file
 		}
 		why = "a link that says " + string(status) + " in bucket " + path.Base(path.Dir(rel)) + " of a record that is " + string(rec.Status)
 		if rec.Status == leasefmt.Done || rec.Status == leasefmt.Failed {
-			why += " in bucket " + path.Base(path.Dir(commit.TallyPath(rec)))
+			why += " in bucket " + path.Base(path.Dir(layout.TallyPath(rec)))
 		}
 	}
 	f := c.tallyFinding(rel, id, why, "remove it under the record's lock")
@@ -371,14 +372,14 @@ func (c *checker) checkFlags() {
 	if !c.opt.Repair {
 		return
 	}
-	ents, err := c.readDirSorted(commit.UnqueuedDir)
+	ents, err := c.readDirSorted(layout.UnqueuedDir)
 	if err != nil {
-		c.emit(c.settleTally(c.listFailed(commit.UnqueuedDir, "list the flags", err)))
+		c.emit(c.settleTally(c.listFailed(layout.UnqueuedDir, "list the flags", err)))
 		return
 	}
 	for _, e := range ents {
 		id, err := leasefmt.ParseID(e.Name())
-		rel := path.Join(commit.UnqueuedDir, e.Name())
+		rel := path.Join(layout.UnqueuedDir, e.Name())
 		if err != nil {
 			c.emit(c.unknownOrLink(rel, e.Type(), "flags named by an ID"))
 			continue
@@ -394,7 +395,7 @@ func (c *checker) dropFlag(rel string, id leasefmt.ID) {
 		return // a live writer holds it: the next repair looks again
 	}
 	if err != nil {
-		c.emit(c.ioFinding(path.Join(shardDir, commit.LockFile), "lock the record of the flag", err))
+		c.emit(c.ioFinding(path.Join(shardDir, layout.LockFile), "lock the record of the flag", err))
 		return
 	}
 	defer unlock()
@@ -433,7 +434,7 @@ func (c *checker) flagIfUnqueued(id leasefmt.ID) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	flag := commit.UnqueuedFlag(id)
+	flag := layout.UnqueuedFlag(id)
 	if err := c.st.Disk().EnsureDir(path.Dir(flag)); err != nil {
 		return err
 	}

@@ -14,9 +14,11 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/fsck"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -33,11 +35,11 @@ func tallyFindings(found []*fsck.Finding) []*fsck.Finding {
 func sameCensus(t *testing.T, st *commit.Store, wantMethod string) {
 	t.Helper()
 	ctx := context.Background()
-	got, err := st.At(2000).Census(ctx, 2)
+	got, err := census.Take(ctx, st.At(2000), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := st.At(2000).ListingCensus(ctx, 2)
+	want, err := census.Listing(ctx, st.At(2000), 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,17 +79,17 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if sum, found := checkMarkers(t, root, false); len(found) != 0 || sum.Exit() != 0 || !sum.Trusted {
 		t.Fatalf("a fresh table: exit %d, trusted %v, %v", sum.Exit(), sum.Trusted, found)
 	}
-	sameCensus(t, st, commit.MethodTally)
+	sameCensus(t, st, census.MethodTally)
 
 	// Damage: a done record's link removed, a link of nothing planted, the
 	// flag of the unqueued leased item removed.
 	r0, _ := st.Read(ctx, leasefmt.Work, ids[0])
-	os.Remove(st.Abs(commit.TallyPath(r0)))
+	os.Remove(st.Abs(layout.TallyPath(r0)))
 	stale := &leasefmt.Record{ID: ids[2], Status: leasefmt.Done, RenewedAt: 1510}
-	if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, ids[2])), st.Abs(commit.TallyPath(stale))); err != nil {
+	if err := os.Link(st.Abs(st.RecordPath(leasefmt.Work, ids[2])), st.Abs(layout.TallyPath(stale))); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(st.Abs(commit.UnqueuedFlag(ids[3])))
+	os.Remove(st.Abs(layout.UnqueuedFlag(ids[3])))
 	sum, found := checkMarkers(t, root, false)
 	if tf := tallyFindings(found); len(tf) != 3 || sum.Exit() != 4 {
 		t.Fatalf("want 3 tally errors, exit 4: exit %d, %v", sum.Exit(), found)
@@ -104,18 +106,18 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if sum, found := checkMarkers(t, root, false); len(found) != 0 || sum.Exit() != 0 {
 		t.Fatalf("after the repair: exit %d, %v", sum.Exit(), found)
 	}
-	sameCensus(t, st, commit.MethodTally)
+	sameCensus(t, st, census.MethodTally)
 
 	// A table from before the tally: no tally at all. Nothing is wrong;
 	// a repair builds it and trusts it.
-	if err := os.RemoveAll(st.Abs(commit.TallyDir)); err != nil {
+	if err := os.RemoveAll(st.Abs(layout.TallyDir)); err != nil {
 		t.Fatal(err)
 	}
 	st.Close() // its handles of the tally's directories are of the ones removed
 	if st, err = commit.Open(root); err != nil {
 		t.Fatal(err)
 	}
-	sameCensus(t, st, commit.MethodListing)
+	sameCensus(t, st, census.MethodListing)
 	if sum, found := checkMarkers(t, root, false); len(found) != 0 || sum.Exit() != 0 || sum.Trusted {
 		t.Fatalf("an old table: exit %d, trusted %v, %v", sum.Exit(), sum.Trusted, found)
 	}
@@ -123,5 +125,5 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 	if len(found) != 0 || sum.Exit() != 0 || !sum.Trusted || sum.Tallied != 3 {
 		t.Fatalf("repair of an old table: exit %d, trusted %v, tallied %d, %v", sum.Exit(), sum.Trusted, sum.Tallied, found)
 	}
-	sameCensus(t, st, commit.MethodTally)
+	sameCensus(t, st, census.MethodTally)
 }

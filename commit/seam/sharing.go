@@ -153,7 +153,7 @@ func (s Sharing) LockBits() uint32 { return s.FileMode(0, true) }
 
 // StickyDirs are the directories of a shared table that carry the sticky
 // bit (S_ISVTX, as /tmp does), as table-relative names: the root ("") and
-// stage/ (commit.StageDir). Both are written by every member, and in a
+// stage/ (layout.StageDir). Both are written by every member, and in a
 // sticky directory only an entry's owner (or the directory's, or root) may
 // rename or remove it: no member can move away another's live staging
 // directory, stage/ or TABLE and put a link at its name

@@ -15,7 +15,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/leasetool/lease/census"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -49,8 +51,8 @@ func newChecker(x *Explorer, sc *Scenario, base *Tree, acks []Ack, written [][]b
 		if k, r := decodeAny(data); r != nil && isRecordPath(p, k.kind) {
 			c.baseRecs[k] = r
 		}
-		if strings.HasPrefix(p, commit.StageDir+"/") {
-			c.staged[strings.TrimPrefix(p, commit.StageDir+"/")] = data
+		if strings.HasPrefix(p, layout.StageDir+"/") {
+			c.staged[strings.TrimPrefix(p, layout.StageDir+"/")] = data
 		}
 	})
 	for _, d := range written {
@@ -78,7 +80,7 @@ func publicFiles(sc *Scenario, base *Tree) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	t.Walk(func(p string, dir bool, data []byte) {
-		if name, ok := strings.CutPrefix(p, commit.PublicDir+"/"); ok && !dir {
+		if name, ok := strings.CutPrefix(p, layout.PublicDir+"/"); ok && !dir {
 			out[name] = data // a file result, or a file of a directory result
 		}
 	})
@@ -156,8 +158,8 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 			v = append(v, fmt.Sprintf("%s/%s: %s reported token %d until %v at %v, when it was already over", r.Kind.Dir(), r.ID, a.Op, r.Token, r.ExpiresAt, a.at))
 		}
 	}
-	_, _, hasTable := t.Get(commit.TableFile)
-	_, _, baseTable := c.base.Get(commit.TableFile)
+	_, _, hasTable := t.Get(layout.TableFile)
+	_, _, baseTable := c.base.Get(layout.TableFile)
 	tableAcked := false
 	for _, a := range acks {
 		if a.Table != nil {
@@ -325,14 +327,14 @@ func (c *checker) censusInvariant(t *Tree, now float64) []string {
 	}
 	defer st.Close()
 	ctx := context.Background()
-	tally, err := st.Census(ctx, 1)
+	tally, err := census.Take(ctx, st, 1)
 	if err != nil {
 		return []string{fmt.Sprintf("census after recovery: %v", err)}
 	}
-	if tally.Method != commit.MethodTally {
+	if tally.Method != census.MethodTally {
 		return nil
 	}
-	listing, err := st.ListingCensus(ctx, 1)
+	listing, err := census.Listing(ctx, st, 1)
 	if err != nil {
 		return []string{fmt.Sprintf("listing census after recovery: %v", err)}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -51,14 +52,14 @@ func (fakeSyncfsHandle) Close() error  { return nil }
 type skipStageSync struct{ seam.FS }
 
 func (s skipStageSync) SyncFile(name string) error {
-	if strings.HasPrefix(name, commit.StageDir+"/") {
+	if strings.HasPrefix(name, layout.StageDir+"/") {
 		return nil
 	}
 	return s.FS.SyncFile(name)
 }
 
 func (s skipStageSync) SyncDir(name string) error {
-	if strings.HasPrefix(name, commit.StageDir+"/") {
+	if strings.HasPrefix(name, layout.StageDir+"/") {
 		return nil
 	}
 	return s.FS.SyncDir(name)

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -41,8 +41,8 @@ func readFailedHarmlessly(fr, clean *faultRun, sticky bool) bool {
 // outcome (lease fsck removes what is left).
 func stageDirRemoval(op seam.Op, name string) bool {
 	dir, base := path.Split(name)
-	_, _, ok := commit.ParseStageName(base)
-	return op == seam.OpRemove && dir == commit.StageDir+"/" && ok
+	_, _, ok := layout.ParseStageName(base)
+	return op == seam.OpRemove && dir == layout.StageDir+"/" && ok
 }
 
 // queueEntryRemoval: the removal of a queue entry after its item is done,
@@ -52,7 +52,7 @@ func stageDirRemoval(op seam.Op, name string) bool {
 // only a hint of lease status --summary (docs/design.md#statistics): its
 // failure changes no outcome.
 func markerRemoval(op seam.Op, name string) bool {
-	_, _, _, ok := commit.ParseMarkerName(path.Base(name))
+	_, _, _, ok := layout.ParseMarkerName(path.Base(name))
 	return op == seam.OpRemove && ok
 }
 
@@ -68,10 +68,10 @@ func queueEntryRemoval(op seam.Op, name string) bool {
 // failing: its failure changes no outcome (the summary then reads the
 // shards, and fsck --repair trusts the tally again).
 func tallyCall(op seam.Op, name string) bool {
-	if name == commit.TallyDir || strings.HasPrefix(name, commit.TallyDir+"/") {
+	if name == layout.TallyDir || strings.HasPrefix(name, layout.TallyDir+"/") {
 		return true
 	}
-	if _, _, _, ok := commit.ParseMarkerName(path.Base(name)); ok {
+	if _, _, _, ok := layout.ParseMarkerName(path.Base(name)); ok {
 		return true
 	}
 	_, ok := queueEntryID(name)
@@ -89,7 +89,7 @@ func bestEffort(op seam.Op, name string) bool {
 // (commit/held.go), made, renamed and removed best effort; a held/ name
 // that cannot be made leaves its item to be found in the queue.
 func heldCall(name string) bool {
-	return name == commit.HeldDir || strings.HasPrefix(name, commit.HeldDir+"/")
+	return name == layout.HeldDir || strings.HasPrefix(name, layout.HeldDir+"/")
 }
 
 // hooked reports whether a call of the Recorder's log went through the

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -171,12 +172,12 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 	var v []string
 	found := map[string]bool{} // contents under lost+found/
 	t.Walk(func(p string, dir bool, data []byte) {
-		if !dir && strings.HasPrefix(p, commit.LostFound+"/") {
+		if !dir && strings.HasPrefix(p, layout.LostFound+"/") {
 			found[string(data)] = true
 		}
 	})
 	for name, data := range c.public {
-		if p, _, ok := t.Get(commit.PublicDir + "/" + name); !ok || string(p) != string(data) {
+		if p, _, ok := t.Get(layout.PublicDir + "/" + name); !ok || string(p) != string(data) {
 			v = append(v, fmt.Sprintf("public/%s was published before the operation, and after recovery it is gone or changed", name))
 		}
 	}
@@ -186,16 +187,16 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 		// directory NAME, REST = NAME[/...]) or, the whole staging
 		// directory, as public/ID/REST.
 		top, rest, _ := strings.Cut(rel, "/")
-		id, _, isStage := commit.ParseStageName(top)
-		s, _, inStage := t.Get(commit.StageDir + "/" + rel)
+		id, _, isStage := layout.ParseStageName(top)
+		s, _, inStage := t.Get(layout.StageDir + "/" + rel)
 		if inStage && string(s) != string(data) {
 			v = append(v, fmt.Sprintf("stage/%s changed: %q", rel, trunc(s, 80)))
 		}
 		published := false
 		name, _, _ := strings.Cut(rest, "/")
-		if p, _, ok := t.Get(commit.PublicDir + "/" + rest); ok && string(p) == string(data) {
+		if p, _, ok := t.Get(layout.PublicDir + "/" + rest); ok && string(p) == string(data) {
 			published = true
-		} else if p, _, ok := t.Get(commit.PublicDir + "/" + string(id) + "/" + rest); isStage && ok && string(p) == string(data) {
+		} else if p, _, ok := t.Get(layout.PublicDir + "/" + string(id) + "/" + rest); isStage && ok && string(p) == string(data) {
 			published, name = true, leasefmt.PublishStage
 		}
 		if published && isStage {
@@ -225,14 +226,14 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 	}
 	for _, a := range acks {
 		for name, data := range a.PublishedFiles {
-			if p, _, ok := t.Get(commit.PublicDir + "/" + name); !ok || string(p) != string(data) {
+			if p, _, ok := t.Get(layout.PublicDir + "/" + name); !ok || string(p) != string(data) {
 				v = append(v, fmt.Sprintf("public/%s acknowledged as published (a directory result) but missing or different after recovery", name))
 			}
 		}
 		if a.Published == "" {
 			continue
 		}
-		p, _, ok := t.Get(commit.PublicDir + "/" + a.Published)
+		p, _, ok := t.Get(layout.PublicDir + "/" + a.Published)
 		if !ok || string(p) != string(a.PublishedData) {
 			v = append(v, fmt.Sprintf("public/%s acknowledged as published but missing or different after recovery", a.Published))
 		}
@@ -243,7 +244,7 @@ func (c *checker) published(t *Tree, recs map[recKey]*leasefmt.Record, acks []Ac
 			if name == leasefmt.PublishStage {
 				name = string(k.id)
 			}
-			if _, _, ok := t.Get(commit.PublicDir + "/" + name); !ok {
+			if _, _, ok := t.Get(layout.PublicDir + "/" + name); !ok {
 				v = append(v, fmt.Sprintf("%s is done with publish %s, but public/%s is missing", k, r.Publish, name))
 			}
 		}

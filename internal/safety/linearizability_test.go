@@ -23,7 +23,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -193,7 +193,7 @@ func (w *workload) client(k int, want int64, deadline time.Time) {
 			w.published++
 			in.Publish = fmt.Sprintf("result-%d-%d.bin", k, w.published)
 			w.mu.Unlock()
-			dir := filepath.Join(w.root, filepath.FromSlash(commit.StagePath(in.ID, in.Token)))
+			dir := filepath.Join(w.root, filepath.FromSlash(layout.StagePath(in.ID, in.Token)))
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				w.problem("staging %s: %v", in.Publish, err)
 			}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -59,7 +60,7 @@ type staged struct {
 	data  []byte
 }
 
-func (s staged) path() string { return path.Join(commit.StagePath(TestID(s.id), s.token), s.name) }
+func (s staged) path() string { return path.Join(layout.StagePath(TestID(s.id), s.token), s.name) }
 
 // Staged results of the starting table.
 var stagedFiles = []staged{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -53,10 +54,10 @@ func setupAbandoned(st *commit.Store, fsys seam.FS) error {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	if err := st.Disk().Move(staged80.path(), path.Join(commit.PublicDir, staged80.name)); err != nil {
+	if err := st.Disk().Move(staged80.path(), path.Join(layout.PublicDir, staged80.name)); err != nil {
 		return err
 	}
-	return st.Disk().Move(staged84.path(), path.Join(commit.PublicDir, staged84.name))
+	return st.Disk().Move(staged84.path(), path.Join(layout.PublicDir, staged84.name))
 }
 
 // lateClock is the clock of a batch whose input arrived late and whose

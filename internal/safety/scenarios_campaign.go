@@ -29,6 +29,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -43,7 +44,7 @@ var fuzzerTree = map[string][]byte{
 // id) through fsys as a command does: plain mkdir and writes, no fsync (in
 // a Setup, what it writes is durable all the same).
 func stageTree(st *commit.Store, fsys seam.FS, id int, token int64, files map[string][]byte) error {
-	base := commit.StagePath(TestID(id), token)
+	base := layout.StagePath(TestID(id), token)
 	if _, err := st.MakeStage(TestID(id), token); err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func setupCampaign(st *commit.Store, fsys seam.FS) error {
 			return errSetup(res[0])
 		}
 	}
-	return st.Disk().Move(commit.StagePath(TestID(94), 1), path.Join(commit.PublicDir, string(TestID(94))))
+	return st.Disk().Move(layout.StagePath(TestID(94), 1), path.Join(layout.PublicDir, string(TestID(94))))
 }
 
 // ackPublishedTree acknowledges a whole-directory publish: every file

@@ -15,6 +15,7 @@ import (
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -59,7 +60,7 @@ func setupDamaged(st *commit.Store, fsys seam.FS) error {
 			return fmt.Errorf("setup committing: %s %s", res[0].Outcome.Reason(), res[0].Detail)
 		}
 	}
-	return st.Disk().Move(staged8.path(), path.Join(commit.PublicDir, staged8.name))
+	return st.Disk().Move(staged8.path(), path.Join(layout.PublicDir, staged8.name))
 }
 
 // damageTable adds the damage that is not made through the store:
@@ -78,10 +79,10 @@ func setupDamaged(st *commit.Store, fsys seam.FS) error {
 //	group of 206-207 a group-claim that crashed with its manifest and one
 //	                 of its two targets written
 func damageTable(st *commit.Store, t *Tree) *Tree {
-	t = t.Link(staged9.path(), path.Join(commit.PublicDir, staged9.name))
-	t = t.Put(path.Join(commit.PublicDir, "orphan.bin"), []byte("nobody's\n"))
-	t = t.Put(path.Join(commit.StagePath(TestID(2), 1), "late.bin"), []byte("staged by a holder released since\n"))
-	t = t.Put(path.Join(commit.StageDir, "junk"), []byte("not a staging directory\n"))
+	t = t.Link(staged9.path(), path.Join(layout.PublicDir, staged9.name))
+	t = t.Put(path.Join(layout.PublicDir, "orphan.bin"), []byte("nobody's\n"))
+	t = t.Put(path.Join(layout.StagePath(TestID(2), 1), "late.bin"), []byte("staged by a holder released since\n"))
+	t = t.Put(path.Join(layout.StageDir, "junk"), []byte("not a staging directory\n"))
 	bad52 := encode(&leasefmt.Record{Kind: leasefmt.Work, ID: TestID(52), Status: leasefmt.Leased, Owner: "x", Token: 7,
 		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000})
 	t = t.Put(st.RecordPath(leasefmt.Work, TestID(52)), []byte(strings.Replace(string(bad52), `"owner":"x"`, `"owner":""`, 1)))
@@ -150,7 +151,7 @@ func FsckScenarios() []*Scenario {
 	damaged.Run = fsckRun(func() *Tree { t, _ := Base(damaged); return t })
 	var noTable *Scenario
 	noTable = &Scenario{Name: "fsck --repair/no TABLE", Table: workTable(), Setup: setupWork, Now: Now, Writers: 1, NoStore: true,
-		Damage: func(st *commit.Store, t *Tree) *Tree { return t.Remove(commit.TableFile) }}
+		Damage: func(st *commit.Store, t *Tree) *Tree { return t.Remove(layout.TableFile) }}
 	noTable.Run = fsckRun(func() *Tree { t, _ := Base(noTable); return t })
 	// A quarantine followed by a claim: the claim's tokens must be larger
 	// than any the quarantined bytes (or their lost holders) had.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -98,7 +99,7 @@ func (c *checker) queuedInvariant(t *Tree, recs map[recKey]*leasefmt.Record, ack
 	}
 	n := c.sc.Table.WorkShards
 	entry := func(id leasefmt.ID) string {
-		return commit.QueueDir + "/" + leasefmt.ShardDirName(id.Shard(n), n) + "/" + string(id)
+		return layout.QueueDir + "/" + leasefmt.ShardDirName(id.Shard(n), n) + "/" + string(id)
 	}
 	var v []string
 	want := map[leasefmt.ID]string{}
@@ -127,7 +128,7 @@ func (c *checker) queuedInvariant(t *Tree, recs map[recKey]*leasefmt.Record, ack
 
 // queueEntryID is the ID of a queue entry path queue/SS/ID.
 func queueEntryID(p string) (leasefmt.ID, bool) {
-	if len(p) < len(commit.QueueDir)+2+64 || p[:len(commit.QueueDir)+1] != commit.QueueDir+"/" {
+	if len(p) < len(layout.QueueDir)+2+64 || p[:len(layout.QueueDir)+1] != layout.QueueDir+"/" {
 		return "", false
 	}
 	id, err := leasefmt.ParseID(p[len(p)-64:])

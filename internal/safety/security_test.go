@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -236,12 +237,12 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 		{"work shard directory", func(st *commit.Store) (string, bool) { return shardOf(st, leasefmt.Work, id), true }},
 		{"work record", func(st *commit.Store) (string, bool) { return st.RecordPath(leasefmt.Work, id), false }},
 		{"work lock file", func(st *commit.Store) (string, bool) {
-			return filepath.Join(shardOf(st, leasefmt.Work, id), commit.LockFile), false
+			return filepath.Join(shardOf(st, leasefmt.Work, id), layout.LockFile), false
 		}},
 		{"target shard directory", func(st *commit.Store) (string, bool) { return shardOf(st, leasefmt.Target, gts[0]), true }},
 		{"target record", func(st *commit.Store) (string, bool) { return st.RecordPath(leasefmt.Target, gts[0]), false }},
 		{"target lock file", func(st *commit.Store) (string, bool) {
-			return filepath.Join(shardOf(st, leasefmt.Target, gts[0]), commit.LockFile), false
+			return filepath.Join(shardOf(st, leasefmt.Target, gts[0]), layout.LockFile), false
 		}},
 		{"group manifest", func(st *commit.Store) (string, bool) {
 			return st.RecordPath(leasefmt.Group, commit.GroupID(gts)), false

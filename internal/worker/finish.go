@@ -7,6 +7,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/keepalive"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -117,7 +118,7 @@ func (f Finished) Trouble() (commit.Outcome, bool) {
 // even by the signal that stopped the worker: a lease ends released or
 // done rather than left to expire.
 func Finish(ctx context.Context, st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
-	defer st.FS().Remove(commit.StagePath(it.ID, it.Token)) // only an empty one goes
+	defer st.FS().Remove(layout.StagePath(it.ID, it.Token)) // only an empty one goes
 	w := &writes{ctx: ctx}
 	if d, ok := ctx.Deadline(); ok {
 		w.span = max(time.Nanosecond, time.Until(d))

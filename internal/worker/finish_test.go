@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -76,7 +77,7 @@ func TestFinishRules(t *testing.T) {
 	if f := Finish(context.Background(), st, it, End{Complete: true, Succeeded: true}, 3); f.How != HowDone || f.Published || f.Attempt {
 		t.Errorf("empty stage: %+v", f)
 	}
-	if exists(st, commit.StagePath(it.ID, it.Token)) || status(t, st, it.ID).Status != leasefmt.Done {
+	if exists(st, layout.StagePath(it.ID, it.Token)) || status(t, st, it.ID).Status != leasefmt.Done {
 		t.Error("empty stage: the item is not done, or its staging directory stayed")
 	}
 
@@ -99,7 +100,7 @@ func TestFinishRules(t *testing.T) {
 	if rec := status(t, st, it.ID); rec.Status != leasefmt.Released || rec.Attempts != 1 {
 		t.Errorf("collision: record %+v", rec)
 	}
-	if !exists(st, commit.StagePath(it.ID, it.Token)+"/crash") {
+	if !exists(st, layout.StagePath(it.ID, it.Token)+"/crash") {
 		t.Error("collision: the staged result is gone")
 	}
 

@@ -1,15 +1,14 @@
-package commit
+package census
 
 import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"io"
-	"io/fs"
 	"sync"
 
+	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
-	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -36,10 +35,10 @@ type Census struct {
 	// MethodListing.
 	Method string `json:"method"`
 	// OwnerRenewed is each owner's last renewal: the newest renewed_at
-	// (seconds since the epoch) of its live leases (census_watch.go).
+	// (seconds since the epoch) of its live leases (watch.go).
 	OwnerRenewed map[string]float64 `json:"owner_renewed"`
 	// MostFailed are the items with the most failed runs, most first, at
-	// most MostFailedK of them (census_watch.go).
+	// most MostFailedK of them (watch.go).
 	MostFailed []FailedItem `json:"most_failed"`
 	// fromRecord are the finished items tallyShard counted from their
 	// records because their links were missing: tallyBuckets does not count
@@ -66,10 +65,10 @@ const censusChunk = 4096
 // shards' names whatever the table's size; only the records the listings
 // cannot account for are read (censusShard). A record that cannot be read for an
 // I/O error stops it.
-func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
-	now := s.now()
+func (s store) Census(ctx context.Context, workers int) (Census, error) {
+	now := s.Now()
 	if ok, err := s.TallyTrusted(); err != nil {
-		return Census{}, &durable.OpError{Op: "stat", Path: s.Abs(TrustedFile), Err: err}
+		return Census{}, &durable.OpError{Op: "stat", Path: s.Abs(layout.TrustedFile), Err: err}
 	} else if ok {
 		return s.tallyCensus(ctx, workers, now)
 	}
@@ -79,8 +78,8 @@ func (s *Store) Census(ctx context.Context, workers int) (Census, error) {
 // ListingCensus is Census from the shards' listings and records whatever
 // the tally says: what Census does when the tally is not trusted, and
 // lease status --summary --full.
-func (s *Store) ListingCensus(ctx context.Context, workers int) (Census, error) {
-	now := s.now()
+func (s store) ListingCensus(ctx context.Context, workers int) (Census, error) {
+	now := s.Now()
 	c := Census{Owners: map[string]int64{}, Method: MethodListing}
 	err := s.eachShardCensus(workers, &c, func(sh int) (Census, error) { return s.censusShard(ctx, sh, now) })
 	return c, err
@@ -88,14 +87,14 @@ func (s *Store) ListingCensus(ctx context.Context, workers int) (Census, error) 
 
 // eachShardCensus adds count(sh) of every work shard sh to c, workers
 // shards at a time, and returns the first error met.
-func (s *Store) eachShardCensus(workers int, c *Census, count func(sh int) (Census, error)) error {
+func (s store) eachShardCensus(workers int, c *Census, count func(sh int) (Census, error)) error {
 	var mu sync.Mutex
 	var firstErr error
-	shards := make([]int, s.hdr.WorkShards)
+	shards := make([]int, s.Table().WorkShards)
 	for i := range shards {
 		shards[i] = i
 	}
-	s.parallelN(workers, shards, func(sh int) {
+	s.InParallel(workers, shards, func(sh int) {
 		part, err := count(sh)
 		mu.Lock()
 		defer mu.Unlock()
@@ -108,63 +107,6 @@ func (s *Store) eachShardCensus(workers int, c *Census, count func(sh int) (Cens
 		c.add(part)
 	})
 	return firstErr
-}
-
-// listNames calls fn with every name of directory dir (none when it does
-// not exist), read in chunks.
-func (s *Store) listNames(dir string, fn func(name string)) error {
-	d, err := seam.OpenDir(s.fs, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
-	}
-	defer d.Close()
-	for {
-		names, err := d.ReadNames(censusChunk)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
-		}
-		for _, n := range names {
-			fn(n)
-		}
-	}
-}
-
-// scanDir calls fn with every name of directory dir and its inode number
-// (0 when the FS gives none), names only valid during the call (none when
-// the directory does not exist).
-func (s *Store) scanDir(dir string, fn func(name []byte, ino uint64)) error {
-	d, err := seam.OpenDir(s.fs, dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
-	}
-	defer d.Close()
-	if sc, ok := d.(seam.DirentScanner); ok {
-		if err := sc.ScanDirents(fn); err != nil {
-			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
-		}
-		return nil
-	}
-	for {
-		names, err := d.ReadNames(censusChunk)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return &durable.OpError{Op: "list", Path: s.Abs(dir), Err: err}
-		}
-		for _, n := range names {
-			fn([]byte(n), 0)
-		}
-	}
 }
 
 // idKey is an ID as 32 bytes: a census keys its maps by it, so that a
@@ -209,9 +151,9 @@ func parseMarker(b []byte) (idKey, bool, int64, bool) {
 	rest := b[65:]
 	failed := false
 	switch {
-	case len(rest) > 5 && string(rest[:5]) == markDone+".":
+	case len(rest) > 5 && string(rest[:5]) == string(leasefmt.Done)+".":
 		rest = rest[5:]
-	case len(rest) > 7 && string(rest[:7]) == markFailed+".":
+	case len(rest) > 7 && string(rest[:7]) == string(leasefmt.Failed)+".":
 		rest, failed = rest[7:], true
 	default:
 		return k, false, 0, false
@@ -244,10 +186,10 @@ type listed struct {
 // markers.go). A done or failed record with its marker is counted from the
 // listing, so the cost in reads follows the items in flight, not the items
 // done (docs/design.md#statistics).
-func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
+func (s store) censusShard(ctx context.Context, sh int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	queued := map[idKey]bool{}
-	err := s.scanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
+	err := s.ScanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
 		if k, ok := parseKey(name); ok {
 			queued[k] = true
 		}
@@ -257,7 +199,7 @@ func (s *Store) censusShard(ctx context.Context, sh int, now float64) (Census, e
 	}
 	c.Queued = int64(len(queued))
 	shard := map[idKey]listed{}
-	err = s.scanDir(s.ShardDir(leasefmt.Work, sh), func(name []byte, ino uint64) {
+	err = s.ScanDir(s.ShardDir(leasefmt.Work, sh), func(name []byte, ino uint64) {
 		if len(name) == 69 && string(name[64:]) == ".json" {
 			if k, ok := parseKey(name[:64]); ok {
 				l := shard[k]
@@ -367,4 +309,20 @@ func (c *Census) add(part Census) {
 		c.fromRecord[k] = true
 	}
 	c.mergeWatch(&part)
+}
+
+// store is the engine's Store seen by the census: it reads the table
+// through the Store's exported reads (FS, Table, Now, ScanDir, ListNames,
+// Read) and never writes a record.
+type store struct{ *commit.Store }
+
+// Take counts the table's queue and work records at st's clock (Census).
+func Take(ctx context.Context, st *commit.Store, workers int) (Census, error) {
+	return store{st}.Census(ctx, workers)
+}
+
+// Listing counts from the shards' listings and records whatever the tally
+// says (ListingCensus): lease status --summary --full.
+func Listing(ctx context.Context, st *commit.Store, workers int) (Census, error) {
+	return store{st}.ListingCensus(ctx, workers)
 }

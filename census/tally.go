@@ -1,4 +1,4 @@
-package commit
+package census
 
 import (
 	"context"
@@ -11,13 +11,14 @@ import (
 
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// TallySettle is how long after its span a bucket may be folded into the
+// tallySettle is how long after its span a bucket may be folded into the
 // checkpoint: the writers whose clocks lag (within the table's clock skew)
 // are done with it by then.
-const TallySettle = 60
+const tallySettle = 60
 
 // tallyQuiet is how long a bucket's directory must have been unchanged,
 // by the filesystem's own clock, before its counts are kept: a change made
@@ -26,7 +27,7 @@ const TallySettle = 60
 var tallyQuiet = 2 * time.Second
 
 // TallyQuietForTest sets tallyQuiet and returns what it was (tests only:
-// package commit_test cannot reach it otherwise).
+// the engine's tests in package commit_test cannot reach it otherwise).
 func TallyQuietForTest(d time.Duration) time.Duration {
 	old := tallyQuiet
 	tallyQuiet = d
@@ -39,12 +40,12 @@ func TallyQuietForTest(d time.Duration) time.Duration {
 // flags of the unqueued ones and their records. Its cost follows the items
 // not finished, the items finished in the last minutes and the number of
 // buckets, not the items finished.
-func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Census, error) {
+func (s store) tallyCensus(ctx context.Context, workers int, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}, Method: MethodTally}
 	flagged := map[int][]leasefmt.ID{}
-	err := s.listNames(UnqueuedDir, func(name string) {
+	err := s.ListNames(layout.UnqueuedDir, func(name string) {
 		if id, err := leasefmt.ParseID(name); err == nil {
-			sh := id.Shard(s.hdr.WorkShards)
+			sh := id.Shard(s.Table().WorkShards)
 			flagged[sh] = append(flagged[sh], id)
 		}
 	})
@@ -68,11 +69,11 @@ func (s *Store) tallyCensus(ctx context.Context, workers int, now float64) (Cens
 // queued ones and those flagged, from their records. A finished record met
 // there (a queue entry not yet removed, a retry cut short) is counted only
 // when its link is missing, so that no item is counted twice.
-func (s *Store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, now float64) (Census, error) {
+func (s store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, now float64) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	seen := map[idKey]bool{}
 	var ids []leasefmt.ID
-	err := s.scanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
+	err := s.ScanDir(s.QueueShardDir(sh), func(name []byte, _ uint64) {
 		if k, ok := parseKey(name); ok && !seen[k] {
 			seen[k] = true
 			ids = append(ids, leasefmt.ID(name))
@@ -103,13 +104,13 @@ func (s *Store) tallyShard(ctx context.Context, sh int, flagged []leasefmt.ID, n
 			}
 			continue
 		}
-		if marks(rec.Status) {
-			_, err := s.fs.Lstat(TallyPath(rec))
+		if layout.Marked(rec.Status) {
+			_, err := s.FS().Lstat(layout.TallyPath(rec))
 			if err == nil {
 				continue // counted from its bucket
 			}
 			if !errors.Is(err, fs.ErrNotExist) {
-				return c, &durable.OpError{Op: "stat", Path: s.Abs(TallyPath(rec)), Err: err}
+				return c, &durable.OpError{Op: "stat", Path: s.Abs(layout.TallyPath(rec)), Err: err}
 			}
 			// Its finisher may make the link before tallyBuckets lists
 			// the bucket: counted here, not there.
@@ -156,11 +157,11 @@ type checkpoint struct {
 // counted a settled bucket anew (with every link: the checkpoint is the
 // bucket's, not this census's). A bucket in the checkpoint holds no link
 // made since it was counted, so the items of counted are not in its counts.
-func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (Census, error) {
+func (s store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (Census, error) {
 	c := Census{Owners: map[string]int64{}}
 	var names []string
-	err := s.listNames(TallyDir, func(name string) {
-		if _, ok := ParseBucket(name); ok {
+	err := s.ListNames(layout.TallyDir, func(name string) {
+		if _, ok := layout.ParseBucket(name); ok {
 			names = append(names, name)
 		}
 	})
@@ -177,9 +178,9 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 	for i := range idx {
 		idx[i] = i
 	}
-	s.parallelN(workers, idx, func(i int) {
-		dir := TallyDir + "/" + names[i]
-		fi, err := s.fs.Lstat(dir)
+	s.InParallel(workers, idx, func(i int) {
+		dir := layout.TallyDir + "/" + names[i]
+		fi, err := s.FS().Lstat(dir)
 		if errors.Is(err, fs.ErrNotExist) {
 			return // removed since the listing (fsck)
 		}
@@ -194,7 +195,7 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		}
 		var n bucketCounts
 		var top Census
-		err = s.scanDir(dir, func(name []byte, _ uint64) {
+		err = s.ScanDir(dir, func(name []byte, _ uint64) {
 			if k, failed, a, ok := parseMarker(name); ok {
 				if failed {
 					n.Failed++
@@ -219,11 +220,11 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 		}
 		n.MostFailed = top.MostFailed
 		counts[i] = n
-		b, _ := ParseBucket(names[i])
-		if !stamped || float64(b+TallyBucket+TallySettle) > now {
+		b, _ := layout.ParseBucket(names[i])
+		if !stamped || float64(b+layout.TallyBucket+tallySettle) > now {
 			return // still being written
 		}
-		fi, err = s.fs.Lstat(dir)
+		fi, err = s.FS().Lstat(dir)
 		if st2, ok := seam.StampOf(fi); err == nil && ok && st2 == st {
 			n.Stamp = st
 			counts[i], settled[i], fresh[i] = n, true, true
@@ -264,15 +265,15 @@ func (s *Store) tallyBuckets(workers int, now float64, counted map[idKey]bool) (
 
 // readCheckpoint reads tally/CHECKPOINT; an empty one when it is missing
 // or cannot be read or decoded (it is only a cache).
-func (s *Store) readCheckpoint() checkpoint {
+func (s store) readCheckpoint() checkpoint {
 	var cp checkpoint
 	// ReadFile allocates what it may read: ask for the file's size (a
 	// checkpoint holds about 150 bytes a bucket, 12 a day).
-	fi, err := s.fs.Lstat(CheckpointFile)
+	fi, err := s.FS().Lstat(layout.CheckpointFile)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxCheckpoint {
 		return checkpoint{}
 	}
-	data, err := s.fs.ReadFile(CheckpointFile, int(fi.Size())+4096)
+	data, err := s.FS().ReadFile(layout.CheckpointFile, int(fi.Size())+4096)
 	if err != nil || len(data) > maxCheckpoint || json.Unmarshal(data, &cp) != nil || cp.Schema != checkpointSchema {
 		return checkpoint{}
 	}
@@ -285,16 +286,16 @@ func (s *Store) readCheckpoint() checkpoint {
 // unchanged for tallyQuiet by the filesystem's clock, read from the new
 // file's own time: a later change in the same tick would not show. No
 // fsync: a checkpoint lost or torn by a crash is only read as empty.
-func (s *Store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
+func (s store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := TallyDir + "/.CHECKPOINT.tmp." + hex.EncodeToString(rnd[:])
-	f, err := s.fs.CreateExcl(tmp)
+	tmp := layout.TallyDir + "/.CHECKPOINT.tmp." + hex.EncodeToString(rnd[:])
+	f, err := s.FS().CreateExcl(tmp)
 	if err != nil {
 		return
 	}
-	defer s.fs.Remove(tmp)
-	fi, err := s.fs.Lstat(tmp)
+	defer s.FS().Remove(tmp)
+	fi, err := s.FS().Lstat(tmp)
 	if err != nil {
 		f.Close()
 		return
@@ -313,6 +314,6 @@ func (s *Store) writeCheckpoint(cp checkpoint, fresh []bool, names []string) {
 		err = cerr
 	}
 	if err == nil {
-		_ = s.fs.Rename(tmp, CheckpointFile)
+		_ = s.FS().Rename(tmp, layout.CheckpointFile)
 	}
 }

@@ -1,4 +1,4 @@
-package commit
+package census
 
 // The bounded list of the items that failed most, fed in every order: it
 // is always the first MostFailedK of the plain sort, whether an item comes

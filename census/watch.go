@@ -1,4 +1,4 @@
-package commit
+package census
 
 import (
 	"encoding/hex"
