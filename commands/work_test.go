@@ -137,11 +137,13 @@ echo "$PPID" >> "$LEASE_ROOT/../supervisors"`
 }
 
 // TestWorkVerbose: -v prints one line per item and one at the end, and
-// nothing of the renewals.
+// nothing of the renewals: each item's CMD waits until a renewal has moved
+// its record's expires_at (the 60 s ttl cannot run out meanwhile).
 func TestWorkVerbose(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("v", 3)
-	r := h.must(0, "", "work", "-v", "--ttl", "3", "--renew-interval", "0.2", "--", "sh", "-c", "sleep 0.5")
+	r := h.must(0, "", "work", "-v", "--ttl", "60", "--renew-interval", "0.2", "--", "sh", "-c", renewedScript)
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(r.errOut), "\n") {
 		lines = append(lines, l)
@@ -151,6 +153,14 @@ func TestWorkVerbose(t *testing.T) {
 		t.Errorf("-v printed:\n%s", r.errOut)
 	}
 }
+
+// renewedScript is a CMD that ends once a renewal has moved its lease's
+// expires_at, as lease status shows it, past what it was when CMD began;
+// it exits 9 when it cannot read expires_at.
+const renewedScript = `expires() { lease status --json "$LEASE_ID" | sed -n 's/.*"expires_at":\([0-9.e+]*\).*/\1/p'; }
+e0=$(expires)
+[ -n "$e0" ] || exit 9
+while [ "$(expires)" = "$e0" ]; do sleep 0.05; done`
 
 // TestWorkOwner: without --owner a worker's leases carry USER@HOST/PID
 // (with the rank of a launcher's task), so that the workers of one host
@@ -183,16 +193,37 @@ func TestWorkOwner(t *testing.T) {
 
 // TestWorkWaitsForBusyQueue: the only item is held by another lease for
 // longer than the worker's ttl - clock_skew - grace; the worker waits,
-// takes it over when it expires, and keeps it: the lost point counts from
-// the claim that granted it, not from before the wait.
+// takes it once the holder releases it, and keeps it: the lost point
+// counts from the claim that granted it, not from before the wait.
 func TestWorkWaitsForBusyQueue(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("busy", 1)[0]
-	h.must(0, "", "claim", "--ttl", "3", string(id))
-	r := h.lease("", "work", "--json", "--ttl", "2", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", "sleep 1.5")
-	items, end := workObjects(t, r.errOut)
-	if r.code != 0 || len(items) != 1 || items[0].Lost || items[0].Finish != "done" || end.End != "empty" || strings.Contains(r.errOut, "lease lost") {
-		t.Fatalf("%s\nwant the item taken over after the wait and done, not lost", r)
+	held := h.must(0, "", "claim", "--ttl", "600", string(id)).out
+	// The worker's lease is told to stop ttl - clock_skew - grace = 10 -
+	// 0.1 - 4 = 5.9 s after the claim (or renewal, every 0.5 s) that began
+	// it: far enough that it cannot be reached by accident once granted.
+	// The item stays held until the test releases it, past that point
+	// counted from before the wait.
+	begin := time.Now()
+	p := h.start("work", "--json", "--ttl", "10", "--renew-interval", "0.5", "--grace", "4", "--", "sh", "-c",
+		`echo "granted $LEASE_TOKEN"; while [ ! -e "$LEASE_ROOT/../stop" ]; do sleep 0.05; done`)
+	time.Sleep(time.Until(begin.Add(7 * time.Second))) // a lower bound on the wait, not a timing assertion
+	if rec := h.record(id); rec.Token != 1 || rec.Status != "leased" {
+		t.Fatalf("the worker took a held item: %+v\n%s", rec, stderrOf(p))
+	}
+	h.must(0, held, "release")
+	p.expect("granted 2")
+	// A renewal after the grant: the lease was not declared lost at once.
+	h.waitRenewed(p, id, 2, h.rawRecord(id).ExpiresAt)
+	if err := os.WriteFile(filepath.Join(h.dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait()
+	errOut := stderrOf(p)
+	items, end := workObjects(t, errOut)
+	if code != 0 || len(items) != 1 || items[0].Lost || items[0].Finish != "done" || end.End != "empty" || strings.Contains(errOut, "lease lost") {
+		t.Fatalf("lease work: exit %d\n%s\nwant the item taken after the wait and done, not lost", code, errOut)
 	}
 	if rec := h.record(id); rec == nil || rec.Status != "done" || rec.Token != 2 {
 		t.Errorf("record %+v, want done with token 2", rec)
