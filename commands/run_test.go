@@ -271,6 +271,7 @@ func alive(pid int) bool {
 }
 
 func TestRunChildSeesLeaseVariables(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("vars")
 	r := h.must(0, "", "run", string(id), "--", "sh", "-c", `echo "$LEASE_ID $LEASE_TOKEN $LEASE_ROOT"`)
@@ -297,6 +298,7 @@ func TestRunChildSeesLeaseVariables(t *testing.T) {
 }
 
 func TestRunExitStatusPassesThrough(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("status")
 	for i, c := range []struct {
@@ -328,6 +330,7 @@ func TestRunExitStatusPassesThrough(t *testing.T) {
 }
 
 func TestRunCommandFinishesItsOwnLease(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("own")
 	// The command completes its lease with its token; lease run then exits
@@ -340,6 +343,7 @@ func TestRunCommandFinishesItsOwnLease(t *testing.T) {
 }
 
 func TestRunRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	held, free := holdID("held"), holdID("free")
 	h.must(0, "", "claim", "--owner", "someone-else", string(held))
@@ -451,6 +455,7 @@ func TestRunLeaseLostKillsStubbornCommand(t *testing.T) {
 }
 
 func TestRunReleasesOnSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := newHoldTable(t)

@@ -35,6 +35,7 @@ func waitStderr(t *testing.T, p *holdProc, want string) {
 // without running CMD, and runs it under a new token once the holder
 // releases.
 func TestRunWaitIsGrantedOnRelease(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("run-wait-granted")
 	held := h.must(0, "", "claim", "--owner", "first", "--ttl", "600", string(id)).out
@@ -58,6 +59,7 @@ func TestRunWaitIsGrantedOnRelease(t *testing.T) {
 // not run when the item stays held; outcomes waiting cannot change (done)
 // end the wait at once; bad values and --token are refused.
 func TestRunWaitGivesUp(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("run-wait-gives-up")
 	h.must(0, "", "claim", "--owner", "first", "--ttl", "600", string(id))
@@ -101,15 +103,16 @@ func TestRunNextWaitKeepsTheLeaseItGot(t *testing.T) {
 	id := holdID("run-next-wait")
 	h.must(0, string(id)+"\n", "add")
 	held := h.must(0, "", "claim", "--owner", "first", "--ttl", "600", string(id)).out
-	// lease run's lease is told to stop ttl - clock_skew - grace = 10 -
-	// 0.1 - 4 = 5.9 s after the claim (or renewal, every 0.5 s) that began
-	// it: far enough that it cannot be reached by accident once granted.
+	// lease run's lease is told to stop ttl - clock_skew - grace = 20 -
+	// 0.1 - 8 = 11.9 s after the claim (or renewal, every 0.5 s) that began
+	// it: far enough that it is not reached by accident once granted (at
+	// load 38 a renewal took more than 5.9 s).
 	// The queue's one item stays held until the test releases it, past
 	// that point counted from before the wait.
 	begin := time.Now()
-	p := h.start("run", "-v", "--next", "--wait", "--ttl", "10", "--interval", "0.5", "--grace", "4", "--",
+	p := h.start("run", "-v", "--next", "--wait", "--ttl", "20", "--interval", "0.5", "--grace", "8", "--",
 		"sh", "-c", `echo "granted $LEASE_TOKEN"; while [ ! -e "$LEASE_ROOT/../stop" ]; do sleep 0.05; done; echo finished`)
-	time.Sleep(time.Until(begin.Add(7 * time.Second))) // a lower bound on the wait, not a timing assertion
+	time.Sleep(time.Until(begin.Add(15 * time.Second))) // a lower bound on the wait (3 s for lease to start), not a timing assertion
 	if rec := h.record(id); rec.Owner != "first" || rec.Token != 1 {
 		t.Fatalf("lease run --next --wait took a held item: %+v\n%s", rec, stderrOf(p))
 	}

@@ -90,6 +90,7 @@ func (h *holdTable) workAdd(name string, n int) []leasefmt.ID {
 // and stderr; the worker goes on and exits 0 once the queue is empty.
 // Each item's staged result is published as public/ID/.
 func TestWorkCampaign(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	ids := h.workAdd("seed", 5)
 	poison := h.workAdd("poison", 1)[0]
@@ -166,6 +167,7 @@ while [ "$(expires)" = "$e0" ]; do sleep 0.05; done`
 // (with the rank of a launcher's task), so that the workers of one host
 // are told apart; --owner and LEASE_OWNER still name it.
 func TestWorkOwner(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("owner", 2)
 	r := h.must(0, "", "work", "--max-items", "1", "--", "sh", "-c", `lease status --json "$LEASE_ID"`)
@@ -200,15 +202,16 @@ func TestWorkWaitsForBusyQueue(t *testing.T) {
 	h := newHoldTable(t)
 	id := h.workAdd("busy", 1)[0]
 	held := h.must(0, "", "claim", "--ttl", "600", string(id)).out
-	// The worker's lease is told to stop ttl - clock_skew - grace = 10 -
-	// 0.1 - 4 = 5.9 s after the claim (or renewal, every 0.5 s) that began
-	// it: far enough that it cannot be reached by accident once granted.
+	// The worker's lease is told to stop ttl - clock_skew - grace = 20 -
+	// 0.1 - 8 = 11.9 s after the claim (or renewal, every 0.5 s) that began
+	// it: far enough that it is not reached by accident once granted (at
+	// load 38 a renewal took more than 5.9 s).
 	// The item stays held until the test releases it, past that point
 	// counted from before the wait.
 	begin := time.Now()
-	p := h.start("work", "--json", "--ttl", "10", "--renew-interval", "0.5", "--grace", "4", "--", "sh", "-c",
+	p := h.start("work", "--json", "--ttl", "20", "--renew-interval", "0.5", "--grace", "8", "--", "sh", "-c",
 		`echo "granted $LEASE_TOKEN"; while [ ! -e "$LEASE_ROOT/../stop" ]; do sleep 0.05; done`)
-	time.Sleep(time.Until(begin.Add(7 * time.Second))) // a lower bound on the wait, not a timing assertion
+	time.Sleep(time.Until(begin.Add(15 * time.Second))) // a lower bound on the wait (3 s for lease to start), not a timing assertion
 	if rec := h.record(id); rec.Token != 1 || rec.Status != "leased" {
 		t.Fatalf("the worker took a held item: %+v\n%s", rec, stderrOf(p))
 	}
@@ -234,6 +237,7 @@ func TestWorkWaitsForBusyQueue(t *testing.T) {
 // stops CMD; that run is no attempt, and the worker goes on: it claims
 // the item again and finishes it.
 func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("lost", 1)[0]
 	script := `if [ ! -e "$LEASE_ROOT/../revoked" ]; then touch "$LEASE_ROOT/../revoked"; lease revoke "$LEASE_ID" > /dev/null; sleep 30; fi`
@@ -253,6 +257,7 @@ func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
 // TestWorkOwnSignalIsAnAttempt: a CMD killed by a signal lease work did
 // not send (a crash) is a failed run.
 func TestWorkOwnSignalIsAnAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("segv", 1)[0]
 	r := h.lease("", "work", "--max-attempts", "1", "--", "sh", "-c", `kill -SEGV $$`)
@@ -270,6 +275,7 @@ func TestWorkOwnSignalIsAnAttempt(t *testing.T) {
 // work exits 128+n. A signal while it waits for a busy queue ends the
 // wait.
 func TestWorkSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := newHoldTable(t)
@@ -307,6 +313,7 @@ func TestWorkSignal(t *testing.T) {
 // running; the item expires and the next worker takes it over and
 // finishes it, no attempt counted.
 func TestWorkKilled(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("killed", 1)[0]
 	p := h.start("work", "--ttl", "2", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c",
@@ -332,6 +339,7 @@ func TestWorkKilled(t *testing.T) {
 // is released with an attempt counted, and failed at max_attempts; the
 // worker goes on with the others.
 func TestWorkPublishRefused(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	ids := h.workAdd("pub", 3)
 	taken := ids[1]
@@ -379,6 +387,7 @@ func TestWorkPublishRefused(t *testing.T) {
 // the worker stops with exit 3; a command that cannot run is 127 with
 // nothing claimed; bad usage is 2.
 func TestWorkTableError(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("corrupt", 1)[0]
 	rec := filepath.Join(h.root, "work", queueShard(id), string(id)+".json")
@@ -399,6 +408,7 @@ func TestWorkTableError(t *testing.T) {
 
 // TestWorkMaxItems: --max-items N runs N items and exits 0.
 func TestWorkMaxItems(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("max", 3)
 	r := h.must(0, "", "work", "--json", "--max-items", "2", "--", "true")
@@ -415,6 +425,7 @@ func TestWorkMaxItems(t *testing.T) {
 // gets a new supervisor: the worker goes on (the killed run is released,
 // no attempt counted: see TestWorkKillPatterns).
 func TestWorkSupervisorKilled(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("sup", 2)
 	script := `echo $PPID >> "$LEASE_ROOT/../parents"
@@ -433,6 +444,7 @@ if [ ! -e "$LEASE_ROOT/../killed" ]; then touch "$LEASE_ROOT/../killed"; kill -K
 // TestWorkSignalInLastItem: SIGTERM while the last item of --max-items
 // runs stops the worker as any SIGTERM does, exit 143; it exited 0.
 func TestWorkSignalInLastItem(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("last", 2)
 	p := h.start("work", "--max-items", "1", "--grace", "1", "--", "sh", "-c", "echo ready; sleep 30 & wait")
