@@ -57,6 +57,7 @@ type restoreCase struct {
 // 4-target groups leaves every file byte-identical to before, and no group
 // is reported written.
 func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
+	t.Parallel()
 	gid := grpID("group-g9")
 	targets := grpIDs("g9", 4)
 	const now, ttl = 1000.0, 100.0
@@ -176,6 +177,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 // once; a failure in the last chunk restores that chunk, leaves earlier
 // chunks renewed, and reports no group as renewed.
 func TestRenewGroupsInChunks(t *testing.T) {
+	t.Parallel()
 	defer func(n int) { commit.GroupChunkLocks = n }(commit.GroupChunkLocks)
 	commit.GroupChunkLocks = 10 // two groups of 1+4 locks per chunk
 	const now, ttl = 1000.0, 100.0
