@@ -17,6 +17,7 @@ import (
 )
 
 func TestMostFailedKeepsTheTopInAnyOrder(t *testing.T) {
+	t.Parallel()
 	var all []FailedItem
 	for i := range 40 {
 		id := leasefmt.ID(fmt.Sprintf("%064x", (i*7919)%1000))

@@ -75,6 +75,7 @@ func TestFenceSmall(t *testing.T) {
 }
 
 func TestFenceWatchStopsCleanly(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	ids := []leasefmt.ID{holdID("watch-a"), holdID("watch-b")}
 	lines := h.claim("keeper", "60", ids...)

@@ -18,6 +18,7 @@ import (
 // Hole 4: a lease run whose lease is released or revoked from outside
 // stops its command at once (exit 124), before anybody else's claim.
 func TestFenceRunStopsWhenReleasedOrRevoked(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"release", "revoke"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHoldTable(t)
@@ -57,6 +58,7 @@ func TestFenceRunStopsWhenReleasedOrRevoked(t *testing.T) {
 // (expires_at - clock_skew), and a claimer cannot take the lease before
 // expires_at + clock_skew.
 func TestFenceRunStopsBeforeTakeover(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("stop-in-time")
 	env := []string{"LEASE_CLOCK_SKEW=1"}

@@ -119,6 +119,7 @@ func waitPast(t float64) {
 // before the move, the claim rolls it back and grants the next token, whose
 // publish then publishes exactly one result.
 func TestFenceKillBetweenMoveAndDone(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("kill-mid-publish")
 	h.must(0, "", "claim", "--ttl", "1", string(id))

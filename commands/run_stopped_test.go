@@ -23,6 +23,7 @@ sleep 1.5
 echo finished`
 
 func TestRunCompletedWhileStopped(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("stopped-past-expiry")
 	r := h.lease("", "run", "--json", "--ttl", "2", "--renew-interval", "0.5", "--grace", "1", string(id), "--", "sh", "-c", stoppedScript)
@@ -45,6 +46,7 @@ func TestRunCompletedWhileStopped(t *testing.T) {
 // TestRunJSONLostAgrees: a lease lost (revoked) says lost true and
 // stats.lost 1; one CMD completed itself says false and 0.
 func TestRunJSONLostAgrees(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	for _, c := range []struct {
 		name, script string
@@ -72,6 +74,7 @@ func TestRunJSONLostAgrees(t *testing.T) {
 // signal (a crash) is a failed run, one stopped because its lease was lost
 // is not.
 func TestRunCompleteAttemptRules(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	crash, lost := holdID("attempt-crash"), holdID("attempt-lost")
 	if r := h.lease("", "run", "--complete", string(crash), "--", "sh", "-c", `kill -SEGV $$`); r.code != 139 {

@@ -271,6 +271,7 @@ func alive(pid int) bool {
 }
 
 func TestRunChildSeesLeaseVariables(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("vars")
 	r := h.must(0, "", "run", string(id), "--", "sh", "-c", `echo "$LEASE_ID $LEASE_TOKEN $LEASE_ROOT"`)
@@ -297,6 +298,7 @@ func TestRunChildSeesLeaseVariables(t *testing.T) {
 }
 
 func TestRunExitStatusPassesThrough(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("status")
 	for i, c := range []struct {
@@ -328,6 +330,7 @@ func TestRunExitStatusPassesThrough(t *testing.T) {
 }
 
 func TestRunCommandFinishesItsOwnLease(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("own")
 	// The command completes its lease with its token; lease run then exits
@@ -340,6 +343,7 @@ func TestRunCommandFinishesItsOwnLease(t *testing.T) {
 }
 
 func TestRunRefusals(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	held, free := holdID("held"), holdID("free")
 	h.must(0, "", "claim", "--owner", "someone-else", string(held))
@@ -451,6 +455,7 @@ func TestRunLeaseLostKillsStubbornCommand(t *testing.T) {
 }
 
 func TestRunReleasesOnSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := newHoldTable(t)
@@ -483,15 +488,50 @@ func TestRunReleasesOnSignal(t *testing.T) {
 }
 
 func TestRunRenewsWhileCommandRuns(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("renews")
-	// The command outlives the 1.5 s TTL several times over; it reports the
-	// record's expiry as lease status sees it once the first TTL is over.
-	r := h.must(0, "", "run", "--ttl", "1.5", "--interval", "0.3", string(id), "--", "sh", "-c",
-		`sleep 2.5; lease verify <<EOF
+	// CMD runs until the test tells it to stop, once a renewal has moved
+	// the record's expires_at past what the claim granted; then it checks
+	// its lease is still current. The 60 s ttl cannot run out by accident
+	// while the test waits: what is checked is that renewals happen, not
+	// that the lease survived a sleep.
+	p := h.start("run", "--ttl", "60", "--interval", "0.2", string(id), "--", "sh", "-c",
+		`echo ready; while [ ! -e "$LEASE_ROOT/../stop" ]; do sleep 0.05; done; lease verify <<EOF
 $LEASE_ID $LEASE_TOKEN
 EOF`)
-	if r.out != fmt.Sprintf("%s 1\n", id) {
-		t.Fatalf("the lease was not live 2.5 s into a 1.5 s TTL (verify printed %q)\n%s", r.out, r)
+	p.expect("ready")
+	h.waitRenewed(p, id, 1, h.rawRecord(id).ExpiresAt)
+	if err := os.WriteFile(filepath.Join(h.dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.expect(fmt.Sprintf("%s 1", id))
+	if code := p.wait(); code != 0 {
+		t.Fatalf("lease run: exit %d\n%s", code, stderrOf(p))
+	}
+	if rec := h.record(id); rec == nil || rec.Status != "released" || rec.Token != 1 {
+		t.Fatalf("after lease run the record is %+v, want released token 1", rec)
+	}
+}
+
+// waitRenewed waits (bounded by holdWait) until a renewal by p of id's
+// lease with token has moved its expires_at past granted. It fails the
+// test when p ends first, or the lease changes hands.
+func (h *holdTable) waitRenewed(p *holdProc, id leasefmt.ID, token int64, granted float64) {
+	h.t.Helper()
+	deadline := time.Now().Add(holdWait)
+	for {
+		rec := h.rawRecord(id)
+		switch {
+		case rec == nil || rec.Token != token:
+			h.t.Fatalf("waiting for a renewal of token %d: record %+v\nstderr:\n%s", token, rec, stderrOf(p))
+		case rec.ExpiresAt > granted:
+			return
+		case !alive(p.cmd.Process.Pid):
+			h.t.Fatalf("%s ended before a renewal moved expires_at past %.6f\nstderr:\n%s", strings.Join(p.cmd.Args, " "), granted, stderrOf(p))
+		case time.Now().After(deadline):
+			h.t.Fatalf("no renewal moved expires_at past %.6f within %v\nstderr:\n%s", granted, holdWait, stderrOf(p))
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -74,6 +74,7 @@ func treeGone(t *testing.T, what string, pids []int) {
 }
 
 func TestRunNoOrphans(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"revoke", "sigterm", "kill-9", "command-exits"} {
 		t.Run(how, func(t *testing.T) {
 			h := newHoldTable(t)
@@ -117,6 +118,7 @@ func TestRunNoOrphans(t *testing.T) {
 // names (as every AFL instance does) are published whole, each under its
 // own public/ID/, and are done.
 func TestRunCompletePublishesStage(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	stage := `mkdir -p "$LEASE_STAGE/crashes" &&
 echo "crash of $LEASE_ID" > "$LEASE_STAGE/crashes/id:000000,sig:11,src:000000,time:12,op:havoc,rep:2" &&
@@ -151,6 +153,7 @@ echo "execs_done : 42" > "$LEASE_STAGE/fuzzer_stats"`
 // TestRunCompletePublishRefused: a result that cannot be published leaves
 // the item not done, counts an attempt, and keeps what was staged.
 func TestRunCompletePublishRefused(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("publish-refused")
 	if err := os.MkdirAll(filepath.Join(h.root, "public", string(id)), 0o755); err != nil {
@@ -178,6 +181,7 @@ func TestRunCompletePublishRefused(t *testing.T) {
 // item becomes failed at max_attempts; a command stopped by a signal sent
 // to lease run counts none.
 func TestRunCompleteCountsAttempts(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("poison")
 	h.must(0, string(id)+"\n", "add")
@@ -211,6 +215,7 @@ func TestRunCompleteCountsAttempts(t *testing.T) {
 // TestRunInput: an item added with its content finds it at LEASE_INPUT;
 // one without gets LEASE_INPUT empty, whatever lease run inherited.
 func TestRunInput(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	seed := filepath.Join(h.dir, "seed")
 	os.WriteFile(seed, []byte("GIF89a seed\n"), 0o644)

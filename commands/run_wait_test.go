@@ -4,6 +4,8 @@ package commands_test
 // lock wait, with real processes.
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +35,7 @@ func waitStderr(t *testing.T, p *holdProc, want string) {
 // without running CMD, and runs it under a new token once the holder
 // releases.
 func TestRunWaitIsGrantedOnRelease(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("run-wait-granted")
 	held := h.must(0, "", "claim", "--owner", "first", "--ttl", "600", string(id)).out
@@ -56,6 +59,7 @@ func TestRunWaitIsGrantedOnRelease(t *testing.T) {
 // not run when the item stays held; outcomes waiting cannot change (done)
 // end the wait at once; bad values and --token are refused.
 func TestRunWaitGivesUp(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("run-wait-gives-up")
 	h.must(0, "", "claim", "--owner", "first", "--ttl", "600", string(id))
@@ -94,15 +98,31 @@ func TestRunWaitGivesUp(t *testing.T) {
 // lease was declared lost at once, CMD got SIGTERM and lease run exited
 // 124).
 func TestRunNextWaitKeepsTheLeaseItGot(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("run-next-wait")
 	h.must(0, string(id)+"\n", "add")
-	h.must(0, "", "claim", "--owner", "first", "--ttl", "2", string(id))
-	// The queue's one item is held for 2 s: the wait lasts longer than the
-	// 1.5 s lease run asks for, and CMD outlives that lease too (renewed
-	// every 0.3 s).
-	p := h.start("run", "-v", "--next", "--wait", "--ttl", "1.5", "--interval", "0.3", "--grace", "0.2", "--",
-		"sh", "-c", `echo "granted $LEASE_TOKEN"; sleep 2; echo finished`)
+	held := h.must(0, "", "claim", "--owner", "first", "--ttl", "600", string(id)).out
+	// lease run's lease is told to stop ttl - clock_skew - grace = 20 -
+	// 0.1 - 8 = 11.9 s after the claim (or renewal, every 0.5 s) that began
+	// it: far enough that it is not reached by accident once granted (at
+	// load 38 a renewal took more than 5.9 s).
+	// The queue's one item stays held until the test releases it, past
+	// that point counted from before the wait.
+	begin := time.Now()
+	p := h.start("run", "-v", "--next", "--wait", "--ttl", "20", "--interval", "0.5", "--grace", "8", "--",
+		"sh", "-c", `echo "granted $LEASE_TOKEN"; while [ ! -e "$LEASE_ROOT/../stop" ]; do sleep 0.05; done; echo finished`)
+	time.Sleep(time.Until(begin.Add(15 * time.Second))) // a lower bound on the wait (3 s for lease to start), not a timing assertion
+	if rec := h.record(id); rec.Owner != "first" || rec.Token != 1 {
+		t.Fatalf("lease run --next --wait took a held item: %+v\n%s", rec, stderrOf(p))
+	}
+	h.must(0, held, "release")
+	p.expect("granted 2")
+	// A renewal after the grant: the lease was not declared lost at once.
+	h.waitRenewed(p, id, 2, h.rawRecord(id).ExpiresAt)
+	if err := os.WriteFile(filepath.Join(h.dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if code := p.wait(); code != 0 || p.out.String() != "granted 2\nfinished\n" {
 		t.Fatalf("lease run --next --wait: exit %d, want 0 with CMD run to its end\nstdout:\n%s\nstderr:\n%s", code, p.out, stderrOf(p))
 	}

@@ -82,6 +82,7 @@ func watchIDs(name string, n int) []leasefmt.ID {
 // saw a rate, owners with their renewals and the failing items with their
 // attempts, and its last object is the summary taken after.
 func TestStatusWatchCampaign(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	ids := watchIDs("campaign", 200)
 	failing := map[string]bool{}

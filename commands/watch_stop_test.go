@@ -47,6 +47,7 @@ func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 // last round, each checked again. With --output the file holds them, and
 // held them whole since the first round.
 func TestWatchReportsDuringRound(t *testing.T) {
+	t.Parallel()
 	for _, output := range []bool{false, true} {
 		name := "stdout"
 		if output {

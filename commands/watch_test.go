@@ -104,27 +104,32 @@ func (h *holdTable) claim(owner string, ttl string, ids ...leasefmt.ID) string {
 }
 
 func TestWatchRenewsAcrossIntervals(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("watch-renews")
 	held := filepath.Join(h.dir, "held")
 	// Claimed for long, so that a slow start of the watcher loses nothing;
-	// its first round shortens the lease to its own 2 s TTL.
+	// its first round shortens the lease to its own 30 s TTL, long enough
+	// that it cannot run out by accident while the test waits.
 	os.WriteFile(held, []byte(h.claim("keeper", "60", id)), 0o644)
 
-	p := h.startWatch("", "--ttl", "2", "--interval", "0.5", held)
+	p := h.startWatch("", "--ttl", "30", "--interval", "0.5", held)
 	p.expectErr("round 1: renewed=1")
 	first := h.record(id)
-	if first.ExpiresAt > first.RenewedAt+2.001 {
-		t.Fatalf("the first round did not renew with --ttl 2: %+v", first)
+	if first.ExpiresAt > first.RenewedAt+30.001 {
+		t.Fatalf("the first round did not renew with --ttl 30: %+v", first)
 	}
-	// Run past that expiry (about 2.5 s): the lease must still be live,
-	// with an expiry that moved forward.
-	for time.Now().Before(time.Unix(0, int64(first.ExpiresAt*1e9)).Add(500 * time.Millisecond)) {
-		time.Sleep(100 * time.Millisecond)
-	}
+	// Later rounds renew it again: its expiry moves forward, the lease
+	// still live under the same token.
+	p.expectErr("round 4:")
+	deadline := time.Now().Add(holdWait)
 	rec := h.record(id)
+	for rec.ExpiresAt <= first.ExpiresAt && rec.Token == first.Token && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		rec = h.record(id)
+	}
 	if !rec.Live || rec.ExpiresAt <= first.ExpiresAt || rec.Token != first.Token {
-		t.Fatalf("one TTL after a renewal the record is %+v; it was %+v", rec, first)
+		t.Fatalf("no later round renewed the lease: the record is %+v; it was %+v\nstderr:\n%s", rec, first, p.errOut)
 	}
 	if code := p.stop(); code != 0 {
 		t.Fatalf("watch exited %d on SIGTERM, want 0\nstderr:\n%s", code, p.errOut)
@@ -141,6 +146,7 @@ func TestWatchRenewsAcrossIntervals(t *testing.T) {
 }
 
 func TestWatchPicksUpAppendedLinesAndDropsLost(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	a, b, c := holdID("watch-a"), holdID("watch-b"), holdID("watch-c")
 	held := filepath.Join(h.dir, "held")
@@ -190,6 +196,7 @@ func TestWatchPicksUpAppendedLinesAndDropsLost(t *testing.T) {
 }
 
 func TestWatchStdinEndsWhenAllLost(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("watch-stdin")
 	line := h.claim("keeper", "30", id)
@@ -208,6 +215,7 @@ func TestWatchStdinEndsWhenAllLost(t *testing.T) {
 }
 
 func TestWatchRefusesSettings(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := holdID("watch-settings")
 	held := filepath.Join(h.dir, "held")
@@ -246,6 +254,7 @@ func watchMPIBinary(t *testing.T, dir string) string {
 }
 
 func TestWatchUnderMPIRun(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	bin := watchMPIBinary(t, h.dir)
 	// Items in several shards, so that both ranks renew some.

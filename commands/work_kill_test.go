@@ -73,7 +73,11 @@ func TestWorkKillPatterns(t *testing.T) {
 				// ends it too.
 				mode = "group"
 			}
-			args := []string{"work", "--json", "--ttl", "3", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", killScript, "sh", mode}
+			// A lease told to stop ttl - clock_skew - grace = 13.9 s after
+			// a renewal (every 0.5 s) cannot be lost by accident before
+			// the kill; where the kill leaves it to run out, the next
+			// worker waits for that.
+			args := []string{"work", "--json", "--ttl", "15", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", killScript, "sh", mode}
 			p := h.start(args...)
 			p.expect("ready")
 			pids := pidsIn(t, filepath.Join(h.dir, "pids"))

@@ -90,6 +90,7 @@ func (h *holdTable) workAdd(name string, n int) []leasefmt.ID {
 // and stderr; the worker goes on and exits 0 once the queue is empty.
 // Each item's staged result is published as public/ID/.
 func TestWorkCampaign(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	ids := h.workAdd("seed", 5)
 	poison := h.workAdd("poison", 1)[0]
@@ -137,11 +138,13 @@ echo "$PPID" >> "$LEASE_ROOT/../supervisors"`
 }
 
 // TestWorkVerbose: -v prints one line per item and one at the end, and
-// nothing of the renewals.
+// nothing of the renewals: each item's CMD waits until a renewal has moved
+// its record's expires_at (the 60 s ttl cannot run out meanwhile).
 func TestWorkVerbose(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("v", 3)
-	r := h.must(0, "", "work", "-v", "--ttl", "3", "--renew-interval", "0.2", "--", "sh", "-c", "sleep 0.5")
+	r := h.must(0, "", "work", "-v", "--ttl", "60", "--renew-interval", "0.2", "--", "sh", "-c", renewedScript)
 	var lines []string
 	for _, l := range strings.Split(strings.TrimSpace(r.errOut), "\n") {
 		lines = append(lines, l)
@@ -152,10 +155,19 @@ func TestWorkVerbose(t *testing.T) {
 	}
 }
 
+// renewedScript is a CMD that ends once a renewal has moved its lease's
+// expires_at, as lease status shows it, past what it was when CMD began;
+// it exits 9 when it cannot read expires_at.
+const renewedScript = `expires() { lease status --json "$LEASE_ID" | sed -n 's/.*"expires_at":\([0-9.e+]*\).*/\1/p'; }
+e0=$(expires)
+[ -n "$e0" ] || exit 9
+while [ "$(expires)" = "$e0" ]; do sleep 0.05; done`
+
 // TestWorkOwner: without --owner a worker's leases carry USER@HOST/PID
 // (with the rank of a launcher's task), so that the workers of one host
 // are told apart; --owner and LEASE_OWNER still name it.
 func TestWorkOwner(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("owner", 2)
 	r := h.must(0, "", "work", "--max-items", "1", "--", "sh", "-c", `lease status --json "$LEASE_ID"`)
@@ -183,16 +195,38 @@ func TestWorkOwner(t *testing.T) {
 
 // TestWorkWaitsForBusyQueue: the only item is held by another lease for
 // longer than the worker's ttl - clock_skew - grace; the worker waits,
-// takes it over when it expires, and keeps it: the lost point counts from
-// the claim that granted it, not from before the wait.
+// takes it once the holder releases it, and keeps it: the lost point
+// counts from the claim that granted it, not from before the wait.
 func TestWorkWaitsForBusyQueue(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("busy", 1)[0]
-	h.must(0, "", "claim", "--ttl", "3", string(id))
-	r := h.lease("", "work", "--json", "--ttl", "2", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c", "sleep 1.5")
-	items, end := workObjects(t, r.errOut)
-	if r.code != 0 || len(items) != 1 || items[0].Lost || items[0].Finish != "done" || end.End != "empty" || strings.Contains(r.errOut, "lease lost") {
-		t.Fatalf("%s\nwant the item taken over after the wait and done, not lost", r)
+	held := h.must(0, "", "claim", "--ttl", "600", string(id)).out
+	// The worker's lease is told to stop ttl - clock_skew - grace = 20 -
+	// 0.1 - 8 = 11.9 s after the claim (or renewal, every 0.5 s) that began
+	// it: far enough that it is not reached by accident once granted (at
+	// load 38 a renewal took more than 5.9 s).
+	// The item stays held until the test releases it, past that point
+	// counted from before the wait.
+	begin := time.Now()
+	p := h.start("work", "--json", "--ttl", "20", "--renew-interval", "0.5", "--grace", "8", "--", "sh", "-c",
+		`echo "granted $LEASE_TOKEN"; while [ ! -e "$LEASE_ROOT/../stop" ]; do sleep 0.05; done`)
+	time.Sleep(time.Until(begin.Add(15 * time.Second))) // a lower bound on the wait (3 s for lease to start), not a timing assertion
+	if rec := h.record(id); rec.Token != 1 || rec.Status != "leased" {
+		t.Fatalf("the worker took a held item: %+v\n%s", rec, stderrOf(p))
+	}
+	h.must(0, held, "release")
+	p.expect("granted 2")
+	// A renewal after the grant: the lease was not declared lost at once.
+	h.waitRenewed(p, id, 2, h.rawRecord(id).ExpiresAt)
+	if err := os.WriteFile(filepath.Join(h.dir, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait()
+	errOut := stderrOf(p)
+	items, end := workObjects(t, errOut)
+	if code != 0 || len(items) != 1 || items[0].Lost || items[0].Finish != "done" || end.End != "empty" || strings.Contains(errOut, "lease lost") {
+		t.Fatalf("lease work: exit %d\n%s\nwant the item taken after the wait and done, not lost", code, errOut)
 	}
 	if rec := h.record(id); rec == nil || rec.Status != "done" || rec.Token != 2 {
 		t.Errorf("record %+v, want done with token 2", rec)
@@ -203,6 +237,7 @@ func TestWorkWaitsForBusyQueue(t *testing.T) {
 // stops CMD; that run is no attempt, and the worker goes on: it claims
 // the item again and finishes it.
 func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("lost", 1)[0]
 	script := `if [ ! -e "$LEASE_ROOT/../revoked" ]; then touch "$LEASE_ROOT/../revoked"; lease revoke "$LEASE_ID" > /dev/null; sleep 30; fi`
@@ -222,6 +257,7 @@ func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
 // TestWorkOwnSignalIsAnAttempt: a CMD killed by a signal lease work did
 // not send (a crash) is a failed run.
 func TestWorkOwnSignalIsAnAttempt(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("segv", 1)[0]
 	r := h.lease("", "work", "--max-attempts", "1", "--", "sh", "-c", `kill -SEGV $$`)
@@ -239,6 +275,7 @@ func TestWorkOwnSignalIsAnAttempt(t *testing.T) {
 // work exits 128+n. A signal while it waits for a busy queue ends the
 // wait.
 func TestWorkSignal(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			h := newHoldTable(t)
@@ -276,6 +313,7 @@ func TestWorkSignal(t *testing.T) {
 // running; the item expires and the next worker takes it over and
 // finishes it, no attempt counted.
 func TestWorkKilled(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("killed", 1)[0]
 	p := h.start("work", "--ttl", "2", "--renew-interval", "0.5", "--grace", "1", "--", "sh", "-c",
@@ -301,6 +339,7 @@ func TestWorkKilled(t *testing.T) {
 // is released with an attempt counted, and failed at max_attempts; the
 // worker goes on with the others.
 func TestWorkPublishRefused(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	ids := h.workAdd("pub", 3)
 	taken := ids[1]
@@ -348,6 +387,7 @@ func TestWorkPublishRefused(t *testing.T) {
 // the worker stops with exit 3; a command that cannot run is 127 with
 // nothing claimed; bad usage is 2.
 func TestWorkTableError(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	id := h.workAdd("corrupt", 1)[0]
 	rec := filepath.Join(h.root, "work", queueShard(id), string(id)+".json")
@@ -368,6 +408,7 @@ func TestWorkTableError(t *testing.T) {
 
 // TestWorkMaxItems: --max-items N runs N items and exits 0.
 func TestWorkMaxItems(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("max", 3)
 	r := h.must(0, "", "work", "--json", "--max-items", "2", "--", "true")
@@ -384,6 +425,7 @@ func TestWorkMaxItems(t *testing.T) {
 // gets a new supervisor: the worker goes on (the killed run is released,
 // no attempt counted: see TestWorkKillPatterns).
 func TestWorkSupervisorKilled(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("sup", 2)
 	script := `echo $PPID >> "$LEASE_ROOT/../parents"
@@ -402,6 +444,7 @@ if [ ! -e "$LEASE_ROOT/../killed" ]; then touch "$LEASE_ROOT/../killed"; kill -K
 // TestWorkSignalInLastItem: SIGTERM while the last item of --max-items
 // runs stops the worker as any SIGTERM does, exit 143; it exited 0.
 func TestWorkSignalInLastItem(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	h.workAdd("last", 2)
 	p := h.start("work", "--max-items", "1", "--grace", "1", "--", "sh", "-c", "echo ready; sleep 30 & wait")

@@ -28,6 +28,7 @@ func claimOne(t *testing.T, st *commit.Store, id leasefmt.ID, now float64) commi
 }
 
 func TestReleaseFailedCountsAndFails(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 2)
 	id := shardID(1, 7)
 	if r := at(st, 10).Enqueue(context.Background(), []commit.Item{{ID: id}}); r[0].Outcome != commit.OK {
@@ -127,6 +128,7 @@ func TestReleaseFailedCountsAndFails(t *testing.T) {
 
 // TestReleaseFailedUnlimited: max_attempts 0 counts but never fails.
 func TestReleaseFailedUnlimited(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 1)
 	id := shardID(0, 1)
 	for a := 1; a <= 5; a++ {
@@ -139,6 +141,7 @@ func TestReleaseFailedUnlimited(t *testing.T) {
 
 // TestReleaseFailedFenced: a stale token counts nothing and writes nothing.
 func TestReleaseFailedFenced(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 1)
 	id := shardID(0, 2)
 	claimOne(t, st, id, 10)

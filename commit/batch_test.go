@@ -21,6 +21,7 @@ import (
 // file fsyncs and K directory fsyncs (G4), each directory after its renames
 // (G3), each temp file fsynced before its rename (G1).
 func TestGroupCommitCounts(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ n, k, shards int }{
 		{1, 1, 16}, {2, 1, 16}, {10, 1, 1}, {10, 10, 16}, {16, 16, 16}, {64, 7, 16}, {100, 16, 16}, {90, 3, 256}, {300, 256, 256},
 	} {
@@ -124,6 +125,7 @@ func TestGroupCommitCounts(t *testing.T) {
 // or corrupt record (and a held or expired one) causes no create, write,
 // fsync, rename or directory fsync, and the record is left as it was.
 func TestRefusedItemsCostNothing(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 16)
 	ids := map[string]leasefmt.ID{}
 	for i, name := range []string{"leased", "done", "released", "missing", "corrupt", "expired"} {

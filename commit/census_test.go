@@ -71,6 +71,7 @@ func readAll(t *testing.T, st *commit.Store, now float64) census.Census {
 }
 
 func TestCensusCountsMarkedRecordsWithoutReading(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 4)
 	ctx := context.Background()
 	var items []commit.Item
@@ -115,6 +116,7 @@ func TestCensusCountsMarkedRecordsWithoutReading(t *testing.T) {
 // census reads both and counts what they say. (Such a program breaks the
 // tally: lease fsck finds it, see fsck's tests.)
 func TestCensusDistrustsMarkersOfRewrittenRecords(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 2)
 	ctx := context.Background()
 	a, b := shardID(0, 1), shardID(1, 2)
@@ -159,6 +161,7 @@ func TestCensusDistrustsMarkersOfRewrittenRecords(t *testing.T) {
 
 // lease retry replaces a failed record: its marker goes with it.
 func TestRetryRemovesTheMarker(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 2)
 	ctx := context.Background()
 	id := shardID(1, 3)

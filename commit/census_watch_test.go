@@ -66,6 +66,7 @@ func failTimes(t *testing.T, st *commit.Store, id leasefmt.ID, n, maxAttempts in
 // the list of reading every record, from the markers' names and again
 // once every marker is removed (so every record is read).
 func TestCensusMostFailedWithAndWithoutMarkers(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 4)
 	ctx := context.Background()
 	var items []commit.Item

@@ -17,6 +17,7 @@ import (
 // TestClaimTokens: tokens only grow; a claim of a released or expired
 // record gets the next token and keeps unknown keys.
 func TestClaimTokens(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 16)
 	id := shardID(3, 1)
 	path := st.Abs(st.RecordPath(leasefmt.Work, id))
@@ -61,6 +62,7 @@ func TestClaimTokens(t *testing.T) {
 
 // TestClaimFirst: never holds more than n, tries in input order.
 func TestClaimFirst(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 4)
 	items := spread(10, 4)
 	at(st, 100).Claim(context.Background(), items[1:3], "other", 60) // 1 and 2 are held

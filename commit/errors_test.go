@@ -9,6 +9,7 @@ import (
 )
 
 func TestOutcomeReasonsAndErrors(t *testing.T) {
+	t.Parallel()
 	for o, want := range map[commit.Outcome]struct {
 		reason string
 		err    error

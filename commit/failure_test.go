@@ -32,6 +32,7 @@ func failAt(op seam.Op, id leasefmt.ID) func(seam.Op, string) error {
 // write, fsync or rename: the directories already renamed into are still
 // fsynced, nothing is reported OK, no temp file is left behind.
 func TestFailureStillSyncsRenamedDirs(t *testing.T) {
+	t.Parallel()
 	const n, k = 24, 4
 	for _, op := range []seam.Op{seam.OpCreate, seam.OpWrite, seam.OpFsync, seam.OpRename} {
 		for _, writers := range []int{1, 64} {
@@ -105,6 +106,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 // TestFailedDirSyncFailsBatch: G6, a failed directory fsync makes every
 // result of the batch an I/O error, even those whose own directory synced.
 func TestFailedDirSyncFailsBatch(t *testing.T) {
+	t.Parallel()
 	const n, k = 20, 5
 	for _, writers := range []int{1, 64} {
 		for _, bad := range []int{0, 2, k - 1} {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCheckGroup(t *testing.T) {
+	t.Parallel()
 	ts := grpIDs("cg", 2)
 	gid := commit.GroupID(ts)
 	man := func() *leasefmt.Record {
@@ -82,6 +83,7 @@ func TestCheckGroup(t *testing.T) {
 }
 
 func TestCheckGroupInputRefusesOversizeManifest(t *testing.T) {
+	t.Parallel()
 	gid := grpID("big")
 	if err := commit.CheckGroupInput(gid, grpIDs("big", 40), "me", 10); err != nil {
 		t.Fatalf("40 targets: %v", err)

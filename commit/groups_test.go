@@ -109,6 +109,7 @@ func grpWriteRecord(t testing.TB, root string, st *commit.Store, r *leasefmt.Rec
 }
 
 func TestGroupIDHashesSortedTargetsJoinedByNewline(t *testing.T) {
+	t.Parallel()
 	a, b, c := grpID("a"), grpID("b"), grpID("c")
 	ids := []leasefmt.ID{a, b, c}
 	slices.Sort(ids)
@@ -128,6 +129,7 @@ func TestGroupIDHashesSortedTargetsJoinedByNewline(t *testing.T) {
 // earlier token of the manifest and of each target; targets carry the
 // group, unknown keys survive.
 func TestClaimGroupTokenAndRecords(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	st := grpOpen(t, root, nil)
 	ts := grpIDs("tok", 3)
@@ -177,6 +179,7 @@ func grpSorted(ids []leasefmt.ID) []leasefmt.ID {
 // digits agree share a lock byte; a claim of both must not wait for the
 // byte it already holds.
 func TestClaimGroupSharedLockByte(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	st := grpOpen(t, root, nil)
 	st.SetLockTimeout(300 * time.Millisecond)
@@ -198,6 +201,7 @@ func TestClaimGroupSharedLockByte(t *testing.T) {
 // TestRenewGroupsChecksTargets: a group is renewed only when every target
 // carries its lease; otherwise nothing of it is written.
 func TestRenewGroupsChecksTargets(t *testing.T) {
+	t.Parallel()
 	ts := grpIDs("chk", 3)
 	gid := commit.GroupID(ts)
 	cases := []struct {

@@ -57,6 +57,7 @@ type restoreCase struct {
 // 4-target groups leaves every file byte-identical to before, and no group
 // is reported written.
 func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
+	t.Parallel()
 	gid := grpID("group-g9")
 	targets := grpIDs("g9", 4)
 	const now, ttl = 1000.0, 100.0

@@ -27,6 +27,7 @@ func content(data string) commit.Content {
 }
 
 func TestStoreInputs(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 2)
 	cs := []commit.Content{content("a"), content("b"), content("c"), content("d")}
 	for _, r := range st.StoreInputs(context.Background(), cs) {

@@ -108,6 +108,7 @@ func startLockHolder(t *testing.T, mode, root string, id leasefmt.ID) *exec.Cmd 
 // until the timeout (ErrLockTimeout, and lock-timeout in a batch), guards
 // only its own byte, and is granted once the holder is killed.
 func TestLockBetweenProcesses(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"ofd", "posix"} {
 		t.Run(mode, func(t *testing.T) {
 			st, _ := hookedTable(t, 4)
@@ -161,6 +162,7 @@ func TestLockBetweenProcesses(t *testing.T) {
 // for them), and a claim of the queue's next item cut short says busy,
 // never empty.
 func TestContextEndsLockWaits(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 4, commit.WithLockTimeout(time.Hour), commit.WithWriters(1))
 	id := shardID(1, 3)
 	startLockHolder(t, "ofd", st.Root(), id)
@@ -205,6 +207,7 @@ func TestContextEndsLockWaits(t *testing.T) {
 // another process gets the byte at once, while a byte the other process
 // holds still keeps this process out through the same cached descriptor.
 func TestUnlockHandsOverToOtherProcesses(t *testing.T) {
+	t.Parallel()
 	for _, mode := range []string{"ofd", "posix"} {
 		t.Run(mode, func(t *testing.T) {
 			st, _ := hookedTable(t, 4)
@@ -326,6 +329,7 @@ func TestLockBetweenGoroutines(t *testing.T) {
 // locks through, and another process locking through the new file still
 // keeps it out.
 func TestReplacedLockFileBetweenBatches(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
 	if err != nil {

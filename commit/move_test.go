@@ -19,6 +19,7 @@ import (
 // TestCrossDirectoryRefused: G8, the same-directory batch refuses a rename
 // between directories before making it.
 func TestCrossDirectoryRefused(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 4)
 	src := path.Join(layout.StageDir, "result")
 	if err := os.WriteFile(st.Abs(src), []byte("data"), 0o644); err != nil {
@@ -64,6 +65,7 @@ func TestCrossDirectoryRefused(t *testing.T) {
 // TestDurableMove: G8's cross-directory move fsyncs the destination
 // directory, then the source directory, and never replaces a file.
 func TestDurableMove(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 4)
 	write := func(rel, data string) {
 		if err := os.WriteFile(st.Abs(rel), []byte(data), 0o644); err != nil {

@@ -19,6 +19,7 @@ import (
 // listed (many new entries) or looked up entry by entry; the directory
 // fsyncs are one per touched shard.
 func TestEnqueueDoneItems(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{10, 600} { // below and above the listing threshold
 		st, _ := hookedTable(t, 1)
 		items := make([]commit.Item, n)
@@ -67,6 +68,7 @@ func TestEnqueueDoneItems(t *testing.T) {
 }
 
 func TestClaimNextAnswers(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 4)
 	rnd := rand.New(rand.NewPCG(1, 2))
 	if nx := at(st, 100).ClaimNext(context.Background(), 1, "w", 10, rnd); nx.Answer != commit.Empty {

@@ -50,6 +50,7 @@ var afl = map[string]string{
 }
 
 func TestCompleteStage(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 4)
 	a, b := claimOne(t, st, shardID(1, 1), 10), claimOne(t, st, shardID(2, 2), 10)
 	stageTree(t, st, a, afl)
@@ -138,6 +139,7 @@ func TestCompleteStage(t *testing.T) {
 
 // TestCompletePublishDirectory: --publish NAME takes a directory too.
 func TestCompletePublishDirectory(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 4)
 	a := claimOne(t, st, shardID(0, 5), 10)
 	stageTree(t, st, a, map[string]string{"findings/x": "X", "findings/deep/y": "Y", "other": "O"})
@@ -157,6 +159,7 @@ func TestCompletePublishDirectory(t *testing.T) {
 // name is taken, is refused before anything is written: the record stays
 // leased and everything staged stays where it was.
 func TestCompleteStageRefusals(t *testing.T) {
+	t.Parallel()
 	st, log := hookedTable(t, 4)
 	a := claimOne(t, st, shardID(3, 9), 10)
 	dir := stageTree(t, st, a, map[string]string{"crashes/c1": "1"})
@@ -189,6 +192,7 @@ func TestCompleteStageRefusals(t *testing.T) {
 // whose completer died is rolled forward when public/ID is there, back
 // (the staging directory stays) when it is not.
 func TestSettleStagePublish(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 4)
 	fwd, back := claimOne(t, st, shardID(0, 20), 10), claimOne(t, st, shardID(1, 21), 10)
 	for _, it := range []commit.Item{fwd, back} {

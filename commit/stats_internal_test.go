@@ -8,6 +8,7 @@ import (
 // A batch of any size keeps at most maxLatencies latencies, a uniform
 // sample of them: the percentiles of a million records cost 256 KiB.
 func TestLatenciesBounded(t *testing.T) {
+	t.Parallel()
 	var s Stats
 	n := 4 * maxLatencies
 	for i := range n {

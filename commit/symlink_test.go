@@ -20,6 +20,7 @@ import (
 // lock file is never followed for writing: every operation reports the
 // record corrupt and the files outside the table are unchanged.
 func TestPlantedSymlinks(t *testing.T) {
+	t.Parallel()
 	const shards = 4
 	id := shardID(2, 5)
 	validRecord := func() []byte {
@@ -125,6 +126,7 @@ func TestPlantedSymlinks(t *testing.T) {
 // The engine refuses the same things when they are not links: a directory
 // or a FIFO where a record should be.
 func TestNonRegularRecord(t *testing.T) {
+	t.Parallel()
 	st, _ := hookedTable(t, 4)
 	id, fifo := shardID(1, 1), shardID(1, 2)
 	if err := os.Mkdir(st.Abs(st.RecordPath(leasefmt.Work, id)), 0o755); err != nil {

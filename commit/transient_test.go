@@ -136,6 +136,7 @@ func transientTable(t *testing.T) (*commit.Store, *otherClient, *opLog) {
 // does not exist. When the reads keep failing the item is an I/O error and
 // nothing is written.
 func TestReadAfterOpenIsNeverMissing(t *testing.T) {
+	t.Parallel()
 	st, other, log := transientTable(t)
 	id := shardID(1, 1)
 	name := st.RecordPath(leasefmt.Work, id)
@@ -177,6 +178,7 @@ func TestReadAfterOpenIsNeverMissing(t *testing.T) {
 // client's cache hid it, the claim reads it again and decides on it: the
 // other holder's record survives and the claim is refused as held.
 func TestCreateNeverReplaces(t *testing.T) {
+	t.Parallel()
 	st, other, log := transientTable(t)
 	ids := []leasefmt.ID{shardID(0, 1), shardID(1, 2), shardID(2, 3)}
 	theirs := func(id leasefmt.ID) []byte {
@@ -231,6 +233,7 @@ func mustDecode(t *testing.T, b []byte, id leasefmt.ID) *leasefmt.Record {
 // still fsynced; an ESTALE that does not go away fails the batch (G6)
 // with that record as the cause.
 func TestESTALEPerRecord(t *testing.T) {
+	t.Parallel()
 	st, other, log := transientTable(t)
 	items := spread(139, 4)
 	h := held(t, at(st, 1000).Claim(context.Background(), items, "host/w", 60))

@@ -60,6 +60,7 @@ func setChunk(t *testing.T, n int) {
 // the renames), whatever the number of writers: a claim of 32, a renewal
 // of 1,024 in 16 shards, and that renewal in chunks of 256.
 func TestTwoPassSyncfsPerChunk(t *testing.T) {
+	// Not parallel: setChunk sets the package-wide chunk size.
 	for _, tc := range []struct {
 		n, writers, chunk int
 	}{

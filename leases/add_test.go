@@ -14,6 +14,7 @@ import (
 // files of the same content) is added once: the later ones are
 // ErrQueued, as in a later call. All were counted as added before.
 func TestAddFilesCountsDuplicatesOnce(t *testing.T) {
+	t.Parallel()
 	tb, _ := workTable(t)
 	dir := t.TempDir()
 	a, b, a2 := filepath.Join(dir, "a"), filepath.Join(dir, "b"), filepath.Join(dir, "a-copy")

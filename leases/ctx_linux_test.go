@@ -34,6 +34,7 @@ func lockedTable(t *testing.T, item string) string {
 // deadline passes, or once its context is cancelled, with a result that
 // wraps ErrLockTimeout and the context's error.
 func TestLockWaitEndsWithContext(t *testing.T) {
+	t.Parallel()
 	item := id("held-by-another-process")
 	root := lockedTable(t, item)
 	tb, err := leases.Open(root, leases.WithLockTimeout(time.Hour))

@@ -142,6 +142,7 @@ func TestKeepAliveEndsOnRevoke(t *testing.T) {
 // WithLockTimeout), and KeepAlive returns ErrLost at the lease's lost
 // point instead of renewing too late.
 func TestKeepAliveBoundsLockWait(t *testing.T) {
+	t.Parallel()
 	tb := keepTable(t, leases.WithLockTimeout(time.Hour))
 	item := id("locked")
 	l := claimOne(t, tb, 3*time.Second, item)

@@ -54,6 +54,7 @@ func workRecord(t *testing.T, root, id string) *leasefmt.Record {
 // ErrLost; that run counts no attempt, and Work goes on (it claims the
 // item again and finishes it).
 func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
+	t.Parallel()
 	tb, root := workTable(t)
 	ctx := context.Background()
 	res, _ := tb.AddContent(ctx, []byte("lost"))
@@ -86,6 +87,7 @@ func TestWorkLostLeaseIsNoAttempt(t *testing.T) {
 // TestWorkStopsOnContext: ctx ending while the function runs ends Work
 // with ctx's error; the item is released with no attempt counted.
 func TestWorkStopsOnContext(t *testing.T) {
+	t.Parallel()
 	tb, root := workTable(t)
 	res, _ := tb.AddContent(context.Background(), []byte("stopped"))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -103,29 +105,62 @@ func TestWorkStopsOnContext(t *testing.T) {
 }
 
 // TestWorkWaitsForBusyQueue: the only item is held by another lease for
-// longer than Work's ttl - skew - grace; Work waits, takes it over when it
-// expires, and keeps it: the lost point counts from the claim that
-// granted it.
+// longer than Work's ttl - skew - grace; Work waits, takes it once the
+// holder releases it, and keeps it: the lost point counts from the claim
+// that granted it.
 func TestWorkWaitsForBusyQueue(t *testing.T) {
+	t.Parallel()
 	tb, root := workTable(t)
 	ctx := context.Background()
 	id := leases.IDOf([]byte("busy"))
 	tb.Add(ctx, id)
 	other, _ := leases.Open(root, leases.WithClockSkew(100*time.Millisecond))
 	defer other.Close()
-	if res, _ := other.Claim(ctx, 3*time.Second, id); res[0].Err() != nil {
-		t.Fatal(res[0].Err())
+	held, _ := other.Claim(ctx, 10*time.Minute, id)
+	if held[0].Err() != nil {
+		t.Fatal(held[0].Err())
+	}
+	// Work's lease is told to stop ttl - skew - grace = 20 - 0.1 - 8 =
+	// 11.9 s after the claim (or renewal, every 0.5 s) that began it: not
+	// reached by accident once granted. The item stays held until released
+	// here, past that point counted from before the wait (a lower bound on
+	// the wait, not a timing assertion).
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(13 * time.Second)
+		if res, _ := other.Release(ctx, held[0].Lease); res[0].Err() != nil {
+			t.Errorf("release of the holder's lease: %v", res[0].Err())
+		}
+	}()
+	expires := func(id string) float64 {
+		st, err := commit.Open(root)
+		if err != nil {
+			return 0
+		}
+		defer st.Close()
+		rec, err := st.Read(context.Background(), leasefmt.Work, leasefmt.ID(id))
+		if err != nil || rec == nil {
+			return 0
+		}
+		return rec.ExpiresAt
 	}
 	stats, err := tb.Work(ctx, func(ctx context.Context, it leases.Item) error {
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(1500 * time.Millisecond):
-			return nil
+		// Done once a renewal has moved the record's expires_at: a lease
+		// declared lost instead ends ctx.
+		granted := expires(it.ID)
+		for expires(it.ID) <= granted {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(20 * time.Millisecond):
+			}
 		}
-	}, leases.WorkOptions{TTL: 2 * time.Second, Interval: 500 * time.Millisecond, Grace: time.Second})
+		return nil
+	}, leases.WorkOptions{TTL: 20 * time.Second, Interval: 500 * time.Millisecond, Grace: 8 * time.Second})
+	<-released
 	if err != nil || stats.Finishes["done"] != 1 || stats.Items != 1 {
-		t.Fatalf("Work: %+v, %v; want the item taken over after the wait and done", stats, err)
+		t.Fatalf("Work: %+v, %v; want the item taken after the wait and done", stats, err)
 	}
 	if rec := workRecord(t, root, id); rec.Token != 2 {
 		t.Errorf("token %d, want 2", rec.Token)
@@ -136,6 +171,7 @@ func TestWorkWaitsForBusyQueue(t *testing.T) {
 // (public/ID is taken) leaves the item not done with an attempt counted
 // and what was staged in place; a command's exit status is recorded.
 func TestWorkPublishRefusedAndExitStatus(t *testing.T) {
+	t.Parallel()
 	tb, root := workTable(t)
 	ctx := context.Background()
 	res, _ := tb.AddContent(ctx, []byte("taken"), []byte("exit 7"))
@@ -164,6 +200,7 @@ func TestWorkPublishRefusedAndExitStatus(t *testing.T) {
 // TestWorkTableError: only a corrupt record left to claim ends Work with
 // an error wrapping ErrCorrupt.
 func TestWorkTableError(t *testing.T) {
+	t.Parallel()
 	tb, root := workTable(t)
 	ctx := context.Background()
 	id := leases.IDOf([]byte("corrupt"))

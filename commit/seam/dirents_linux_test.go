@@ -19,6 +19,7 @@ import (
 // number, the same for both names of one file, also after a ReadNames that
 // left names in a smaller buffer.
 func TestScanDirentsAndLink(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	os.Mkdir(filepath.Join(root, "d"), 0o755)
 	const n = 3000

@@ -21,6 +21,7 @@ import (
 // removed, when the directory's blocks are mostly empty), never "." or
 // "..", at most n per call, then io.EOF.
 func TestOpenDirReadsEveryNameOnce(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "d")
 	os.Mkdir(dir, 0o777)

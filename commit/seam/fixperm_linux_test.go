@@ -14,6 +14,7 @@ import (
 // (ErrNotInPlace) a symbolic link and a file with a second name, leaving
 // what they reach unchanged; on both of its ways of setting a mode.
 func TestFixPermNeverInPlaceThroughLinks(t *testing.T) {
+	t.Parallel()
 	for _, old := range []bool{false, true} {
 		seam.SetNoFchmodat2(old)
 		root, outside := t.TempDir(), t.TempDir()

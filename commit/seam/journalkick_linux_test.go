@@ -27,6 +27,7 @@ func testKicker(t *testing.T, dir string) *kicker {
 // TestKickerNotOnLocalFS: no kicker on a local filesystem, so its reads
 // are never watched (a nil kicker's watch is a no-op).
 func TestKickerNotOnLocalFS(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {

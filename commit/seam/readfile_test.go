@@ -16,6 +16,7 @@ import (
 // what is longer than the bound with max+1 bytes, and refuses non-regular
 // files without reading them.
 func TestOSReadFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	o, err := seam.OS(dir)
 	if err != nil {
