@@ -1,7 +1,12 @@
 // Package commands is the command line of lease: one file per subcommand,
-// each starting with its cli.Command and registering its Descriptor
-// (descriptor.go), from which NewApp builds the app. Actions return errors
-// (cli.Exit with a status of package exitcode) and never exit.
+// cmd_NAME.go (cmd_group_claim.go for lease group-claim), each starting
+// with its cli.Command and registering its Descriptor (descriptor.go), from
+// which NewApp builds the app; the parts of one command are
+// cmd_NAME_PART.go (cmd_status_watch.go). Every other file is shared by
+// several commands: the batch runner (batch.go, stream.go, spool.go), the
+// one reporter (report.go), the environment of a run (env.go), flags,
+// input filters, progress. Actions return errors (cli.Exit with a status
+// of package exitcode) and never exit.
 package commands
 
 import (

@@ -50,7 +50,7 @@ type holder struct {
 	lost       bool
 	lostReason string
 	finish     string    // released, done, failed, lost, or the failure's reason word
-	fin        runFinish // how CMD ended, for finishing the lease (run_finish.go)
+	fin        runFinish // how CMD ended, for finishing the lease (cmd_run_finish.go)
 	notStarted bool      // CMD could not be started
 	finished   worker.Finished
 	ended      worker.End // how end finished it (finishAgain finishes it so again)
