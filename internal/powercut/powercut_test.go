@@ -58,7 +58,14 @@ func campaign(t *testing.T, o powercut.Options, fsys powercut.FS, cuts int, brok
 	done := 0
 	start := time.Now()
 	var tmpl *powercut.Template
-	for i := 0; i < cuts; i++ {
+	replays := 0 // cuts not checked: btrfs could not replay its log (Result.LogReplay)
+	// A cut that could not be checked is made again with the next seed,
+	// at most cuts times in all: cuts counts the checked ones.
+	for i := 0; done-replays < cuts; i++ {
+		if replays > 0 && replays >= cuts {
+			t.Errorf("%s: %d cuts could not be checked (btrfs failed to replay its own log tree each time)", fsys.Name, replays)
+			break
+		}
 		if !until.IsZero() && time.Now().After(until) {
 			t.Logf("POWERCUT_MINUTES is over: %d of %d cuts made", i, cuts)
 			break
@@ -86,6 +93,17 @@ func campaign(t *testing.T, o powercut.Options, fsys powercut.FS, cuts int, brok
 		res, err := powercut.Cut(context.Background(), fsys, seed, o)
 		if err != nil {
 			t.Fatalf("%s seed %d: %v", fsys.Name, seed, err)
+		}
+		if res.LogReplay != "" {
+			// btrfs's defect, not lease's (Result.LogReplay): counted
+			// and said, its image kept, nothing to check.
+			replays++
+			kept := filepath.Join("/var/tmp", fmt.Sprintf("lease-powercut-logreplay-%s-%d", fsys.Name, seed))
+			if out, err := exec.Command("cp", "-a", "--sparse=always", filepath.Dir(res.Image), kept).CombinedOutput(); err != nil {
+				t.Errorf("keeping %s: %v: %s", res.Image, err, out)
+			}
+			t.Logf("%s seed %d: NOT CHECKED: %s; image kept in %s", fsys.Name, seed, res.LogReplay, kept)
+			continue
 		}
 		acked += res.Acked
 		lost += len(res.Lost)
@@ -133,8 +151,12 @@ func campaign(t *testing.T, o powercut.Options, fsys powercut.FS, cuts int, brok
 	if sync == "" {
 		sync = "lease's default"
 	}
-	line = fmt.Sprintf("powercut: %s%s: %d cuts, %d operations acknowledged, %d lost, fsck: %s (fsck/--repair/fsck after); cuts during a renew-batch: %d, records old %d, new %d; sync: %s; %.1f s per cut (the kernel's CPU until the cut: %.1f s)",
-		fsys.Name, build, done, acked, lost, strings.Join(parts, ", "), renewCuts, renewOld, renewNew, sync,
+	unchecked := ""
+	if replays > 0 {
+		unchecked = fmt.Sprintf(" (and %d not checked: btrfs failed to replay its own log tree, images kept)", replays)
+	}
+	line = fmt.Sprintf("powercut: %s%s: %d cuts%s, %d operations acknowledged, %d lost, fsck: %s (fsck/--repair/fsck after); cuts during a renew-batch: %d, records old %d, new %d; sync: %s; %.1f s per cut (the kernel's CPU until the cut: %.1f s)",
+		fsys.Name, build, done-replays, unchecked, acked, lost, strings.Join(parts, ", "), renewCuts, renewOld, renewNew, sync,
 		time.Since(start).Seconds()/float64(max(done, 1)), cpu.Seconds()/float64(max(done, 1)))
 	return acked, lost, line
 }

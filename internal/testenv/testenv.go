@@ -96,7 +96,7 @@ var debianPackage = map[string]string{
 	"glusterfs": "glusterfs-client", "sbatch": "slurm-wlm", "srun": "slurm-wlm",
 	"sinfo": "slurm-wlm", "scancel": "slurm-wlm", "go": "golang-go", "dd": "coreutils",
 	"uml_switch": "uml-utilities", "rpc.nfsd": "nfs-kernel-server", "exportfs": "nfs-kernel-server",
-	"mount.nfs": "nfs-common", "rpc.statd": "nfs-common", "rpcbind": "rpcbind",
+	"mount.nfs": "nfs-common", "rpc.statd": "nfs-common", "rpcbind": "rpcbind", "xz": "xz-utils",
 }
 
 // Install is the clause that says how to get tool on Debian: "apt-get
