@@ -6,7 +6,11 @@
 export PATH=/usr/local/go/bin:/usr/sbin:/usr/bin:/sbin:/bin
 if [ -z "${UML_SETUP:-}" ]; then
   mount -t proc proc /proc; mount -t sysfs sys /sys
-  mount -t tmpfs tmpfs /tmp; mount -t tmpfs tmpfs /run
+  mount -t tmpfs tmpfs /run
+  # A checkout under /tmp (a clone there, as CI's may be) is hidden by the guest's own /tmp: the
+  # guest scripts (here: the init's directory, set by the init) are copied to /run/setup first.
+  case "${here:-}" in /tmp/*) mkdir -p /run/setup && cp -R "$here/." /run/setup/ && here=/run/setup ;; esac
+  mount -t tmpfs tmpfs /tmp
   mkdir -p /run/etc; cp -a /etc/. /run/etc/ 2>/dev/null; mount --bind /run/etc /etc
   mkdir -p /run/modroot/lib/modules; ln -s "/usr/lib/uml/modules/$(uname -r)" "/run/modroot/lib/modules/$(uname -r)"
 fi
