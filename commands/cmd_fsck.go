@@ -301,6 +301,8 @@ func (p *fsckPrinter) finding(f *fsck.Finding) {
 		fmt.Fprintf(&b, " => %s", leasefmt.Bound(p.absDone(f)))
 	case f.RepairErr != nil:
 		fmt.Fprintf(&b, " => repair failed: %s", leasefmt.Bound(f.RepairErr.Error()))
+	case f.Debris && f.Repair == "":
+		b.WriteString(" (debris of a killed worker, not damage; left alone)")
 	case f.Debris:
 		fmt.Fprintf(&b, " (debris of a killed worker, not damage; --repair: %s)", leasefmt.Bound(f.Repair))
 	case f.Severity() == fsck.Notice:
