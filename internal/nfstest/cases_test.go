@@ -96,6 +96,7 @@ func localLocks(t *testing.T, s *suite, vers string) {
 		// A lock held through client 0 (lease's own holder, as qualify's
 		// lock check starts it), asked for through client 1.
 		out, code := s.sh(t, 0, fmt.Sprintf(`mkdir -p %[1]s && : > %[1]s/lock
+: > /tmp/hold.out  # empty before the holder starts: not the last mount's "locked", nor missing
 ($LEASE qualify --hold-lock %[1]s/lock > /tmp/hold.out 2>&1 & echo $! > /tmp/hold.pid)
 i=0; until grep -q locked /tmp/hold.out || [ $i -ge 300 ]; do sleep 1; i=$((i+1)); done; cat /tmp/hold.out
 grep -q locked /tmp/hold.out || { echo "after $i s:"; ps -ef | grep -v grep | grep lease; cat /proc/$(cat /tmp/hold.pid)/stack; dmesg | tail -5; }`, dir))
