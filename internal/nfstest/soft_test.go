@@ -22,30 +22,30 @@ const softOpts = "soft,timeo=10,retrans=2"
 // soft: lease through a soft mount while the server is away (issue 33: no
 // false success, every failure exit 4, nothing half done that fsck
 // --repair cannot settle). Client 0 mounts the export a second time with
-// softOpts; a table with a pool of 8 leases is made through the default
-// mount. A loop in client 0 runs, through the soft mount, round after
-// round: a claim of a new ID, a renew-batch of the pool, a claim and
-// complete --publish of another new ID, an add of two new IDs, each
-// command's exit status and output logged once it returned. Once a round
-// ran, knfsd is stopped (StopKnfsd: the server kernel, its tmpfs export
-// and mountd stay) as the second round's renew-batch (NFSv3) or publish
-// (NFSv4.2) starts, and stays stopped until 8 commands returned after the
-// stop; the loop is stopped while the server is still away, then knfsd
-// starts again. Every command must have exited 0 or 4 (SPEC §7: 4 is an
-// I/O error, nothing reported as a success for records in flight), at
-// least one 4 after the stop (else the soft mount proved nothing); every
-// line a command printed as a success must be on the export, read
-// through the default mount: a claim's record with its token and
-// expiry, a renewal's expiry, a publish's record done and its result's
-// bytes, an added ID queued. Then lease fsck, fsck --repair and fsck
-// (exit 0) through the default mount, and a claim through the soft mount
-// succeeds again.
+// softOpts; a table with a pool of 32 leases (in its 4 shards) is made
+// through the default mount. A loop in client 0 runs, through the soft
+// mount, round after round: a claim of a new ID, a renew-batch of the
+// pool, a claim and complete --publish of another new ID, an add of two
+// new IDs, each command's exit status and output logged once it returned.
+// knfsd is stopped (StopKnfsd: the server kernel, its tmpfs export and
+// mountd stay) as the second round's claim (NFSv3) or renew-batch
+// (NFSv4.2) starts, and stays stopped until 8 commands returned
+// after the stop; the loop is stopped while the server is still away,
+// then knfsd starts again. Every command must have exited 0 or 4 (SPEC
+// §7: 4 is an I/O error, nothing reported as a success for records in
+// flight), at least one 4 after the stop (else the soft mount proved
+// nothing); every line a command printed as a success must be on the
+// export, read through the default mount: a claim's record with its token
+// and expiry, a renewal's expiry, a publish's record done and its
+// result's bytes, an added ID queued. Then lease fsck, fsck --repair and
+// fsck (exit 0) through the default mount, and a claim through the soft
+// mount succeeds again.
 func soft(t *testing.T, s *suite, vers string) {
 	const softMnt = "/tmp/nfs-soft"
 	mountAgain(t, s, 0, vers, softMnt, softOpts)
 	root := Mnt + "/soft"
 	via := softMnt + "/soft" // the same table through the soft mount
-	pool := ids(t.Name(), 8)
+	pool := ids(t.Name(), 32)
 	out, code := s.sh(t, 0, fmt.Sprintf(`$LEASE init --root %[1]s --shards 4 > /dev/null &&
 $LEASE claim --root %[1]s --ttl 600 %[2]s > /tmp/pool && cat /tmp/pool`, root, strings.Join(pool, " ")))
 	if code != 0 || strings.Count(out, "\n") != len(pool) {
@@ -103,14 +103,17 @@ echo "END $k" >> $log
 	// The loop ends with the test, whatever happens (its commands fail
 	// fast with the server away: soft).
 	t.Cleanup(stopLoop)
-	// knfsd stops as the second round's renew-batch (NFSv3) or publish
-	// (NFSv4.2) starts: the stop lands in it or in the commands after it.
-	inFlight := map[string]string{"3": "renew-2", "4.2": "publish-2"}[vers]
+	// knfsd stops as the second round's claim (NFSv3) or renew-batch
+	// (NFSv4.2) starts: the stop lands in it or in a command after it
+	// (on a loaded machine the stop takes about as long as a command).
+	inFlight := map[string]string{"3": "claim-2", "4.2": "renew-2"}[vers]
 	waitLog("the second round's "+inFlight+" through the soft mount", func(b []byte) bool { return bytes.Contains(b, []byte("\nS "+inFlight+"\n")) })
+	tStop := time.Now()
 	if err := s.c.StopKnfsd(s.ctx); err != nil {
 		t.Fatal(err)
 	}
 	mark := len(readLog())
+	t.Logf("NFSv%s: knfsd stopped in %.1fs, from the start of %s", vers, time.Since(tStop).Seconds(), inFlight)
 	t0 := time.Now()
 	stopped := true
 	defer func() {
@@ -171,7 +174,7 @@ cat /tmp/status.json`, root, via, strings.Repeat("d", 64)))
 		shards[filepath.Dir(recs[id].Path)] = true
 	}
 	if len(shards) < 2 {
-		t.Errorf("the pool's 8 leases are in %d shard(s); want several", len(shards))
+		t.Errorf("the pool's %d leases are in %d shard(s); want several", len(pool), len(shards))
 	}
 	// Each command's line: exit 0 or 4; what it printed, on the export.
 	renewed := map[string]float64{} // ID -> the latest T0 of an acknowledged renewal
