@@ -73,7 +73,9 @@ var fsckManual = Manual{
 		"until the last process closes it; the client then removes it. lease fsck reports each such file, wherever " +
 		"it is in the table, as an nfs-silly-rename notice (\"NFS silly-rename file (removed while open; the client " +
 		"deletes it on close)\"): not a record, not damage, no effect on the exit status, and --repair leaves it " +
-		"where it is. The summary, status and claim --next pass such names over.\n\n" +
+		"where it is. A stale staging directory that holds only such files is left with them (a notice; moving it " +
+		"would move files that may be open): a later --repair removes it once the client deleted them. The " +
+		"summary, status and claim --next pass such names over.\n\n" +
 		"In a table shared by a group (lease init --shared) it also checks the modes: every directory must be " +
 		"setgid and readable, writable and searchable by the group, the root and stage/ also sticky (else a member " +
 		"can rename another's TABLE or live staging directory and put a link at its name; --repair gives the sticky " +
@@ -301,6 +303,8 @@ func (p *fsckPrinter) finding(f *fsck.Finding) {
 		fmt.Fprintf(&b, " => %s", leasefmt.Bound(p.absDone(f)))
 	case f.RepairErr != nil:
 		fmt.Fprintf(&b, " => repair failed: %s", leasefmt.Bound(f.RepairErr.Error()))
+	case f.Debris && f.Repair == "":
+		b.WriteString(" (debris of a killed worker, not damage; left alone)")
 	case f.Debris:
 		fmt.Fprintf(&b, " (debris of a killed worker, not damage; --repair: %s)", leasefmt.Bound(f.Repair))
 	case f.Severity() == fsck.Notice:

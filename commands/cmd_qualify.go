@@ -132,7 +132,13 @@ the export in each client: on NFSv3 with nolock a lock held through one client w
 other, and qualify through each client failed client-caches (exit 1); on NFSv4.2 the client ignores
 local_lock=all (the mount shows local_lock=none), the locks exclude across clients and qualify verifies.
 A file removed while a process of its client has it open becomes .nfs and hex digits until closed:
-lease fsck reports it as an nfs-silly-rename notice and leaves it. See docs/safety.md (NFS).
+lease fsck reports it as an nfs-silly-rename notice and leaves it. Through a soft mount
+(soft,timeo=10,retrans=2) with knfsd stopped for about 2 minutes, every lease command that failed
+exited 4 (NFSv3 and NFSv4.2), none reported a success that was not on the server, and lease fsck
+--repair settled what the failures left (temp files); but on NFSv3 a command holding a record's lock
+when the server went away waited in the kernel's unlock (NLM, sent until the server answers, soft or
+not). qualify does not fail a soft mount, but hard (the default) waits for the server where soft turns
+its restart into failed commands to retry. See docs/safety.md (NFS).
 
 - Lustre: not tried here; qualify reports the mount but has no client-cache rule for it, so run it
 under mpirun with ranks on different clients.`,

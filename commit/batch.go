@@ -370,7 +370,11 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 			r.Detail = "not attempted: the batch stopped at an I/O error of " + cause
 			r.Cause = fmt.Errorf("%w: %w", ErrNotAttempted, firstErr)
 		case r.Outcome == IOError && errors.Is(r.Cause, durable.ErrBatchStopped) && i != firstAt:
-			r.Detail = "written but not renamed (its temp file was removed): the batch stopped at an I/O error of " + cause
+			fate := "not renamed (its temp file was removed)"
+			if oe := (*durable.OpError)(nil); errors.As(r.Cause, &oe) {
+				fate = oe.Op // Put's: it says whether the temp file could be removed
+			}
+			r.Detail = "written but " + fate + ": the batch stopped at an I/O error of " + cause
 			r.Cause = fmt.Errorf("%w: %w", ErrBatchFailed, firstErr)
 		}
 	}

@@ -378,9 +378,16 @@ func (c *checker) selectShards(t *leasefmt.Table) ([]task, error) {
 // moves or removes one (it may be open, and its client removes it when
 // it is closed).
 func (c *checker) readDirSorted(dir string) ([]fs.DirEntry, error) {
+	ents, _, err := c.readDirSilly(dir)
+	return ents, err
+}
+
+// readDirSilly is readDirSorted that also says how many NFS silly-rename
+// files it passed over.
+func (c *checker) readDirSilly(dir string) ([]fs.DirEntry, int, error) {
 	ents, err := c.fs.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	kept := ents[:0]
 	for _, e := range ents {
@@ -390,9 +397,10 @@ func (c *checker) readDirSorted(dir string) ([]fs.DirEntry, error) {
 		}
 		kept = append(kept, e)
 	}
+	silly := len(ents) - len(kept)
 	ents = kept
 	sort.Slice(ents, func(a, b int) bool { return ents[a].Name() < ents[b].Name() })
-	return ents, nil
+	return ents, silly, nil
 }
 
 // sillyFiles are the NFS silly-rename files the listings of a check met

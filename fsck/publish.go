@@ -222,7 +222,7 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 			Expected: "staging directories of current leases only (results of other tokens can never be published)"})
 		return
 	}
-	ents, lerr := c.readDirSorted(rel)
+	ents, silly, lerr := c.readDirSilly(rel)
 	if lerr != nil {
 		c.emit(c.listFailed(rel, "cannot list", lerr))
 		return
@@ -259,6 +259,18 @@ func (c *checker) checkStageDir(rel string, id leasefmt.ID, token int64) {
 	f := &Finding{Kind: KindStaleStage, Path: rel, ID: id, Debris: true,
 		Found:    fmt.Sprintf("the staging directory of token %d, but %s", token, why),
 		Expected: "staging directories of current leases only (results of other tokens can never be published)"}
+	if len(kept) == 0 && silly > 0 {
+		// Empty but for files its NFS client renamed when they were
+		// removed while open (a holder killed with a staged file open, a
+		// soft mount's failed call): they are left alone as everywhere
+		// (readDirSorted), and the directory with them, since moving it
+		// would move them; a later repair removes it once its client
+		// deleted them on close.
+		f.Found += fmt.Sprintf(" (empty but for %d NFS silly-rename file(s): staged files removed while open on an NFS client, which deletes them on close)", silly)
+		f.Repair = "none while they are there (moving the directory would move files that may be open); a later repair removes it once they are gone"
+		c.emit(f)
+		return
+	}
 	if len(kept) == 0 {
 		f.Found += " (empty)"
 		f.Repair = "remove the empty directory"

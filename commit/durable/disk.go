@@ -144,10 +144,20 @@ func (d *Disk) writeTemp(dir, name string, data []byte, fsync bool) (string, err
 		err = cerr
 	}
 	if err != nil {
-		d.fs.Remove(tmp)
-		return "", &OpError{Op: "cannot write the new record (its temp file was removed)", Err: Bare(err)}
+		return "", &OpError{Op: "cannot write the new record (" + d.removeTemp(tmp) + ")", Err: Bare(err)}
 	}
 	return tmp, nil
+}
+
+// removeTemp removes tmp, the temp file of a write that failed, and says
+// what became of it for the error's text: removed, or (a server away: an
+// NFS soft mount's calls time out) left for lease fsck --repair, which
+// removes such temp files under the record's lock.
+func (d *Disk) removeTemp(tmp string) string {
+	if err := d.fs.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "its temp file could not be removed either; lease fsck --repair removes it"
+	}
+	return "its temp file was removed"
 }
 
 // Put writes data to a durable temp file beside final and moves it into
@@ -165,12 +175,10 @@ func (d *Disk) Put(b *SyncBatch, final string, data []byte, create bool) error {
 	}
 	if b.barrier != nil {
 		if err := b.wait(); errors.Is(err, ErrBatchStopped) {
-			d.fs.Remove(tmp)
-			return &OpError{Op: "not renamed (its temp file was removed)", Err: err}
+			return &OpError{Op: "not renamed (" + d.removeTemp(tmp) + ")", Err: err}
 		} else if err != nil {
-			d.fs.Remove(tmp)
 			b.fail(err)
-			return &OpError{Op: "cannot make the new record durable: syncfs of the table's filesystem failed (its temp file was removed)", Err: Bare(err)}
+			return &OpError{Op: "cannot make the new record durable: syncfs of the table's filesystem failed (" + d.removeTemp(tmp) + ")", Err: Bare(err)}
 		}
 	}
 	move := b.Replace
@@ -178,7 +186,7 @@ func (d *Disk) Put(b *SyncBatch, final string, data []byte, create bool) error {
 		move = b.Create
 	}
 	if err := move(tmp, final); err != nil {
-		d.fs.Remove(tmp)
+		removed := d.removeTemp(tmp)
 		if errors.Is(err, fs.ErrNotExist) && d.landed(final, data) {
 			// A rename the server had made already, answered ENOENT
 			// when resent (an NFS server restarted without its reply
@@ -193,7 +201,7 @@ func (d *Disk) Put(b *SyncBatch, final string, data []byte, create bool) error {
 		if create && errors.Is(err, fs.ErrExist) {
 			return Appeared(err)
 		}
-		return &OpError{Op: "cannot rename the new record into place (its temp file was removed)", Err: Bare(err)}
+		return &OpError{Op: "cannot rename the new record into place (" + removed + ")", Err: Bare(err)}
 	}
 	return nil
 }

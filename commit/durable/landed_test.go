@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -135,5 +136,41 @@ func TestPutResentRename(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// unreachable is an FS whose renames and removes fail with EIO, as an NFS
+// soft mount's calls do once the server is away.
+type unreachable struct{ seam.FS }
+
+func (u unreachable) Rename(o, n string) error {
+	return &fs.PathError{Op: "rename", Path: n, Err: unix.EIO}
+}
+func (u unreachable) Remove(name string) error {
+	return &fs.PathError{Op: "remove", Path: name, Err: unix.EIO}
+}
+
+// TestPutSaysTempLeft: when the rename into place fails and so does the
+// removal of the temp file, the error says the temp file was left for
+// lease fsck --repair (before, it said the temp file was removed).
+func TestPutSaysTempLeft(t *testing.T) {
+	root := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	base, err := seam.OS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(unreachable{base}, root, new(Counts))
+	b := d.Batch()
+	err = d.Put(b, "s/r", []byte("{}\n"), false)
+	b.Flush()
+	if err == nil || !errors.Is(err, unix.EIO) || strings.Contains(err.Error(), "was removed") || !strings.Contains(err.Error(), "could not be removed either; lease fsck --repair removes it") {
+		t.Fatalf("Put: %v; want the rename's EIO, saying the temp file was left for lease fsck --repair", err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "s"))
+	if len(ents) != 1 || !strings.HasPrefix(ents[0].Name(), ".r.tmp.") {
+		t.Errorf("in the directory: %v; want the temp file left", ents)
 	}
 }

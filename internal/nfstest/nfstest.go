@@ -264,16 +264,28 @@ func UpT(t testing.TB, o Options) *Cluster {
 // clients' calls wait (hard mounts); a grace period follows, in which
 // NFSv4 clients reclaim their state (no sm-notify is run).
 func (c *Cluster) RestartKnfsd(ctx context.Context, down time.Duration) error {
+	return c.knfsd(ctx, fmt.Sprintf("restart %.1f", down.Seconds()))
+}
+
+// StopKnfsd stops knfsd as RestartKnfsd does and leaves it stopped: a
+// hard mount's calls wait, a soft mount's fail once their retransmissions
+// are spent. StartKnfsd starts it again.
+func (c *Cluster) StopKnfsd(ctx context.Context) error { return c.knfsd(ctx, "stop") }
+
+// StartKnfsd exports and starts knfsd again after StopKnfsd.
+func (c *Cluster) StartKnfsd(ctx context.Context) error { return c.knfsd(ctx, "up") }
+
+// knfsd runs scripts/nfs-guest/knfsd with args in the server kernel.
+func (c *Cluster) knfsd(ctx context.Context, args string) error {
 	c.mu.Lock()
 	k := c.Server
 	c.mu.Unlock()
-	script := fmt.Sprintf(`sh "$(dirname "$UML_SETUP")/knfsd" restart %.1f`, down.Seconds())
-	out, code, err := k.Run(ctx, script)
+	out, code, err := k.Run(ctx, `sh "$(dirname "$UML_SETUP")/knfsd" `+args)
 	if err == nil && code != 0 {
 		err = fmt.Errorf("exit %d: %s", code, strings.TrimSpace(out))
 	}
 	if err != nil {
-		return fmt.Errorf("nfstest: restarting knfsd: %w", err)
+		return fmt.Errorf("nfstest: knfsd %s: %w", args, err)
 	}
 	return nil
 }

@@ -45,10 +45,6 @@ import (
 func TestNFSServerCut(t *testing.T) {
 	Need(t)
 	testenv.NeedTools(t, "mkfs.ext4", "mount", "umount")
-	lease, err := uml.BuildLease()
-	if err != nil {
-		t.Fatal(err)
-	}
 	guest, err := uml.BuildGuest(powercut.GuestPackage)
 	if err != nil {
 		t.Fatal(err)
@@ -60,15 +56,7 @@ func TestNFSServerCut(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d (LEASE_NFSCUT_SEED=%d repeats it)", seed, seed)
-	for _, vers := range []string{"3", "4.2"} {
-		if v := os.Getenv("LEASE_NFS_VERS"); v != "" && v != vers {
-			continue
-		}
-		t.Run("v"+vers, func(t *testing.T) {
-			t.Parallel()
-			serverCut(t, vers, lease, guest, seed)
-		})
-	}
+	eachVersion(t, func(t *testing.T, vers, lease string) { serverCut(t, vers, lease, guest, seed) })
 }
 
 func serverCut(t *testing.T, vers, lease, guest string, seed int64) {

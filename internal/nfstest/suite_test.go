@@ -30,34 +30,49 @@ import (
 // one table through two clients must then fail, which is how they were
 // seen to fail).
 func TestNFSMultiClient(t *testing.T) {
+	eachVersion(t, func(t *testing.T, vers, bin string) {
+		t0 := time.Now()
+		s := &suite{ctx: Context(t), c: UpT(t, Options{Vers: vers, MountOpts: os.Getenv("LEASE_NFS_OPTS")}), lease: bin}
+		t.Logf("NFSv%s: server and 2 clients up in %.1fs", vers, time.Since(t0).Seconds())
+		for _, sub := range []struct {
+			name string
+			f    func(*testing.T)
+		}{
+			{"qualify", s.qualify},
+			{"race", s.race},
+			{"held", s.held},
+			{"publish", s.publish},
+			{"campaign", s.campaign},
+		} {
+			t1 := time.Now()
+			t.Run(sub.name, sub.f)
+			t.Logf("NFSv%s %s: %.1fs", vers, sub.name, time.Since(t1).Seconds())
+		}
+	})
+}
+
+// eachVersion runs f(t, vers, lease) as a parallel subtest vVERS of t for
+// each NFS version, 3 and 4.2 (LEASE_NFS_VERS=3 or 4.2: that one only),
+// lease being the lease binary the guests run (uml.BuildLease). It skips t
+// as Need does when no cluster can be brought up here.
+func eachVersion(t *testing.T, f func(t *testing.T, vers, lease string)) {
+	t.Helper()
 	Need(t)
 	bin, err := uml.BuildLease()
 	if err != nil {
 		t.Fatal(err)
 	}
+	only := os.Getenv("LEASE_NFS_VERS")
+	if only != "" && only != "3" && only != "4.2" {
+		t.Fatalf("LEASE_NFS_VERS=%q: 3 or 4.2", only)
+	}
 	for _, vers := range []string{"3", "4.2"} {
-		if v := os.Getenv("LEASE_NFS_VERS"); v != "" && v != vers {
+		if only != "" && only != vers {
 			continue
 		}
 		t.Run("v"+vers, func(t *testing.T) {
 			t.Parallel()
-			t0 := time.Now()
-			s := &suite{ctx: Context(t), c: UpT(t, Options{Vers: vers, MountOpts: os.Getenv("LEASE_NFS_OPTS")}), lease: bin}
-			t.Logf("NFSv%s: server and 2 clients up in %.1fs", vers, time.Since(t0).Seconds())
-			for _, sub := range []struct {
-				name string
-				f    func(*testing.T)
-			}{
-				{"qualify", s.qualify},
-				{"race", s.race},
-				{"held", s.held},
-				{"publish", s.publish},
-				{"campaign", s.campaign},
-			} {
-				t1 := time.Now()
-				t.Run(sub.name, sub.f)
-				t.Logf("NFSv%s %s: %.1fs", vers, sub.name, time.Since(t1).Seconds())
-			}
+			f(t, vers, bin)
 		})
 	}
 }
