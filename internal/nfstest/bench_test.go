@@ -42,12 +42,28 @@ import (
 // The raw lines (scripts/nfs-guest/bench says what they are) and the
 // machine's load averages go to LEASE_NFS_BENCH_RAW, the summary to
 // LEASE_NFS_BENCH_OUT (both default to files in the test's temporary
-// directory, and the summary is logged). It is not a test: make test and
-// make test-nfs run no benchmark.
+// directory, and the summary is logged); LEASE_NFS_BENCH_FROM=RAW only
+// summarizes the raw lines of an earlier run. It is not a test: make test
+// and make test-nfs run no benchmark.
 func BenchmarkNFS(b *testing.B) {
-	Need(b)
 	reps := envInt("LEASE_NFS_BENCH_REPS", 5)
 	items := envInt("LEASE_NFS_BENCH_ITEMS", 200)
+	if from := os.Getenv("LEASE_NFS_BENCH_FROM"); from != "" {
+		// The summary of the raw lines of an earlier run, nothing booted.
+		rb, err := os.ReadFile(from)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sum := summarize(string(rb), items)
+		if out := os.Getenv("LEASE_NFS_BENCH_OUT"); out != "" {
+			if err := os.WriteFile(out, []byte(sum), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Log("\n" + sum)
+		return
+	}
+	Need(b)
 	parts := os.Getenv("LEASE_NFS_BENCH_PARTS")
 	if parts == "" {
 		parts = "renew,ops,work,netem"
