@@ -34,7 +34,9 @@ import (
 //     per type (/proc/self/mountstats of the client kernel, diffed around
 //     the command);
 //   - work: a lease work campaign of LEASE_NFS_BENCH_ITEMS (default 200)
-//     trivial items, 4 workers in client 0, and 4 in each client;
+//     trivial items, 4 workers in client 0, and 4 in each client, on ext4
+//     (client 0 only) and both NFS versions, interleaved rounds
+//     (LEASE_NFS_BENCH_WORK_REPS, default 3);
 //   - netem: 1 ms more each way between the clients and the server
 //     (netem on every kernel's eth0), then renew (at most 3 rounds) and
 //     ops again.
@@ -48,6 +50,7 @@ import (
 func BenchmarkNFS(b *testing.B) {
 	reps := envInt("LEASE_NFS_BENCH_REPS", 5)
 	items := envInt("LEASE_NFS_BENCH_ITEMS", 200)
+	workReps := envInt("LEASE_NFS_BENCH_WORK_REPS", 3)
 	if from := os.Getenv("LEASE_NFS_BENCH_FROM"); from != "" {
 		// The summary of the raw lines of an earlier run, nothing booted.
 		rb, err := os.ReadFile(from)
@@ -180,30 +183,38 @@ func BenchmarkNFS(b *testing.B) {
 		oneOps("base")
 	}
 	if want("work") {
+		// Rounds of the five campaigns, their order rotating: ext4 through
+		// client 0, each NFS version through client 0 and through both.
+		type campaign struct {
+			fs      string
+			clients int
+		}
+		cs := []campaign{{"ext4", 1}, {"nfs3", 1}, {"nfs3", 2}, {"nfs42", 1}, {"nfs42", 2}}
 		load("base-work-start")
-		for _, fs := range []string{"ext4", "nfs3", "nfs42"} {
-			run(0, "base", fmt.Sprintf("work_prepare %s %d", fs, items), 20*time.Minute)
-			run(0, "base", fmt.Sprintf("work_run %s 1client 4", fs), 40*time.Minute)
-			load("base-work-" + fs + "-1client")
-			if fs == "ext4" {
-				continue
-			}
-			run(0, "base", fmt.Sprintf("work_prepare %s %d", fs, items), 20*time.Minute)
-			var wg sync.WaitGroup
-			for i := 0; i < 2; i++ {
-				wg.Add(1)
-				go func(i int) {
-					defer wg.Done()
-					if _, err := try(i, "base", fmt.Sprintf("work_run %s 2clients 4 go-%d go-%d", fs, 1-i, i), 40*time.Minute); err != nil {
-						b.Error(err)
+		for r := 1; r <= workReps; r++ {
+			for j := range cs {
+				cp := cs[(j+r)%len(cs)]
+				run(0, "base", fmt.Sprintf("work_prepare %s %d", cp.fs, items), 20*time.Minute)
+				if cp.clients == 1 {
+					run(0, "base", fmt.Sprintf("work_run %s 1client.%d 4", cp.fs, r), 40*time.Minute)
+				} else {
+					var wg sync.WaitGroup
+					for i := 0; i < 2; i++ {
+						wg.Add(1)
+						go func(i int) {
+							defer wg.Done()
+							if _, err := try(i, "base", fmt.Sprintf("work_run %s 2clients.%d 4 go-%d go-%d", cp.fs, r, 1-i, i), 40*time.Minute); err != nil {
+								b.Error(err)
+							}
+						}(i)
 					}
-				}(i)
+					wg.Wait()
+					if b.Failed() {
+						b.FailNow()
+					}
+				}
+				load(fmt.Sprintf("base-work-%s-%dclients-round-%d", cp.fs, cp.clients, r))
 			}
-			wg.Wait()
-			if b.Failed() {
-				b.FailNow()
-			}
-			load("base-work-" + fs + "-2clients")
 		}
 	}
 	if want("netem") {
@@ -397,12 +408,20 @@ func summarize(raw string, items int) string {
 		}
 	}
 	if len(work) > 0 {
-		fmt.Fprintf(&sb, "\n### lease work, %d trivial items (true), 4 workers per client\n\n| fs | clients | s | items/s |\n| --- | --- | ---: | ---: |\n", items)
+		// A campaign's time: from the first start to the last end of its
+		// clients; LABEL.R is round R of LABEL.
+		secs := map[key][]float64{}
+		for k, w := range work {
+			lab, _, _ := strings.Cut(k.what, ".")
+			kk := key{k.phase, k.fs, lab}
+			secs[kk] = append(secs[kk], float64(w[1]-w[0])/1e9)
+		}
+		fmt.Fprintf(&sb, "\n### lease work, %d trivial items (true), 4 workers per client: median (min-max) of the rounds\n\n| fs | clients | rounds | s | items/s |\n| --- | --- | ---: | ---: | ---: |\n", items)
 		for _, fs := range fses {
 			for _, lab := range []string{"1client", "2clients"} {
-				if w, ok := work[key{"base", fs, lab}]; ok {
-					s := float64(w[1]-w[0]) / 1e9
-					fmt.Fprintf(&sb, "| %s | %s | %.1f | %.1f |\n", fs, lab, s, float64(items)/s)
+				if v := secs[key{"base", fs, lab}]; len(v) > 0 {
+					m := median(v)
+					fmt.Fprintf(&sb, "| %s | %s | %d | %.1f (%.1f-%.1f) | %.1f |\n", fs, lab, len(v), m, slices.Min(v), slices.Max(v), float64(items)/m)
 				}
 			}
 		}
