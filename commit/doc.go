@@ -11,13 +11,14 @@
 //   - package commit itself holds the lease operations over them: claim,
 //     renew, release, revoke, complete, publish and verify (ops.go,
 //     batch.go, publish.go), the fencing decision (fence.go), the queue
-//     (queue.go) and target groups (groups.go, groupwrite.go,
-//     groupcheck.go), over one table opened by Open (store.go), with its
+//     (queue.go) and target groups under their locks (groups.go,
+//     groupwrite.go, groupcheck.go), over one table opened by Open (store.go), with its
 //     defaults in defaults.go.
 //
-// Two packages sit beside it: package layout names a table's files and
-// parses those names (no I/O), below commit, so that lease fsck and the
-// harnesses spell a name without the engine; package census counts the
+// Three packages sit beside it: package layout names a table's files and
+// parses those names, and package groups holds the pure rules of target
+// groups (both no I/O), below commit, so that lease fsck and the harnesses
+// spell a name or check a group without the engine; package census counts the
 // table, above commit, as a reader of the Store's exported reads (nothing
 // here calls it).
 //

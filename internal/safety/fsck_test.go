@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -31,7 +32,7 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 	}
 	ts := targets(204, 208)
 	slices.Sort(ts)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "carol", Token: 2,
 		ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL, Targets: ts}
 	unlock, err := st.Lock(context.Background(), leasefmt.Group, gid)
