@@ -123,7 +123,14 @@ func (e *env) root() string {
 // open opens the table. Only lease init creates one (create): every other
 // command refuses a root without TABLE and creates nothing there (docs/design.md#layout),
 // so a mistyped root or an unset LEASE_ROOT never starts a second campaign.
-func (e *env) open(create bool, more ...commit.Option) (*commit.Store, error) {
+// Its lock waits are bounded by lock_timeout.
+func (e *env) open(create bool) (*commit.Store, error) {
+	return e.openWaiting(create, time.Duration(e.set.LockTimeout*float64(time.Second)))
+}
+
+// openWaiting is open with every lock wait bounded by lockWait (0: one
+// try) instead of lock_timeout.
+func (e *env) openWaiting(create bool, lockWait time.Duration) (*commit.Store, error) {
 	root := e.root()
 	if create {
 		if err := durable.MkdirRoot(root); err != nil {
@@ -141,11 +148,11 @@ func (e *env) open(create bool, more ...commit.Option) (*commit.Store, error) {
 		}
 	}
 	g, writers := e.guard(root)
-	opts := append([]commit.Option{commit.Create(tmpl), commit.WithWrap(wrapFS),
-		commit.WithLockTimeout(time.Duration(e.set.LockTimeout * float64(time.Second))),
-		commit.WithWriters(writers), commit.WithClock(e.storeClock()),
-		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew), commit.WithSync(e.set.Sync)}, more...)
-	st, err := commit.Open(root, opts...)
+	if lockWait <= 0 {
+		lockWait = -1 // one try (commit.Options: 0 is the default)
+	}
+	st, err := commit.Open(root, commit.Options{Create: tmpl, Wrap: wrapFS, LockTimeout: lockWait,
+		Writers: writers, Clock: e.storeClock(), MoreProcs: moreProcs, ClockSkew: e.set.ClockSkew, Sync: &e.set.Sync})
 	var rootErr *commit.RootError
 	var shareErr *commit.ShareRootError
 	switch {

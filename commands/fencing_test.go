@@ -94,7 +94,7 @@ func (h *holdTable) publicFiles() map[string]string {
 // rawRecord reads the work record of id from disk.
 func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
 	h.t.Helper()
-	st, err := commit.Open(h.root)
+	st, err := commit.Open(h.root, commit.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	// Final scan: every manifest agrees with its targets, every target
 	// with the manifest it names, and every granted token is at most the
 	// group's current one.
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,14 +42,17 @@ func grpIDs(prefix string, n int) []leasefmt.ID {
 
 // grpOpen opens (creating) a table of 16 shards at root on the kernel
 // filesystem, through hook when it is not nil.
-func grpOpen(t testing.TB, root string, hook seam.Hook, opts ...commit.Option) *commit.Store {
+func grpOpen(t testing.TB, root string, hook seam.Hook, opts ...commit.Options) *commit.Store {
 	t.Helper()
-	opts = append([]commit.Option{commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1}),
-		commit.WithLockTimeout(2 * time.Second)}, opts...)
-	if hook != nil {
-		opts = append(opts, commit.WithWrap(func(f seam.FS) seam.FS { return seam.WithHook(f, hook) }))
+	o := optionsOf(opts)
+	o.Create = &leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = 2 * time.Second
 	}
-	st, err := commit.Open(root, opts...)
+	if hook != nil {
+		o.Wrap = func(f seam.FS) seam.FS { return seam.WithHook(f, hook) }
+	}
+	st, err := commit.Open(root, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -135,7 +135,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			tc.setup(t, root)
 			var never atomic.Bool
 			hook, calls := grpFailAt(-1, &never)
-			st := grpOpen(t, root, hook, commit.WithWriters(1))
+			st := grpOpen(t, root, hook, commit.Options{Writers: 1})
 			before := grpSnapshot(t, root)
 			for _, r := range tc.run(st) {
 				if r.Outcome != commit.OK {
@@ -155,7 +155,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 				before := grpSnapshot(t, root)
 				var fired atomic.Bool
 				hook, _ := grpFailAt(i, &fired)
-				st := grpOpen(t, root, hook, commit.WithWriters(1))
+				st := grpOpen(t, root, hook, commit.Options{Writers: 1})
 				res := tc.run(st)
 				if !fired.Load() {
 					t.Fatalf("call %d: the failure was not injected", i)
@@ -217,7 +217,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	t.Run("all renewed", func(t *testing.T) {
 		root, _, items := setup(t, nil)
 		// Counted per record: under syncfs one syncfs stands for them.
-		st := grpOpen(t, root, nil, commit.WithSync(durable.Record))
+		st := grpOpen(t, root, nil, commit.Options{Sync: new(durable.Record)})
 		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)

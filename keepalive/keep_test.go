@@ -322,8 +322,7 @@ func TestKeepRealTable(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "table")
 	open := func() *commit.Store {
 		t.Helper()
-		st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()}),
-			commit.WithClockSkew(0.1))
+		st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()}, ClockSkew: 0.1})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -184,11 +184,14 @@ func open(root string, o *options, create bool) (*Table, error) {
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: commit.SystemClock()}
 	}
-	opts := []commit.Option{commit.Create(tmpl), commit.WithLockTimeout(o.lockTimeout), commit.WithWriters(o.writers), commit.WithClockSkew(o.clockSkew.Seconds())}
-	if o.clock != nil {
-		opts = append(opts, commit.WithClock(func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }))
+	opts := commit.Options{Create: tmpl, LockTimeout: o.lockTimeout, Writers: max(o.writers, 1), ClockSkew: o.clockSkew.Seconds()}
+	if o.lockTimeout <= 0 {
+		opts.LockTimeout = -1 // a timeout of 0: one try
 	}
-	st, err := commit.Open(root, opts...)
+	if o.clock != nil {
+		opts.Clock = func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }
+	}
+	st, err := commit.Open(root, opts)
 	if err != nil {
 		var re *commit.RootError
 		switch {

@@ -26,7 +26,7 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, commit.WithFS(rec))
+	st, err := commit.Open(Root, commit.Options{FS: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, commit.WithFS(rec))
+	st, err := commit.Open(Root, commit.Options{FS: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 	if err := (Fsck{}).Repair(fs, Now); err != nil {
 		t.Fatalf("fsck --repair: %v", err)
 	}
-	st2, err := commit.Open(Root, commit.WithFS(fs))
+	st2, err := commit.Open(Root, commit.Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}

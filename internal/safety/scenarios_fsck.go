@@ -167,7 +167,7 @@ func FsckScenarios() []*Scenario {
 		if r.Exit()&^exitcode.FsckCorrected != 0 {
 			return
 		}
-		st, err := commit.Open(Root, commit.WithFS(r.FS), commit.WithWriters(1))
+		st, err := commit.Open(Root, commit.Options{FS: r.FS, Writers: 1})
 		if err != nil {
 			r.SetExit(exitcode.IO)
 			return

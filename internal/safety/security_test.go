@@ -258,7 +258,7 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 	for _, p := range plants {
 		t.Run(p.name, func(t *testing.T) {
 			root, canary := newTable(t)
-			st, err := commit.Open(root)
+			st, err := commit.Open(root, commit.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -433,7 +433,7 @@ func TestOversizeInputsBounded(t *testing.T) {
 	}
 	// A huge (sparse) record file.
 	id := TestID(5)
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
