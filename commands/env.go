@@ -63,7 +63,7 @@ func newEnv(c *cli.Context) (*env, error) {
 			return nil, usageErr("%v", err)
 		}
 	} else {
-		e.now = float64(time.Now().UnixMicro()) / 1e6
+		e.now = leasefmt.Now()
 	}
 	return e, nil
 }
@@ -83,15 +83,15 @@ func (e *env) clock() float64 {
 	if e.c.IsSet("now") {
 		return e.now
 	}
-	return commit.SystemClock()
+	return leasefmt.Now()
 }
 
 // storeClock is the clock a store reads under each record's lock.
 func (e *env) storeClock() func() float64 {
 	if e.c.IsSet("now") {
-		return commit.FixedClock(e.now)
+		return func() float64 { return e.now }
 	}
-	return commit.SystemClock
+	return leasefmt.Now
 }
 
 // renewTTL is the duration a renewal gives: --ttl (or LEASE_TTL) when
@@ -143,15 +143,12 @@ func (e *env) openWaiting(create bool, lockWait time.Duration) (*commit.Store, e
 	var tmpl *leasefmt.Table
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now, Extra: e.extra}
-		if e.share != nil {
-			tmpl = commit.WithSharing(tmpl, *e.share)
-		}
 	}
 	g, writers := e.guard(root)
 	if lockWait <= 0 {
 		lockWait = -1 // one try (commit.Options: 0 is the default)
 	}
-	st, err := commit.Open(root, commit.Options{Create: tmpl, Wrap: wrapFS, LockTimeout: lockWait,
+	st, err := commit.Open(root, commit.Options{Create: tmpl, Share: e.share, Wrap: wrapFS, LockTimeout: lockWait,
 		Writers: writers, Clock: e.storeClock(), MoreProcs: moreProcs, ClockSkew: e.set.ClockSkew, Sync: &e.set.Sync})
 	var rootErr *commit.RootError
 	var shareErr *commit.ShareRootError

@@ -78,6 +78,10 @@ type Options struct {
 	// holds none (lease init); a concurrent creator's header wins. Without
 	// it a root without TABLE is ErrNoTable.
 	Create *leasefmt.Table
+	// Share, with Create, shares the new table with the accounts of a
+	// group (lease init --shared): TABLE records it as "shared", and the
+	// root gets its modes (share.go).
+	Share *seam.Sharing
 	// Header opens the table with this header as it is, reading no TABLE
 	// and applying none of its settings: for lease fsck, which reads (and
 	// repairs) the header itself.
@@ -89,7 +93,7 @@ type Options struct {
 	// DefaultWriters, 1 writes one record at a time.
 	Writers int
 	// Clock is the clock every decision reads under the record's lock, in
-	// seconds since the epoch (nil: the system's; lease --now: a fixed
+	// seconds since the epoch (nil: leasefmt.Now; lease --now: a fixed
 	// one).
 	Clock func() float64
 	// ClockSkew bounds the clock difference between the nodes sharing the
@@ -191,7 +195,11 @@ func Open(root string, o Options) (*Store, error) {
 		sh.hdr = o.Header
 		return s, nil
 	}
-	if err := s.open(o.Create); err != nil {
+	create := o.Create
+	if create != nil && o.Share != nil {
+		create = withSharing(create, *o.Share)
+	}
+	if err := s.open(create); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -257,7 +265,7 @@ func (s *Store) Close() error {
 
 // At returns a view of the table whose operations read the fixed clock
 // now: lease --now, and tests. The view shares everything else.
-func (s *Store) At(now float64) *Store { return &Store{shared: s.shared, clock: FixedClock(now)} }
+func (s *Store) At(now float64) *Store { return &Store{shared: s.shared, clock: fixedClock(now)} }
 
 // Root is the table's root directory.
 func (s *Store) Root() string { return s.root }
@@ -290,19 +298,15 @@ func (s *Store) LockTimeout() time.Duration { return s.lockTimeout() }
 // Disk is the durability layer the table is written through.
 func (s *Store) Disk() *durable.Disk { return s.disk }
 
-// SystemClock is the system's clock in seconds since the epoch, with the
-// microsecond precision records are written with.
-func SystemClock() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
-
-// FixedClock returns a clock that always says t (lease --now).
-func FixedClock(t float64) func() float64 { return func() float64 { return t } }
+// fixedClock returns a clock that always says t.
+func fixedClock(t float64) func() float64 { return func() float64 { return t } }
 
 // now reads the store's clock.
 func (s *Store) now() float64 {
 	if s.clock != nil {
 		return s.clock()
 	}
-	return SystemClock()
+	return leasefmt.Now()
 }
 
 // Now is the store's clock: what an operation would read now.

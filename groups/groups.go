@@ -15,7 +15,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -76,7 +75,7 @@ func CheckInput(gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float6
 	}
 	// The widest manifest this group can come to have: a renewal at a later
 	// clock may add digits, so the times are at least 11 integer digits.
-	t := math.Max(float64(time.Now().UnixMicro())/1e6+ttl, 99999999999.999999)
+	t := math.Max(leasefmt.Now()+ttl, 99999999999.999999)
 	proto := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: owner,
 		Token: leasefmt.MaxToken, ClaimedAt: t, RenewedAt: t, ExpiresAt: t, Targets: ids}
 	if _, err := leasefmt.Encode(proto); err != nil {

@@ -182,7 +182,7 @@ func open(root string, o *options, create bool) (*Table, error) {
 	}
 	var tmpl *leasefmt.Table
 	if create {
-		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: commit.SystemClock()}
+		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: leasefmt.Now()}
 	}
 	opts := commit.Options{Create: tmpl, LockTimeout: o.lockTimeout, Writers: max(o.writers, 1), ClockSkew: o.clockSkew.Seconds()}
 	if o.lockTimeout <= 0 {
