@@ -60,7 +60,7 @@ const (
 const censusChunk = 4096
 
 // Census counts the table's queue and work records at the store's clock
-// (WithClock, Store.At; read once). The queue and the names of the records are
+// (Options.Clock, Store.At; read once). The queue and the names of the records are
 // listed, by up to workers shards at a time, so that memory stays at a few
 // shards' names whatever the table's size; only the records the listings
 // cannot account for are read (censusShard). A record that cannot be read for an

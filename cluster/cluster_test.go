@@ -38,7 +38,7 @@ func table(t *testing.T) (string, func() (*commit.Store, error)) {
 		if create {
 			tmpl = &leasefmt.Table{WorkShards: 8, TargetShards: 4, CreatedAt: 1}
 		}
-		return commit.Open(root, commit.Create(tmpl), commit.WithClock(commit.FixedClock(1000)))
+		return commit.Open(root, commit.Options{Create: tmpl, Clock: func() float64 { return 1000 }})
 	}
 	st, err := open(true)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -67,7 +68,7 @@ func runGroupClaim(c *cli.Context) error {
 	for i, it := range items {
 		targets[i] = it.ID
 	}
-	gid := commit.GroupID(targets)
+	gid := groups.ID(targets)
 	if c.IsSet("group") {
 		if gid, err = leasefmt.ParseID(c.String("group")); err != nil {
 			return usageErr("--group: %v", err)
@@ -75,7 +76,7 @@ func runGroupClaim(c *cli.Context) error {
 	}
 	// Before the table is opened: nothing is touched for a group that
 	// cannot be claimed at all.
-	if err := commit.CheckGroupInput(gid, targets, e.set.Owner, e.set.TTL); err != nil {
+	if err := groups.CheckInput(gid, targets, e.set.Owner, e.set.TTL); err != nil {
 		return groupInputErr(err)
 	}
 	st, err := e.open(false)
@@ -90,8 +91,8 @@ func runGroupClaim(c *cli.Context) error {
 }
 
 func groupInputErr(err error) error {
-	if errors.Is(err, commit.ErrGroupInput) {
-		return usageErr("%s", strings.TrimPrefix(err.Error(), commit.ErrGroupInput.Error()+": "))
+	if errors.Is(err, groups.ErrInput) {
+		return usageErr("%s", strings.TrimPrefix(err.Error(), groups.ErrInput.Error()+": "))
 	}
 	return cli.Exit(leasefmt.Bound(err.Error()), exitcode.IO)
 }

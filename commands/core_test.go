@@ -210,7 +210,7 @@ func coreReasons(t *testing.T, errOut string) map[leasefmt.ID]string {
 // own descriptor conflicts with the command's) until the test ends.
 func coreHoldLock(t *testing.T, root string, id leasefmt.ID) {
 	t.Helper()
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func newEnv(c *cli.Context) (*env, error) {
 			return nil, usageErr("%v", err)
 		}
 	} else {
-		e.now = float64(time.Now().UnixMicro()) / 1e6
+		e.now = leasefmt.Now()
 	}
 	return e, nil
 }
@@ -83,15 +83,15 @@ func (e *env) clock() float64 {
 	if e.c.IsSet("now") {
 		return e.now
 	}
-	return commit.SystemClock()
+	return leasefmt.Now()
 }
 
 // storeClock is the clock a store reads under each record's lock.
 func (e *env) storeClock() func() float64 {
 	if e.c.IsSet("now") {
-		return commit.FixedClock(e.now)
+		return func() float64 { return e.now }
 	}
-	return commit.SystemClock
+	return leasefmt.Now
 }
 
 // renewTTL is the duration a renewal gives: --ttl (or LEASE_TTL) when
@@ -123,7 +123,14 @@ func (e *env) root() string {
 // open opens the table. Only lease init creates one (create): every other
 // command refuses a root without TABLE and creates nothing there (docs/design.md#layout),
 // so a mistyped root or an unset LEASE_ROOT never starts a second campaign.
-func (e *env) open(create bool, more ...commit.Option) (*commit.Store, error) {
+// Its lock waits are bounded by lock_timeout.
+func (e *env) open(create bool) (*commit.Store, error) {
+	return e.openWaiting(create, time.Duration(e.set.LockTimeout*float64(time.Second)))
+}
+
+// openWaiting is open with every lock wait bounded by lockWait (0: one
+// try) instead of lock_timeout.
+func (e *env) openWaiting(create bool, lockWait time.Duration) (*commit.Store, error) {
 	root := e.root()
 	if create {
 		if err := durable.MkdirRoot(root); err != nil {
@@ -136,16 +143,13 @@ func (e *env) open(create bool, more ...commit.Option) (*commit.Store, error) {
 	var tmpl *leasefmt.Table
 	if create {
 		tmpl = &leasefmt.Table{WorkShards: e.set.Shards, TargetShards: e.set.TargetShards, CreatedAt: e.now, Extra: e.extra}
-		if e.share != nil {
-			tmpl = commit.WithSharing(tmpl, *e.share)
-		}
 	}
 	g, writers := e.guard(root)
-	opts := append([]commit.Option{commit.Create(tmpl), commit.WithWrap(wrapFS),
-		commit.WithLockTimeout(time.Duration(e.set.LockTimeout * float64(time.Second))),
-		commit.WithWriters(writers), commit.WithClock(e.storeClock()),
-		commit.WithMoreProcs(moreProcs), commit.WithClockSkew(e.set.ClockSkew), commit.WithSync(e.set.Sync)}, more...)
-	st, err := commit.Open(root, opts...)
+	if lockWait <= 0 {
+		lockWait = -1 // one try (commit.Options: 0 is the default)
+	}
+	st, err := commit.Open(root, commit.Options{Create: tmpl, Share: e.share, Wrap: wrapFS, LockTimeout: lockWait,
+		Writers: writers, Clock: e.storeClock(), MoreProcs: moreProcs, ClockSkew: e.set.ClockSkew, Sync: &e.set.Sync})
 	var rootErr *commit.RootError
 	var shareErr *commit.ShareRootError
 	switch {

@@ -94,7 +94,7 @@ func (h *holdTable) publicFiles() map[string]string {
 // rawRecord reads the work record of id from disk.
 func (h *holdTable) rawRecord(id leasefmt.ID) *leasefmt.Record {
 	h.t.Helper()
-	st, err := commit.Open(h.root)
+	st, err := commit.Open(h.root, commit.Options{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -207,13 +207,13 @@ func runSlow(t *testing.T, delay time.Duration, stdin string, args ...string) co
 func TestFenceClockReadUnderLock(t *testing.T) {
 	root := coreRoot(t)
 	ids := coreIDs("late", 3)
-	start := commit.SystemClock()
+	start := leasefmt.Now()
 	r := runSlow(t, 1500*time.Millisecond, string(ids[0])+"\n", "claim", "--root", root, "--ttl", "1.2", "--clock-skew", "0.1", "-")
 	if r.code != 0 || r.out != string(ids[0])+" 1\n" {
 		t.Fatalf("late claim: %+v", r)
 	}
 	rec := coreRecord(t, root, ids[0])
-	if rec.ClaimedAt < start+1.4 || math.Abs(rec.ExpiresAt-rec.ClaimedAt-1.2) > 1e-5 || rec.ExpiresAt <= commit.SystemClock()-0.3 {
+	if rec.ClaimedAt < start+1.4 || math.Abs(rec.ExpiresAt-rec.ClaimedAt-1.2) > 1e-5 || rec.ExpiresAt <= leasefmt.Now()-0.3 {
 		t.Fatalf("a claim whose input came 1.5 s late: claimed_at %v (start %v), expires_at %v: the clock was not read under the lock",
 			rec.ClaimedAt, start, rec.ExpiresAt)
 	}

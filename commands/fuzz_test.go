@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -106,7 +106,7 @@ func FuzzScanLines(f *testing.F) {
 
 // FuzzGroupInput: the targets of group-claim, read as its stdin is, with
 // an owner, a clock and a TTL. Never a panic; input accepted by
-// CheckGroupInput gives a manifest that still fits in a record with the
+// groups.CheckInput gives a manifest that still fits in a record with the
 // largest token and any later renewal time, and the default GID does not
 // depend on the order of the targets.
 func FuzzGroupInput(f *testing.F) {
@@ -130,16 +130,16 @@ func FuzzGroupInput(f *testing.F) {
 		for i, it := range items {
 			targets[i] = it.ID
 		}
-		gid := commit.GroupID(targets)
+		gid := groups.ID(targets)
 		rev := slices.Clone(targets)
 		slices.Reverse(rev)
-		if commit.GroupID(rev) != gid {
-			t.Fatalf("GroupID depends on the order of the targets")
+		if groups.ID(rev) != gid {
+			t.Fatalf("groups.ID depends on the order of the targets")
 		}
-		err = commit.CheckGroupInput(gid, targets, owner, ttl)
+		err = groups.CheckInput(gid, targets, owner, ttl)
 		if err != nil {
-			if !errors.Is(err, commit.ErrGroupInput) {
-				t.Fatalf("a refusal that does not wrap ErrGroupInput: %v", err)
+			if !errors.Is(err, groups.ErrInput) {
+				t.Fatalf("a refusal that does not wrap groups.ErrInput: %v", err)
 			}
 			return
 		}
@@ -152,7 +152,7 @@ func FuzzGroupInput(f *testing.F) {
 			m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: owner,
 				Token: leasefmt.MaxToken, ClaimedAt: at, RenewedAt: at, ExpiresAt: at, Targets: sorted}
 			if _, err := leasefmt.Encode(m); err != nil {
-				t.Fatalf("CheckGroupInput accepted %d targets, owner of %d bytes, but the manifest at %v does not encode: %v",
+				t.Fatalf("groups.CheckInput accepted %d targets, owner of %d bytes, but the manifest at %v does not encode: %v",
 					len(targets), len(owner), at, err)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -130,7 +131,7 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 					t.Errorf("group-claim: exit %d\n%s", code, errOut)
 					continue
 				}
-				gid := commit.GroupID(targets)
+				gid := groups.ID(targets)
 				f := strings.Fields(out)
 				tok, perr := int64(0), error(nil)
 				if len(f) == 2 {
@@ -200,7 +201,7 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 	// Final scan: every manifest agrees with its targets, every target
 	// with the manifest it names, and every granted token is at most the
 	// group's current one.
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,12 +230,12 @@ func TestGroupClaimsNeverDeadlock(t *testing.T) {
 		}
 	}
 	for _, m := range manifests {
-		if d := commit.CheckGroup(m, targets); len(d) > 0 {
+		if d := groups.Check(m, targets); len(d) > 0 {
 			t.Errorf("group %s: %q", m.ID.Short(), d)
 		}
 	}
 	for _, r := range targets {
-		if d := commit.CheckTarget(r, manifests[r.Group]); len(d) > 0 {
+		if d := groups.CheckTarget(r, manifests[r.Group]); len(d) > 0 {
 			t.Errorf("target %s: %q", r.ID.Short(), d)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -163,7 +164,7 @@ func TestGroupClaimOverlap(t *testing.T) {
 		_, dTok = grpClaimOK(t, root, "early", 500+float64(i)*100, 50, d)
 	}
 	g1, tok1 := grpClaimOK(t, root, "alice", 1000, 100, c, a, b)
-	if g1 != commit.GroupID([]leasefmt.ID{a, b, c}) {
+	if g1 != groups.ID([]leasefmt.ID{a, b, c}) {
 		t.Fatalf("GID %s, want the digest of the sorted targets", g1)
 	}
 	before := grpSnap(t, root)
@@ -172,7 +173,7 @@ func TestGroupClaimOverlap(t *testing.T) {
 		if code != 1 || out != "" {
 			t.Fatalf("claim of {c,d} at %s: exit %d, stdout %q; want 1 and nothing", now, code, out)
 		}
-		g2 := commit.GroupID([]leasefmt.ID{c, d})
+		g2 := groups.ID([]leasefmt.ID{c, d})
 		lines := strings.Split(strings.TrimSpace(errOut), "\n")
 		if len(lines) != 1 {
 			t.Fatalf("stderr %q: want one line, naming c only", errOut)
@@ -302,7 +303,7 @@ func TestGroupRenewMixedBatch(t *testing.T) {
 // not validate is never taken as free: exit 3, nothing written.
 func TestGroupClaimCorruptRecord(t *testing.T) {
 	ts := grpTargets("corrupt", 3)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	valid := func(id leasefmt.ID, tok string, exp string) string {
 		return fmt.Sprintf(`{"schema":"lease.target/v1","id":"%s","status":"leased","owner":"o","token":%s,"claimed_at":1,"renewed_at":1,"expires_at":%s,"group":"%s"}`+"\n", id, tok, exp, gid)
 	}
@@ -420,13 +421,13 @@ func TestGroupReleaseVerify(t *testing.T) {
 		t.Errorf("claim after release: token %d, want more than %d", tok2, tok)
 	}
 	// The released group's targets now disagree with nothing: the manifest
-	// still passes CheckGroup (one target superseded after the release).
+	// still passes groups.Check (one target superseded after the release).
 	m := grpRecord(t, root, leasefmt.Group, g)
 	tm := map[leasefmt.ID]*leasefmt.Record{}
 	for _, id := range ts {
 		tm[id] = grpRecord(t, root, leasefmt.Target, id)
 	}
-	if d := commit.CheckGroup(m, tm); len(d) > 0 {
-		t.Errorf("CheckGroup after release and re-claim: %q", d)
+	if d := groups.Check(m, tm); len(d) > 0 {
+		t.Errorf("groups.Check after release and re-claim: %q", d)
 	}
 }

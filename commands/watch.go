@@ -102,7 +102,7 @@ func runWatch(c *cli.Context) error {
 	// (keepalive.LockWait), not by lock_timeout: a wait longer than the
 	// lease's margin would let it expire while waiting.
 	sess, err := cluster.Open(w, func() (*commit.Store, error) {
-		return e.open(false, commit.WithLockTimeout(renewLockTimeout(e.set)))
+		return e.openWaiting(false, renewLockTimeout(e.set))
 	}, exitOf)
 	if err != nil {
 		return ranked(c, w, err)

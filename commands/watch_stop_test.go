@@ -21,7 +21,7 @@ import (
 // another lease process would, and returns its release.
 func holdRecordLock(t *testing.T, root string, id leasefmt.ID) func() {
 	t.Helper()
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

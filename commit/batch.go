@@ -207,9 +207,9 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 
 // Apply runs decide over items as one group commit and returns the results
 // in input order. Items are sorted by (shard, ID) and dealt round-robin
-// over the shards to a pool of at most WithWriters concurrent writers; each
+// over the shards to a pool of at most Options.Writers concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
-// (G4), or, under the syncfs strategy (WithSync), the batch is written in
+// (G4), or, under the syncfs strategy (Options.Sync), the batch is written in
 // two passes per chunk of twoPassChunk items, its locks taken in the
 // global order: every temp file written under its lock, one syncfs, every
 // rename, one syncfs standing for the directory fsyncs (twopass.go). An

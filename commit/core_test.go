@@ -121,20 +121,30 @@ func (r renameDoneFS) Rename(o, n string) error {
 	return err
 }
 
+// optionsOf is a test helper's optional options: the first of opts, or
+// none.
+func optionsOf(opts []commit.Options) commit.Options {
+	if len(opts) == 0 {
+		return commit.Options{}
+	}
+	return opts[0]
+}
+
 // hookedTable creates a table of workShards work shards in a temp dir and
 // opens it through a logging FS; the log starts empty.
-func hookedTable(t *testing.T, workShards int, opts ...commit.Option) (*commit.Store, *opLog) {
+func hookedTable(t *testing.T, workShards int, opts ...commit.Options) (*commit.Store, *opLog) {
 	t.Helper()
 	root := t.TempDir()
 	return openHooked(t, root, workShards, opts...)
 }
 
-func openHooked(t *testing.T, root string, workShards int, opts ...commit.Option) (*commit.Store, *opLog) {
+func openHooked(t *testing.T, root string, workShards int, opts ...commit.Options) (*commit.Store, *opLog) {
 	t.Helper()
 	log := &opLog{}
-	st, err := commit.Open(root, append([]commit.Option{
-		commit.WithWrap(func(osfs seam.FS) seam.FS { return seam.WithHook(renameDoneFS{osfs, log}, log.hook) }),
-		commit.Create(&leasefmt.Table{WorkShards: workShards, TargetShards: 4, CreatedAt: 1000})}, opts...)...)
+	o := optionsOf(opts)
+	o.Wrap = func(osfs seam.FS) seam.FS { return seam.WithHook(renameDoneFS{osfs, log}, log.hook) }
+	o.Create = &leasefmt.Table{WorkShards: workShards, TargetShards: 4, CreatedAt: 1000}
+	st, err := commit.Open(root, o)
 	if err != nil {
 		t.Fatal(err)
 	}

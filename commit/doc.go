@@ -11,13 +11,14 @@
 //   - package commit itself holds the lease operations over them: claim,
 //     renew, release, revoke, complete, publish and verify (ops.go,
 //     batch.go, publish.go), the fencing decision (fence.go), the queue
-//     (queue.go) and target groups (groups.go, groupwrite.go,
-//     groupcheck.go), over one table opened by Open (store.go), with its
+//     (queue.go) and target groups under their locks (groups.go,
+//     groupwrite.go, groupcheck.go), over one table opened by Open (store.go), with its
 //     defaults in defaults.go.
 //
-// Two packages sit beside it: package layout names a table's files and
-// parses those names (no I/O), below commit, so that lease fsck and the
-// harnesses spell a name without the engine; package census counts the
+// Three packages sit beside it: package layout names a table's files and
+// parses those names, and package groups holds the pure rules of target
+// groups (both no I/O), below commit, so that lease fsck and the harnesses
+// spell a name or check a group without the engine; package census counts the
 // table, above commit, as a reader of the Store's exported reads (nothing
 // here calls it).
 //
@@ -92,7 +93,7 @@
 //
 // ESTALE from any call, seam.ErrVanished and durable.ErrAppeared may go
 // away when the step is tried again, once the client has looked the name up
-// afresh. They are retried per record, as WithRetry says
+// afresh. They are retried per record, as Options.Retry says
 // (durable.DefaultRetry: 9 tries, about 1.4 s of pauses, longer than
 // GlusterFS's 1 s entry and metadata cache timeouts): a read is read again
 // (Store.readRaw), a batch item is tried again from its lock on (applyOne),
@@ -132,7 +133,7 @@
 // Waiting is bounded: the process never waits inside the kernel (no
 // F_OFD_SETLKW). Every try is one non-blocking F_OFD_SETLK, so an
 // uncontended lock is one system call, and a contended one is tried again
-// with a backoff of at most 20 ms until the lock timeout (WithLockTimeout)
+// with a backoff of at most 20 ms until the lock timeout (Options.LockTimeout)
 // runs out or the operation's context is done, and an error wrapping
 // ErrLockTimeout is returned (and the context's error when it ended the
 // wait). Every operation that can wait takes a context: once it is done,
@@ -148,7 +149,7 @@
 //
 // # Clocks (docs/lease-format.md, clocks)
 //
-// Every decision reads the store's clock (WithClock, Store.At) while it
+// Every decision reads the store's clock (Options.Clock, Store.At) while it
 // holds the record's lock; a claim or renewal whose lease is over (less
 // the clock skew) by the time it is durable is reported Expired
 // (reportedLate, fence.go). A claimer takes over an expired lease only from

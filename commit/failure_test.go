@@ -39,7 +39,7 @@ func TestFailureStillSyncsRenamedDirs(t *testing.T) {
 			// Sorted order is (shard, ID): position p is shard p/6.
 			for _, pos := range []int{0, 3, 6, 13, n - 1} {
 				t.Run(fmt.Sprintf("%s/writers=%d/at=%d", op, writers, pos), func(t *testing.T) {
-					st, log := hookedTable(t, k, commit.WithWriters(writers))
+					st, log := hookedTable(t, k, commit.Options{Writers: writers})
 					items := spread(n, k)
 					h := held(t, at(st, 1000).Claim(context.Background(), items, "host/w1", 60))
 					sorted := slices.Clone(h)
@@ -111,7 +111,7 @@ func TestFailedDirSyncFailsBatch(t *testing.T) {
 	for _, writers := range []int{1, 64} {
 		for _, bad := range []int{0, 2, k - 1} {
 			t.Run(fmt.Sprintf("writers=%d/shard=%d", writers, bad), func(t *testing.T) {
-				st, log := hookedTable(t, k, commit.WithWriters(writers))
+				st, log := hookedTable(t, k, commit.Options{Writers: writers})
 				h := held(t, at(st, 1000).Claim(context.Background(), spread(n, k), "host/w1", 60))
 				dir := st.ShardDir(leasefmt.Work, bad)
 				log.reset(func(op seam.Op, name string) error {

@@ -37,98 +37,18 @@ package commit
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"math"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
-
-// ErrGroupInput is wrapped by errors about the input of a group operation
-// (no targets, duplicate targets, bad times, a manifest over 4 KiB): usage
-// errors, found before anything is locked or written.
-var ErrGroupInput = errors.New("bad group input")
 
 // groupChunkLocks bounds the locks (and so the open lock descriptors) one
 // chunk of a group call holds at once: a chunk takes whole groups until
 // its manifests and targets reach it. Tests lower it to make chunks.
 var groupChunkLocks = 4096
-
-// GroupID is the default ID of the group of targets: the SHA-256, in
-// lowercase hex, of the target IDs sorted in byte order, deduplicated, and
-// joined by "\n" with no trailing newline. For targets a and b (a < b) it
-// hashes exactly the 129 bytes "a\nb".
-func GroupID(targets []leasefmt.ID) leasefmt.ID {
-	ids := sortedUnique(targets)
-	parts := make([]string, len(ids))
-	for i, id := range ids {
-		parts[i] = string(id)
-	}
-	sum := sha256.Sum256([]byte(strings.Join(parts, "\n")))
-	return leasefmt.ID(hex.EncodeToString(sum[:]))
-}
-
-func sortedUnique(ids []leasefmt.ID) []leasefmt.ID {
-	out := slices.Clone(ids)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// CheckGroupInput validates a group claim before anything is locked or
-// written: owner and ttl (finite, > 0), at least one
-// target, no duplicate, and a manifest that fits in a record (4 KiB) even
-// with the longest token, status and times it may come to carry. Errors
-// wrap ErrGroupInput.
-func CheckGroupInput(gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float64) error {
-	if _, err := leasefmt.ParseID(string(gid)); err != nil {
-		return fmt.Errorf("%w: group: %w", ErrGroupInput, err)
-	}
-	if err := leasefmt.CheckOwner(owner); err != nil {
-		return fmt.Errorf("%w: %w", ErrGroupInput, err)
-	}
-	if err := checkTTL(ttl, false); err != nil {
-		return err
-	}
-	if len(targets) == 0 {
-		return fmt.Errorf("%w: a group needs at least one target", ErrGroupInput)
-	}
-	ids := sortedUnique(targets)
-	if len(ids) != len(targets) {
-		return fmt.Errorf("%w: duplicate target", ErrGroupInput)
-	}
-	for _, id := range ids {
-		if _, err := leasefmt.ParseID(string(id)); err != nil {
-			return fmt.Errorf("%w: target: %w", ErrGroupInput, err)
-		}
-	}
-	// The widest manifest this group can come to have: a renewal at a later
-	// clock may add digits, so the times are at least 11 integer digits.
-	t := math.Max(SystemClock()+ttl, 99999999999.999999)
-	proto := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Released, Owner: owner,
-		Token: leasefmt.MaxToken, ClaimedAt: t, RenewedAt: t, ExpiresAt: t, Targets: ids}
-	if _, err := leasefmt.Encode(proto); err != nil {
-		return fmt.Errorf("%w: the manifest of %d targets does not fit in a %d-byte record (%v); split the group",
-			ErrGroupInput, len(ids), leasefmt.MaxRecordSize, err)
-	}
-	return nil
-}
-
-// checkTTL validates a lease duration: finite and more than 0, or, when
-// keep is allowed, 0 for "the lease's own duration".
-func checkTTL(ttl float64, keep bool) error {
-	if err := leasefmt.CheckTime("ttl", ttl); err != nil {
-		return fmt.Errorf("%w: %w", ErrGroupInput, err)
-	}
-	if ttl == 0 && !keep {
-		return fmt.Errorf("%w: ttl must be more than 0", ErrGroupInput)
-	}
-	return nil
-}
 
 // TargetIssue is why one target kept its group from being claimed, renewed
 // or released.
@@ -165,13 +85,13 @@ type GroupResult struct {
 // when the manifest is live or any target is live (each such target named
 // in Issues with its holder and remaining time), and (Corrupt) when the
 // manifest or any target exists but does not validate; nothing is written
-// then. The error, wrapping ErrGroupInput, is for input refused by
-// CheckGroupInput.
+// then. The error, wrapping groups.ErrInput, is for input refused by
+// groups.CheckInput.
 func (s *Store) ClaimGroup(ctx context.Context, gid leasefmt.ID, targets []leasefmt.ID, owner string, ttl float64) (GroupResult, error) {
-	if err := CheckGroupInput(gid, targets, owner, ttl); err != nil {
+	if err := groups.CheckInput(gid, targets, owner, ttl); err != nil {
 		return GroupResult{}, err
 	}
-	ids := sortedUnique(targets)
+	ids := groups.Sorted(targets)
 	return s.runGroups(ctx, []Item{{ID: gid}}, claimGroupPolicy(ids, owner, ttl, s.skew))[0], nil
 }
 
@@ -183,7 +103,7 @@ func (s *Store) ClaimGroup(ctx context.Context, gid leasefmt.ID, targets []lease
 // owner, status, expires_at): a target taken by a later lease is
 // StaleToken, any other disagreement Corrupt. Results are in input order.
 func (s *Store) RenewGroups(ctx context.Context, items []Item, ttl float64) ([]GroupResult, error) {
-	if err := checkTTL(ttl, true); err != nil {
+	if err := groups.CheckTTL(ttl, true); err != nil {
 		return nil, err
 	}
 	return s.runGroups(ctx, items, fencedGroupPolicy(s.skew, func(m, r *leasefmt.Record, now float64) {

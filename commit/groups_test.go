@@ -3,7 +3,7 @@ package commit_test
 // Group leases: the group ID, claims (one token, shared lock bytes),
 // renewals that check their targets, the grp* helpers and the benchmark;
 // the writer under failure and in chunks is tested in groupwrite_test.go,
-// the checks fsck uses in groupcheck_test.go.
+// the pure rules (ID, input, checks) in package groups.
 
 import (
 	"context"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -41,14 +42,17 @@ func grpIDs(prefix string, n int) []leasefmt.ID {
 
 // grpOpen opens (creating) a table of 16 shards at root on the kernel
 // filesystem, through hook when it is not nil.
-func grpOpen(t testing.TB, root string, hook seam.Hook, opts ...commit.Option) *commit.Store {
+func grpOpen(t testing.TB, root string, hook seam.Hook, opts ...commit.Options) *commit.Store {
 	t.Helper()
-	opts = append([]commit.Option{commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1}),
-		commit.WithLockTimeout(2 * time.Second)}, opts...)
-	if hook != nil {
-		opts = append(opts, commit.WithWrap(func(f seam.FS) seam.FS { return seam.WithHook(f, hook) }))
+	o := optionsOf(opts)
+	o.Create = &leasefmt.Table{WorkShards: 16, TargetShards: 16, CreatedAt: 1}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = 2 * time.Second
 	}
-	st, err := commit.Open(root, opts...)
+	if hook != nil {
+		o.Wrap = func(f seam.FS) seam.FS { return seam.WithHook(f, hook) }
+	}
+	st, err := commit.Open(root, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,23 +112,6 @@ func grpWriteRecord(t testing.TB, root string, st *commit.Store, r *leasefmt.Rec
 	}
 }
 
-func TestGroupIDHashesSortedTargetsJoinedByNewline(t *testing.T) {
-	t.Parallel()
-	a, b, c := grpID("a"), grpID("b"), grpID("c")
-	ids := []leasefmt.ID{a, b, c}
-	slices.Sort(ids)
-	want := sha256.Sum256([]byte(string(ids[0]) + "\n" + string(ids[1]) + "\n" + string(ids[2])))
-	for _, order := range [][]leasefmt.ID{{a, b, c}, {c, b, a}, {b, c, a}} {
-		if got := commit.GroupID(order); string(got) != hex.EncodeToString(want[:]) {
-			t.Errorf("GroupID(%v) = %s, want %x", order, got, want)
-		}
-	}
-	one := sha256.Sum256([]byte(a))
-	if got := commit.GroupID([]leasefmt.ID{a}); string(got) != hex.EncodeToString(one[:]) {
-		t.Errorf("GroupID of one target = %s, want the digest of the bare ID (no newline) %x", got, one)
-	}
-}
-
 // TestClaimGroupTokenAndRecords: one token for the group, larger than every
 // earlier token of the manifest and of each target; targets carry the
 // group, unknown keys survive.
@@ -133,7 +120,7 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 	root := t.TempDir()
 	st := grpOpen(t, root, nil)
 	ts := grpIDs("tok", 3)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	grpWriteRecord(t, root, st, &leasefmt.Record{Kind: leasefmt.Target, ID: ts[1], Status: leasefmt.Leased, Owner: "a",
 		Token: 41, ClaimedAt: 1, RenewedAt: 1, ExpiresAt: 2, Group: grpID("elsewhere"),
 		Extra: []leasefmt.Field{{Key: "k", Value: []byte(`{"v":1}`)}}})
@@ -161,8 +148,8 @@ func TestClaimGroupTokenAndRecords(t *testing.T) {
 		}
 		targets[id] = tr
 	}
-	if d := commit.CheckGroup(m, targets); len(d) > 0 {
-		t.Errorf("CheckGroup after a claim: %v", d)
+	if d := groups.Check(m, targets); len(d) > 0 {
+		t.Errorf("groups.Check after a claim: %v", d)
 	}
 	if x := targets[ts[1]].Extra; len(x) != 1 || x[0].Key != "k" {
 		t.Errorf("unknown key of the old target record lost: %+v", x)
@@ -188,7 +175,7 @@ func TestClaimGroupSharedLockByte(t *testing.T) {
 	if a.LockOffset() != b.LockOffset() || a.Shard(16) != b.Shard(16) {
 		t.Fatal("test IDs do not share a lock byte")
 	}
-	r, err := at(st, 100).ClaimGroup(context.Background(), commit.GroupID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
+	r, err := at(st, 100).ClaimGroup(context.Background(), groups.ID([]leasefmt.ID{a, b}), []leasefmt.ID{b, a}, "me", 10)
 	if err != nil || r.Outcome != commit.OK {
 		t.Fatalf("claim of two targets sharing a lock byte: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 	}
@@ -203,7 +190,7 @@ func TestClaimGroupSharedLockByte(t *testing.T) {
 func TestRenewGroupsChecksTargets(t *testing.T) {
 	t.Parallel()
 	ts := grpIDs("chk", 3)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	cases := []struct {
 		name   string
 		damage func(tr *leasefmt.Record) *leasefmt.Record
@@ -274,8 +261,8 @@ func TestRenewGroupsChecksTargets(t *testing.T) {
 // target shards, reporting groups/s; each invocation must fsync each
 // directory it touched exactly once.
 func BenchmarkGroups(b *testing.B) {
-	const groups, per, ttl = 256, 4, 100.0
-	sets := make([][]leasefmt.ID, groups)
+	const ngroups, per, ttl = 256, 4, 100.0
+	sets := make([][]leasefmt.ID, ngroups)
 	for g := range sets {
 		sets[g] = grpIDs(fmt.Sprintf("bench-%d", g), per)
 	}
@@ -283,7 +270,7 @@ func BenchmarkGroups(b *testing.B) {
 	grpDirsOf := func(sets ...[]leasefmt.ID) int64 {
 		d := map[string]bool{}
 		for _, ts := range sets {
-			d[path.Dir(layout.RecordPath(leasefmt.Group, commit.GroupID(ts)))] = true
+			d[path.Dir(layout.RecordPath(leasefmt.Group, groups.ID(ts)))] = true
 			for _, id := range ts {
 				d[path.Dir(layout.RecordPath(leasefmt.Target, id))] = true
 			}
@@ -308,7 +295,7 @@ func BenchmarkGroups(b *testing.B) {
 			now += 2 * ttl // every earlier claim has expired
 			for _, ts := range sets {
 				before := st.Stats().DirectorySyncs.Load()
-				r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "bench", ttl)
+				r, err := at(st, now).ClaimGroup(context.Background(), groups.ID(ts), ts, "bench", ttl)
 				if err != nil || r.Outcome != commit.OK {
 					b.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 				}
@@ -317,13 +304,13 @@ func BenchmarkGroups(b *testing.B) {
 				}
 			}
 		}
-		b.ReportMetric(float64(groups*b.N)/b.Elapsed().Seconds(), "groups/s")
+		b.ReportMetric(float64(ngroups*b.N)/b.Elapsed().Seconds(), "groups/s")
 	})
 	b.Run("renew", func(b *testing.B) {
 		st := open(b)
-		items := make([]commit.Item, groups)
+		items := make([]commit.Item, ngroups)
 		for g, ts := range sets {
-			r, err := at(st, 1000).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "bench", 1e9)
+			r, err := at(st, 1000).ClaimGroup(context.Background(), groups.ID(ts), ts, "bench", 1e9)
 			if err != nil || r.Outcome != commit.OK {
 				b.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -344,10 +331,10 @@ func BenchmarkGroups(b *testing.B) {
 				}
 			}
 			if got := st.Stats().DirectorySyncs.Load() - before; got != want {
-				b.Fatalf("renew of %d groups made %d directory fsyncs, want %d (distinct directories touched)", groups, got, want)
+				b.Fatalf("renew of %d groups made %d directory fsyncs, want %d (distinct directories touched)", ngroups, got, want)
 			}
 		}
-		b.ReportMetric(float64(groups*b.N)/b.Elapsed().Seconds(), "groups/s")
+		b.ReportMetric(float64(ngroups*b.N)/b.Elapsed().Seconds(), "groups/s")
 		b.ReportMetric(float64(want), "dirs/invocation")
 	})
 }

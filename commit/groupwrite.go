@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit/durable"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -228,7 +229,7 @@ func (c *groupRun) targets() {
 			want = append(want, op.targets...)
 		}
 	}
-	want = sortedUnique(want)
+	want = groups.Sorted(want)
 	c.reads = make(map[leasefmt.ID]*targetRead, len(want))
 	for _, id := range want {
 		if c.fatal != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -83,18 +84,18 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		renewItems = renewItems[:0]
 		for _, ts := range renewGroups {
-			r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "holder", ttl)
+			r, err := at(st, now).ClaimGroup(context.Background(), groups.ID(ts), ts, "holder", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s %s", err, r.Outcome.Reason(), r.Detail)
 			}
 			renewItems = append(renewItems, commit.Item{ID: r.ID, Token: r.Token})
 		}
 	}
-	grpDirsOf := func(groups ...[]leasefmt.ID) int {
+	grpDirsOf := func(sets ...[]leasefmt.ID) int {
 		st := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 		d := map[string]bool{}
-		for _, ts := range groups {
-			d[path.Dir(st.RecordPath(leasefmt.Group, commit.GroupID(ts)))] = true
+		for _, ts := range sets {
+			d[path.Dir(st.RecordPath(leasefmt.Group, groups.ID(ts)))] = true
 			for _, id := range ts {
 				d[path.Dir(st.RecordPath(leasefmt.Target, id))] = true
 			}
@@ -134,7 +135,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 			tc.setup(t, root)
 			var never atomic.Bool
 			hook, calls := grpFailAt(-1, &never)
-			st := grpOpen(t, root, hook, commit.WithWriters(1))
+			st := grpOpen(t, root, hook, commit.Options{Writers: 1})
 			before := grpSnapshot(t, root)
 			for _, r := range tc.run(st) {
 				if r.Outcome != commit.OK {
@@ -154,7 +155,7 @@ func TestGroupRestoresEveryRecordOnEachFailure(t *testing.T) {
 				before := grpSnapshot(t, root)
 				var fired atomic.Bool
 				hook, _ := grpFailAt(i, &fired)
-				st := grpOpen(t, root, hook, commit.WithWriters(1))
+				st := grpOpen(t, root, hook, commit.Options{Writers: 1})
 				res := tc.run(st)
 				if !fired.Load() {
 					t.Fatalf("call %d: the failure was not injected", i)
@@ -185,14 +186,14 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		sets = append(sets, grpIDs(fmt.Sprintf("chunk-%d", g), 4))
 	}
 	slices.SortFunc(sets, func(a, b []leasefmt.ID) int {
-		return strings.Compare(string(commit.GroupID(a)), string(commit.GroupID(b)))
+		return strings.Compare(string(groups.ID(a)), string(groups.ID(b)))
 	})
 	layout := &leasefmt.Table{WorkShards: 16, TargetShards: 16}
 	wantDirs := 0
 	for c := 0; c < len(sets); c += 2 {
 		d := map[string]bool{}
 		for _, ts := range sets[c : c+2] {
-			d[path.Dir(layout.RecordPath(leasefmt.Group, commit.GroupID(ts)))] = true
+			d[path.Dir(layout.RecordPath(leasefmt.Group, groups.ID(ts)))] = true
 			for _, id := range ts {
 				d[path.Dir(layout.RecordPath(leasefmt.Target, id))] = true
 			}
@@ -204,7 +205,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		st := grpOpen(t, root, nil)
 		var items []commit.Item
 		for _, ts := range sets {
-			r, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "me", ttl)
+			r, err := at(st, now).ClaimGroup(context.Background(), groups.ID(ts), ts, "me", ttl)
 			if err != nil || r.Outcome != commit.OK {
 				t.Fatalf("claim: %v %s", err, r.Detail)
 			}
@@ -216,7 +217,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 	t.Run("all renewed", func(t *testing.T) {
 		root, _, items := setup(t, nil)
 		// Counted per record: under syncfs one syncfs stands for them.
-		st := grpOpen(t, root, nil, commit.WithSync(durable.Record))
+		st := grpOpen(t, root, nil, commit.Options{Sync: new(durable.Record)})
 		res, err := at(st, now+10).RenewGroups(context.Background(), items, ttl)
 		if err != nil {
 			t.Fatal(err)
@@ -231,7 +232,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		}
 	})
 	t.Run("last chunk fails", func(t *testing.T) {
-		last := commit.GroupID(sets[len(sets)-1])
+		last := groups.ID(sets[len(sets)-1])
 		root, st, items := setup(t, func(op seam.Op, name string) error {
 			if (op == seam.OpRename || op == seam.OpRenameNoReplace) && strings.Contains(name, string(last)) {
 				return errors.New("injected failure")
@@ -250,7 +251,7 @@ func TestRenewGroupsInChunks(t *testing.T) {
 		}
 		after := grpSnapshot(t, root)
 		for g, ts := range sets {
-			ids := append([]leasefmt.ID{commit.GroupID(ts)}, ts...)
+			ids := append([]leasefmt.ID{groups.ID(ts)}, ts...)
 			for i, id := range ids {
 				k := leasefmt.Target
 				if i == 0 {

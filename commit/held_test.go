@@ -22,8 +22,7 @@ import (
 // of 2 s and the lock timeout given.
 func heldTable(t *testing.T, n int, lockTimeout time.Duration) (*commit.Store, []commit.Item) {
 	t.Helper()
-	st, err := commit.Open(t.TempDir(), commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 4, CreatedAt: 1000}),
-		commit.WithClockSkew(2), commit.WithLockTimeout(lockTimeout))
+	st, err := commit.Open(t.TempDir(), commit.Options{Create: &leasefmt.Table{WorkShards: 16, TargetShards: 4, CreatedAt: 1000}, ClockSkew: 2, LockTimeout: lockTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

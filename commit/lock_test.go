@@ -40,7 +40,7 @@ func lockHolder(f []string) int {
 		return 2
 	}
 	mode, root, id := f[0], f[1], leasefmt.ID(f[2])
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -163,7 +163,7 @@ func TestLockBetweenProcesses(t *testing.T) {
 // never empty.
 func TestContextEndsLockWaits(t *testing.T) {
 	t.Parallel()
-	st, _ := hookedTable(t, 4, commit.WithLockTimeout(time.Hour), commit.WithWriters(1))
+	st, _ := hookedTable(t, 4, commit.Options{LockTimeout: time.Hour, Writers: 1})
 	id := shardID(1, 3)
 	startLockHolder(t, "ofd", st.Root(), id)
 	later := []commit.Item{{ID: id}}
@@ -331,7 +331,7 @@ func TestLockBetweenGoroutines(t *testing.T) {
 func TestReplacedLockFileBetweenBatches(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
-	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
+	st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

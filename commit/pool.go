@@ -5,7 +5,7 @@ import (
 )
 
 // The writer pool of a batch, shared by Apply and the group writer: records
-// are written by at most WithWriters goroutines at once, so that the
+// are written by at most Options.Writers goroutines at once, so that the
 // filesystem can merge their journal commits.
 
 // writers is the size of the writer pool for jobs jobs.

@@ -67,8 +67,8 @@ func RootSharing(f seam.FS, t *leasefmt.Table) (sh seam.Sharing, ok bool, widene
 	return sh, true, widened, nil
 }
 
-// WithSharing returns t recording s.
-func WithSharing(t *leasefmt.Table, s seam.Sharing) *leasefmt.Table {
+// withSharing returns t recording s.
+func withSharing(t *leasefmt.Table, s seam.Sharing) *leasefmt.Table {
 	out := *t
 	out.Extra = nil
 	for _, f := range t.Extra {

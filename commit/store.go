@@ -49,7 +49,7 @@ type shared struct {
 	owned   io.Closer // the FS Open opened (Close closes it), nil when given
 	hdr     *leasefmt.Table
 	sharing *seam.Sharing // TABLE's "shared", nil when not shared
-	// lockWait bounds every lock wait (nanoseconds; WithLockTimeout, and
+	// lockWait bounds every lock wait (nanoseconds; Options.LockTimeout, and
 	// the tests' setLockTimeout).
 	lockWait  atomic.Int64
 	pool      int     // the writer pool of a batch
@@ -63,84 +63,66 @@ type shared struct {
 	closeErr  error
 }
 
-// Option configures Open.
-type Option func(*options)
-
-type options struct {
-	fs          seam.FS
-	wrap        func(seam.FS) seam.FS
-	create      *leasefmt.Table
-	header      *leasefmt.Table
-	lockTimeout time.Duration
-	writers     int
-	clock       func() float64
-	skew        float64
-	retry       durable.Retry
-	moreProcs   func(writers int) (restore func())
-	sync        durable.Strategy
+// Options configure Open. The zero value opens an existing table through
+// the kernel's filesystem at the root, with the defaults of defaults.go.
+type Options struct {
+	// FS opens the table over f instead of the kernel's filesystem at the
+	// root (the crash-testing filesystems, a table in memory). Close does
+	// not close it: its opener does.
+	FS seam.FS
+	// Wrap wraps the table's filesystem (a fault injector of a test, a
+	// benchmark's commit strategy); capabilities its FS lacks are found
+	// through its Unwrap (seam.As).
+	Wrap func(seam.FS) seam.FS
+	// Create makes the table, durably, with this header when the root
+	// holds none (lease init); a concurrent creator's header wins. Without
+	// it a root without TABLE is ErrNoTable.
+	Create *leasefmt.Table
+	// Share, with Create, shares the new table with the accounts of a
+	// group (lease init --shared): TABLE records it as "shared", and the
+	// root gets its modes (share.go).
+	Share *seam.Sharing
+	// Header opens the table with this header as it is, reading no TABLE
+	// and applying none of its settings: for lease fsck, which reads (and
+	// repairs) the header itself.
+	Header *leasefmt.Table
+	// LockTimeout bounds every lock wait: 0 is DefaultLockTimeout, a
+	// negative value no wait at all (one try: a lock timeout of 0 s).
+	LockTimeout time.Duration
+	// Writers bounds the concurrent record writers of a batch: 0 is
+	// DefaultWriters, 1 writes one record at a time.
+	Writers int
+	// Clock is the clock every decision reads under the record's lock, in
+	// seconds since the epoch (nil: leasefmt.Now; lease --now: a fixed
+	// one).
+	Clock func() float64
+	// ClockSkew bounds the clock difference between the nodes sharing the
+	// table, in seconds: a claim takes over an expired lease only from
+	// expires_at + skew, and a holder's lease counts as lost from
+	// expires_at - skew (docs/lease-format.md). The zero value is no skew;
+	// the command line and package leases give their setting,
+	// DefaultClockSkew by default.
+	ClockSkew float64
+	// Sync says how a batch makes its records durable (nil: defaultSync;
+	// durable.Auto: by syncfs(2) where the filesystem makes it a
+	// whole-filesystem barrier, else per record; docs/design.md#durability).
+	Sync *durable.Strategy
+	// Retry bounds the retries of one record's step after a transient
+	// error of a network filesystem (zero: durable.DefaultRetry).
+	Retry durable.Retry
+	// MoreProcs is called with the size of a batch's writer pool before
+	// the batch and returns the function called after it: the command line
+	// raises GOMAXPROCS there while writers block in fsync. The engine
+	// itself never changes GOMAXPROCS.
+	MoreProcs func(writers int) (restore func())
 }
 
-// WithFS opens the table over f instead of the kernel's filesystem at the
-// root (the crash-testing filesystems, a table in memory). Close does not
-// close f: its opener does.
-func WithFS(f seam.FS) Option { return func(o *options) { o.fs = f } }
-
-// WithWrap wraps the table's filesystem in w (a fault injector of a test,
-// a benchmark's commit strategy); capabilities w's FS lacks are found
-// through its Unwrap (seam.As).
-func WithWrap(w func(seam.FS) seam.FS) Option { return func(o *options) { o.wrap = w } }
-
-// Create makes the table, durably, with header t when the root holds none
-// (lease init); a concurrent creator's header wins. Without it a root
-// without TABLE is ErrNoTable.
-func Create(t *leasefmt.Table) Option { return func(o *options) { o.create = t } }
-
-// WithHeader opens the table with header t as it is, reading no TABLE and
-// applying none of its settings: for lease fsck, which reads (and repairs)
-// the header itself.
-func WithHeader(t *leasefmt.Table) Option { return func(o *options) { o.header = t } }
-
-// WithLockTimeout bounds every lock wait (default DefaultLockTimeout).
-func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockTimeout = d } }
-
-// WithWriters bounds the concurrent record writers of a batch (default
-// DefaultWriters; 1 writes one record at a time).
-func WithWriters(n int) Option { return func(o *options) { o.writers = n } }
-
-// WithClock is the clock every decision reads under the record's lock, in
-// seconds since the epoch (default SystemClock; lease --now: FixedClock).
-func WithClock(c func() float64) Option { return func(o *options) { o.clock = c } }
-
-// WithClockSkew bounds the clock difference between the nodes sharing the
-// table, in seconds: a claim takes over an expired lease only from
-// expires_at + skew, and a holder's lease counts as lost from expires_at -
-// skew (docs/lease-format.md). Without it the skew is 0; the command line
-// and package leases give their setting, DefaultClockSkew by default.
-func WithClockSkew(skew float64) Option { return func(o *options) { o.skew = skew } }
-
-// WithSync says how a batch makes its records durable (default
-// defaultSync; durable.Auto: by syncfs(2) where the filesystem makes it a
-// whole-filesystem barrier, else per record; docs/design.md#durability).
-func WithSync(st durable.Strategy) Option { return func(o *options) { o.sync = st } }
-
-// defaultSync is the strategy of a store opened without WithSync, and of
-// lease's sync setting: per record. durable.Auto waits to be the default
+// defaultSync is the strategy of a store opened without Options.Sync, and
+// of lease's sync setting: per record. durable.Auto waits to be the default
 // until the power cuts have proved it on ext4, XFS and btrfs (200 cuts
 // each, a cut inside a renew-batch among them) and the benchmark shows it
 // faster on ext4 (issue 41; docs/performance.md).
 const defaultSync = durable.Record
-
-// WithRetry bounds the retries of one record's step after a transient
-// error of a network filesystem (default durable.DefaultRetry).
-func WithRetry(r durable.Retry) Option { return func(o *options) { o.retry = r } }
-
-// WithMoreProcs is called with the size of a batch's writer pool before
-// the batch and returns the function called after it: the command line
-// raises GOMAXPROCS there while writers block in fsync. The engine itself
-// never changes GOMAXPROCS.
-func WithMoreProcs(f func(writers int) (restore func())) Option {
-	return func(o *options) { o.moreProcs = f }
-}
 
 // RootError is the error of Open when the table root itself cannot be
 // opened (missing, not a directory, not readable).
@@ -172,15 +154,27 @@ func (e *ShareRootError) Error() string {
 func (e *ShareRootError) Unwrap() error { return e.Err }
 
 // Open opens the table at root: through the kernel's filesystem (seam.OS),
-// which the Store owns and Close closes, unless WithFS gives another. When
-// the root holds no TABLE it returns ErrNoTable, unless Create says to make
-// the table (durably, see create; a shared one with a shared root).
-func Open(root string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: DefaultLockTimeout, writers: DefaultWriters, retry: durable.DefaultRetry, sync: defaultSync}
-	for _, opt := range opts {
-		opt(&o)
+// which the Store owns and Close closes, unless o.FS gives another. When
+// the root holds no TABLE it returns ErrNoTable, unless o.Create says to
+// make the table (durably, see create; a shared one with a shared root).
+func Open(root string, o Options) (*Store, error) {
+	switch {
+	case o.LockTimeout == 0:
+		o.LockTimeout = DefaultLockTimeout
+	case o.LockTimeout < 0:
+		o.LockTimeout = 0
 	}
-	f := o.fs
+	if o.Writers == 0 {
+		o.Writers = DefaultWriters
+	}
+	if o.Retry == (durable.Retry{}) {
+		o.Retry = durable.DefaultRetry
+	}
+	sync := defaultSync
+	if o.Sync != nil {
+		sync = *o.Sync
+	}
+	f := o.FS
 	var owned io.Closer
 	if f == nil {
 		osfs, err := seam.OS(root)
@@ -189,19 +183,23 @@ func Open(root string, opts ...Option) (*Store, error) {
 		}
 		f, owned = osfs, osfs
 	}
-	if o.wrap != nil {
-		f = o.wrap(f)
+	if o.Wrap != nil {
+		f = o.Wrap(f)
 	}
-	sh := &shared{root: root, fs: f, owned: owned, pool: max(o.writers, 1), skew: o.skew, retry: o.retry, moreProcs: o.moreProcs}
-	sh.lockWait.Store(int64(o.lockTimeout))
+	sh := &shared{root: root, fs: f, owned: owned, pool: max(o.Writers, 1), skew: o.ClockSkew, retry: o.Retry, moreProcs: o.MoreProcs}
+	sh.lockWait.Store(int64(o.LockTimeout))
 	sh.disk = durable.New(f, root, &sh.stats.Counts)
-	sh.disk.SetStrategy(o.sync)
-	s := &Store{shared: sh, clock: o.clock}
-	if o.header != nil {
-		sh.hdr = o.header
+	sh.disk.SetStrategy(sync)
+	s := &Store{shared: sh, clock: o.Clock}
+	if o.Header != nil {
+		sh.hdr = o.Header
 		return s, nil
 	}
-	if err := s.open(o.create); err != nil {
+	create := o.Create
+	if create != nil && o.Share != nil {
+		create = withSharing(create, *o.Share)
+	}
+	if err := s.open(create); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -254,7 +252,7 @@ func (s *Store) open(create *leasefmt.Table) error {
 }
 
 // Close releases the filesystem Open opened (its open directories and lock
-// files, dropping the locks); a filesystem given by WithFS is left open.
+// files, dropping the locks); a filesystem given by Options.FS is left open.
 // The views of At share it: closing one closes them all.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
@@ -267,7 +265,7 @@ func (s *Store) Close() error {
 
 // At returns a view of the table whose operations read the fixed clock
 // now: lease --now, and tests. The view shares everything else.
-func (s *Store) At(now float64) *Store { return &Store{shared: s.shared, clock: FixedClock(now)} }
+func (s *Store) At(now float64) *Store { return &Store{shared: s.shared, clock: fixedClock(now)} }
 
 // Root is the table's root directory.
 func (s *Store) Root() string { return s.root }
@@ -285,13 +283,13 @@ func (s *Store) Sharing() *seam.Sharing { return s.sharing }
 // Stats counts what the table's operations did.
 func (s *Store) Stats() *Stats { return &s.stats }
 
-// ClockSkew is the bound of WithClockSkew, in seconds.
+// ClockSkew is the bound of Options.ClockSkew, in seconds.
 func (s *Store) ClockSkew() float64 { return s.skew }
 
 // lockTimeout is the bound of every lock wait.
 func (s *Store) lockTimeout() time.Duration { return time.Duration(s.lockWait.Load()) }
 
-// LockTimeout is the bound of every lock wait (WithLockTimeout). It is
+// LockTimeout is the bound of every lock wait (Options.LockTimeout). It is
 // fixed at Open: one call's wait is bounded by its context's deadline
 // instead (a holder whose renewals must wait less than its claim did:
 // keepalive.LockWait).
@@ -300,19 +298,15 @@ func (s *Store) LockTimeout() time.Duration { return s.lockTimeout() }
 // Disk is the durability layer the table is written through.
 func (s *Store) Disk() *durable.Disk { return s.disk }
 
-// SystemClock is the system's clock in seconds since the epoch, with the
-// microsecond precision records are written with.
-func SystemClock() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
-
-// FixedClock returns a clock that always says t (lease --now).
-func FixedClock(t float64) func() float64 { return func() float64 { return t } }
+// fixedClock returns a clock that always says t.
+func fixedClock(t float64) func() float64 { return func() float64 { return t } }
 
 // now reads the store's clock.
 func (s *Store) now() float64 {
 	if s.clock != nil {
 		return s.clock()
 	}
-	return SystemClock()
+	return leasefmt.Now()
 }
 
 // Now is the store's clock: what an operation would read now.

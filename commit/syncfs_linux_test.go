@@ -31,8 +31,7 @@ func syncfsTable(t *testing.T, sync durable.Strategy, wrap func(*seam.OSFS) seam
 	if _, barrier, err := osfs.FilesystemType(); err != nil || !barrier {
 		t.Skipf("%s: syncfs is no barrier on this filesystem (%v)", root, err)
 	}
-	st, err := commit.Open(root, commit.WithFS(f), commit.WithSync(sync),
-		commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 4, CreatedAt: 1000}))
+	st, err := commit.Open(root, commit.Options{FS: f, Sync: new(sync), Create: &leasefmt.Table{WorkShards: 16, TargetShards: 4, CreatedAt: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,8 +73,7 @@ func rendezvousTable(t *testing.T) (*commit.Store, *rendezvous) {
 	t.Helper()
 	r := &rendezvous{}
 	st, err := commit.Open(t.TempDir(),
-		commit.WithWrap(func(osfs seam.FS) seam.FS { return seam.WithHook(osfs, r.hook) }),
-		commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
+		commit.Options{Wrap: func(osfs seam.FS) seam.FS { return seam.WithHook(osfs, r.hook) }, Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

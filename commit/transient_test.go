@@ -117,11 +117,10 @@ func transientTable(t *testing.T) (*commit.Store, *otherClient, *opLog) {
 	root := t.TempDir()
 	var other *otherClient
 	log := &opLog{}
-	st, err := commit.Open(root, commit.WithWrap(func(osfs seam.FS) seam.FS {
+	st, err := commit.Open(root, commit.Options{Wrap: func(osfs seam.FS) seam.FS {
 		other = newOtherClient(osfs)
 		return seam.WithHook(other, log.hook)
-	}), commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}),
-		commit.WithRetry(durable.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}))
+	}, Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}, Retry: durable.Retry{Attempts: 4, Backoff: time.Millisecond, MaxBackoff: time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 )
 
 // twoPassTable is syncfsTable with the store's options opts.
-func twoPassTable(t *testing.T, wrap func(*seam.OSFS) seam.FS, opts ...commit.Option) *commit.Store {
+func twoPassTable(t *testing.T, wrap func(*seam.OSFS) seam.FS, opts ...commit.Options) *commit.Store {
 	t.Helper()
 	root := t.TempDir()
 	osfs, err := seam.OS(root)
@@ -38,9 +38,10 @@ func twoPassTable(t *testing.T, wrap func(*seam.OSFS) seam.FS, opts ...commit.Op
 	if wrap != nil {
 		f = wrap(osfs)
 	}
-	opts = append([]commit.Option{commit.WithFS(f), commit.WithSync(durable.Syncfs),
-		commit.Create(&leasefmt.Table{WorkShards: 16, TargetShards: 4, CreatedAt: 1000})}, opts...)
-	st, err := commit.Open(root, opts...)
+	o := optionsOf(opts)
+	o.FS, o.Sync = f, new(durable.Syncfs)
+	o.Create = &leasefmt.Table{WorkShards: 16, TargetShards: 4, CreatedAt: 1000}
+	st, err := commit.Open(root, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestTwoPassSyncfsPerChunk(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("n%d-w%d-chunk%d", tc.n, tc.writers, tc.chunk), func(t *testing.T) {
 			setChunk(t, tc.chunk)
-			st := twoPassTable(t, nil, commit.WithWriters(tc.writers))
+			st := twoPassTable(t, nil, commit.Options{Writers: tc.writers})
 			want := int64(2 * ((tc.n + tc.chunk - 1) / tc.chunk))
 			before := st.Stats().Snapshot(0)
 			h := held(t, at(st, 1000).Claim(context.Background(), spread(tc.n, 16), "host/w1", 60))
@@ -145,7 +146,7 @@ func TestTwoPassFailure(t *testing.T) {
 			st := twoPassTable(t, func(o *seam.OSFS) seam.FS {
 				faulty = &faultyRename{OSFS: o, op: op}
 				return faulty
-			}, commit.WithWriters(4), commit.WithLockTimeout(5*time.Second))
+			}, commit.Options{Writers: 4, LockTimeout: 5 * time.Second})
 			h := held(t, at(st, 1000).Claim(context.Background(), spread(n, 16), "host/w1", 60))
 			faulty.fail.Store(n / 2)
 			res := at(st, 1010).Renew(context.Background(), h, 60)
@@ -203,7 +204,7 @@ func twoPassRenewer(f []string) int {
 	rounds, _ := strconv.Atoi(f[1])
 	*commit.TwoPassChunk, _ = strconv.Atoi(f[2])
 	n, _ := strconv.Atoi(f[3])
-	st, err := commit.Open(f[0], commit.WithSync(durable.Syncfs), commit.WithLockTimeout(60*time.Second))
+	st, err := commit.Open(f[0], commit.Options{Sync: new(durable.Syncfs), LockTimeout: 60 * time.Second})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -20,7 +20,7 @@ func ExampleCheck() {
 	defer os.RemoveAll(dir)
 	root := filepath.Join(dir, "table")
 	durable.MkdirRoot(root)
-	st, _ := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
+	st, _ := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}})
 	id, _ := leasefmt.ParseID("6f9b91f83f7365e8037273295071469d1cf7d0e34dfae07af6158dcc64a7c067")
 	torn := `{"schema":"lease.work/v1","id":"` + string(id) + `","status":"leased","owner":"w","token":7,"claimed_at":1`
 	os.WriteFile(st.Abs(st.RecordPath(leasefmt.Work, id)), []byte(torn), 0o644)

@@ -242,9 +242,7 @@ func (c *checker) run() error {
 	c.checkReadLocks(t)
 	// The store of the records' operations (locks, reads, settling
 	// publishes, rewrites), over the header as checked (or inferred).
-	if c.st, err = commit.Open(c.disk.Abs(""), commit.WithFS(c.fs), commit.WithHeader(t),
-		commit.WithLockTimeout(c.opt.LockTimeout), commit.WithWriters(1),
-		commit.WithClock(commit.FixedClock(c.opt.Now)), commit.WithClockSkew(c.opt.ClockSkew)); err != nil {
+	if c.st, err = commit.Open(c.disk.Abs(""), commit.Options{FS: c.fs, Header: t, LockTimeout: c.opt.LockTimeout, Writers: 1, Clock: func() float64 { return c.opt.Now }, ClockSkew: c.opt.ClockSkew}); err != nil {
 		return err
 	}
 	if tasks == nil {

@@ -7,13 +7,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// Group consistency uses the group engine's own rules, commit.CheckGroup
+// Group consistency uses the group engine's own rules, groups.Check
 // (a manifest against the targets it lists, for any status and clock) and
-// commit.CheckTarget (a live target against the manifest of the group it
+// groups.CheckTarget (a live target against the manifest of the group it
 // names). What disagrees is re-checked under the locks of the group engine
 // (the manifest's, then the targets' in ascending ID order, each lock byte
 // once), so an in-flight group-renew is never mistaken for damage.
@@ -96,7 +96,7 @@ func (c *checker) checkGroup(rel string, m *leasefmt.Record) *Finding {
 	if err != nil {
 		return c.ioFinding(rel, "cannot read the targets of the group", err)
 	}
-	if len(commit.CheckGroup(m, ts)) == 0 {
+	if len(groups.Check(m, ts)) == 0 {
 		return nil
 	}
 	f := &Finding{Kind: KindGroup, Path: rel, ID: m.ID, Expected: groupExpected,
@@ -105,7 +105,7 @@ func (c *checker) checkGroup(rel string, m *leasefmt.Record) *Finding {
 	defer locks.release()
 	if lerr != nil {
 		// Report what was seen without the locks.
-		f.Found = strings.Join(commit.CheckGroup(m, ts), "; ")
+		f.Found = strings.Join(groups.Check(m, ts), "; ")
 		if c.opt.Repair {
 			failed(f, lerr)
 		}
@@ -122,7 +122,7 @@ func (c *checker) checkGroup(rel string, m *leasefmt.Record) *Finding {
 	if err != nil {
 		return c.ioFinding(rel, "cannot read the targets of the group", err)
 	}
-	probs := commit.CheckGroup(m2, ts)
+	probs := groups.Check(m2, ts)
 	if len(probs) == 0 {
 		return nil // an operation in flight, finished under the locks
 	}
@@ -182,7 +182,7 @@ func (c *checker) settleRenew(f *Finding, m *leasefmt.Record, ts map[leasefmt.ID
 		next[id] = settle(ts[id])
 	}
 	man := settle(m)
-	if probs := commit.CheckGroup(man, next); len(probs) > 0 {
+	if probs := groups.Check(man, next); len(probs) > 0 {
 		failed(f, fmt.Errorf("settling the renewal would still disagree: %s", strings.Join(probs, "; ")))
 		return
 	}
@@ -212,7 +212,7 @@ func (c *checker) settleRenew(f *Finding, m *leasefmt.Record, ts map[leasefmt.ID
 //     are written released with group, token F, owner and E; the manifest
 //     last, released likewise.
 //
-// The plan is checked with commit.CheckGroup before the first write; a
+// The plan is checked with groups.Check before the first write; a
 // plan that would still disagree (a corrupt target, a live target of
 // another group at an older token) writes nothing and is reported.
 func (c *checker) releaseGroup(f *Finding, m *leasefmt.Record, ts map[leasefmt.ID]*leasefmt.Record, corrupt []leasefmt.ID) {
@@ -274,7 +274,7 @@ func (c *checker) releaseGroup(f *Finding, m *leasefmt.Record, ts map[leasefmt.I
 	man := m.Clone()
 	release(man)
 	man.ClaimedAt = claimed
-	if probs := commit.CheckGroup(man, next); len(probs) > 0 {
+	if probs := groups.Check(man, next); len(probs) > 0 {
 		failed(f, fmt.Errorf("releasing would still disagree: %s", strings.Join(probs, "; ")))
 		return
 	}
@@ -311,7 +311,7 @@ func (c *checker) checkTargetGroup(rel string, t *leasefmt.Record, cache manifes
 		}
 		cache[t.Group] = m
 	}
-	if m != nil && slices.Contains(m.Targets, t.ID) || len(commit.CheckTarget(t, m)) == 0 {
+	if m != nil && slices.Contains(m.Targets, t.ID) || len(groups.CheckTarget(t, m)) == 0 {
 		return nil
 	}
 	f := &Finding{Kind: KindGroup, Path: rel, ID: t.ID,
@@ -324,7 +324,7 @@ func (c *checker) checkTargetGroup(rel string, t *leasefmt.Record, cache manifes
 		err = locks.take(leasefmt.Target, t.ID)
 	}
 	if err != nil {
-		f.Found = strings.Join(commit.CheckTarget(t, m), "; ")
+		f.Found = strings.Join(groups.CheckTarget(t, m), "; ")
 		if c.opt.Repair {
 			failed(f, err)
 		}
@@ -345,7 +345,7 @@ func (c *checker) checkTargetGroup(rel string, t *leasefmt.Record, cache manifes
 	if m2 != nil && slices.Contains(m2.Targets, t2.ID) {
 		return nil
 	}
-	probs := commit.CheckTarget(t2, m2)
+	probs := groups.CheckTarget(t2, m2)
 	if len(probs) == 0 {
 		return nil
 	}

@@ -18,7 +18,7 @@ import (
 func heldFixture(t *testing.T) (*commit.Store, string, leasefmt.ID) {
 	t.Helper()
 	root := t.TempDir()
-	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}))
+	st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func checkMarkers(t *testing.T, root string, repair bool) (*fsck.Summary, []*fsc
 func TestMarkersCheckedAndRepaired(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "table")
 	durable.MkdirRoot(root)
-	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 2, TargetShards: 2, CreatedAt: 1000}))
+	st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 2, TargetShards: 2, CreatedAt: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func sameCensus(t *testing.T, st *commit.Store, wantMethod string) {
 func TestTallyCheckedAndRepaired(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "table")
 	durable.MkdirRoot(root)
-	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 2, TargetShards: 2, CreatedAt: 1000}))
+	st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 2, TargetShards: 2, CreatedAt: 1000}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestTallyCheckedAndRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close() // its handles of the tally's directories are of the ones removed
-	if st, err = commit.Open(root); err != nil {
+	if st, err = commit.Open(root, commit.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	sameCensus(t, st, census.MethodListing)

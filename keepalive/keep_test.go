@@ -35,7 +35,7 @@ type fakeTable struct {
 }
 
 func newFake(duration float64) *fakeTable {
-	now := commit.SystemClock()
+	now := leasefmt.Now()
 	return &fakeTable{status: "leased", token: 1, duration: duration, expiresAt: now + duration}
 }
 
@@ -75,7 +75,7 @@ func (f *fakeTable) Renew(_ context.Context, it commit.Item, ttl float64, wait t
 	case f.status == "released":
 		r.Outcome = commit.Released
 	default:
-		now := commit.SystemClock()
+		now := leasefmt.Now()
 		if ttl == 0 {
 			ttl = f.duration
 		}
@@ -89,7 +89,7 @@ func (f *fakeTable) Check(_ context.Context, it commit.Item) commit.Result {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checks++
-	r := commit.Result{Item: it, Token: f.token, Record: f.record(commit.SystemClock())}
+	r := commit.Result{Item: it, Token: f.token, Record: f.record(leasefmt.Now())}
 	switch f.status {
 	case "done":
 		r.Outcome = commit.Done
@@ -162,7 +162,7 @@ func keepIn(t *testing.T, ctx context.Context, tb Table, l Lease, cfg Config, rs
 }
 
 func granted(f *fakeTable, skew time.Duration) Lease {
-	return Granted(f.item(), time.Now(), f.record(commit.SystemClock()), skew)
+	return Granted(f.item(), time.Now(), f.record(leasefmt.Now()), skew)
 }
 
 // TestKeepRenewsUntilStopped: renewals every interval keep the lease; the
@@ -322,8 +322,7 @@ func TestKeepRealTable(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "table")
 	open := func() *commit.Store {
 		t.Helper()
-		st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()}),
-			commit.WithClockSkew(0.1))
+		st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: leasefmt.Now()}, ClockSkew: 0.1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -374,7 +373,7 @@ func TestKeepDoneWhileStopped(t *testing.T) {
 		f.set(func(f *fakeTable) { f.status = c.status; f.refuse = commit.IOError })
 		// Granted 10 s ago for 2 s: the stop and lost points are long past,
 		// as for a keeper that was not running.
-		l := Granted(f.item(), time.Now().Add(-10*time.Second), f.record(commit.SystemClock()), 100*time.Millisecond)
+		l := Granted(f.item(), time.Now().Add(-10*time.Second), f.record(leasefmt.Now()), 100*time.Millisecond)
 		var rs reports
 		end := keepIn(t, context.Background(), f, l, Config{Interval: time.Hour, LockTimeout: time.Second, ClockSkew: 100 * time.Millisecond, Grace: time.Second, Poll: -1}, &rs)()
 		if end.Event != c.want {

@@ -133,7 +133,7 @@ func (l *Lease) Extend(started time.Time, rec *leasefmt.Record, skew float64) {
 	} else {
 		// A record known only by its expiry (from another rank): the
 		// local deadline is the wall clock's.
-		l.LostAt = time.Now().Add(seconds(rec.ExpiresAt - commit.SystemClock() - skew))
+		l.LostAt = time.Now().Add(seconds(rec.ExpiresAt - leasefmt.Now() - skew))
 	}
 }
 
@@ -163,7 +163,7 @@ func (l *Lease) Observe(rec *leasefmt.Record, skew float64) {
 	if rec.RenewedAt > 0 {
 		l.Duration = rec.ExpiresAt - rec.RenewedAt
 	}
-	l.LostAt = time.Now().Add(seconds(rec.ExpiresAt - commit.SystemClock() - skew))
+	l.LostAt = time.Now().Add(seconds(rec.ExpiresAt - leasefmt.Now() - skew))
 }
 
 // Ticker paces rounds: one every interval, at once when a round took

@@ -55,7 +55,7 @@ func TestLeaseLostAt(t *testing.T) {
 func TestSetRound(t *testing.T) {
 	s := NewSet(10, 1)
 	a, b, c, d := commit.Item{ID: id("a"), Token: 1}, commit.Item{ID: id("b"), Token: 1}, commit.Item{ID: id("c"), Token: 1}, commit.Item{ID: id("d"), Token: 1}
-	now := commit.SystemClock()
+	now := leasefmt.Now()
 	rec := &leasefmt.Record{RenewedAt: now, ExpiresAt: now + 10}
 	started := time.Now()
 	out := s.Round([]commit.Result{

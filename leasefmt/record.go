@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -459,6 +460,10 @@ func (r *Record) validate() error {
 	}
 	return nil
 }
+
+// Now is the system's clock as records hold times: seconds since the
+// epoch, with the microsecond precision they are written with.
+func Now() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
 
 // AppendTime appends t with microsecond precision and no trailing zeros.
 func AppendTime(b []byte, t float64) []byte {

@@ -36,7 +36,7 @@ func init() {
 		return
 	}
 	root, id, _ := strings.Cut(v, " ")
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err == nil {
 		var unlock func()
 		if unlock, err = st.Lock(context.Background(), leasefmt.Work, leasefmt.ID(id)); err == nil {

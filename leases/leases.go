@@ -182,13 +182,16 @@ func open(root string, o *options, create bool) (*Table, error) {
 	}
 	var tmpl *leasefmt.Table
 	if create {
-		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: commit.SystemClock()}
+		tmpl = &leasefmt.Table{WorkShards: orDefault(o.workShards, commit.DefaultShards), TargetShards: orDefault(o.targetShards, commit.DefaultShards), CreatedAt: leasefmt.Now()}
 	}
-	opts := []commit.Option{commit.Create(tmpl), commit.WithLockTimeout(o.lockTimeout), commit.WithWriters(o.writers), commit.WithClockSkew(o.clockSkew.Seconds())}
+	opts := commit.Options{Create: tmpl, LockTimeout: o.lockTimeout, Writers: max(o.writers, 1), ClockSkew: o.clockSkew.Seconds()}
+	if o.lockTimeout <= 0 {
+		opts.LockTimeout = -1 // a timeout of 0: one try
+	}
 	if o.clock != nil {
-		opts = append(opts, commit.WithClock(func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }))
+		opts.Clock = func() float64 { return float64(o.clock().UnixMicro()) / 1e6 }
 	}
-	st, err := commit.Open(root, opts...)
+	st, err := commit.Open(root, opts)
 	if err != nil {
 		var re *commit.RootError
 		switch {

@@ -37,7 +37,7 @@ func workTable(t *testing.T) (*leases.Table, string) {
 // workRecord reads the work record of id.
 func workRecord(t *testing.T, root, id string) *leasefmt.Record {
 	t.Helper()
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestWorkWaitsForBusyQueue(t *testing.T) {
 		}
 	}()
 	expires := func(id string) float64 {
-		st, err := commit.Open(root)
+		st, err := commit.Open(root, commit.Options{})
 		if err != nil {
 			return 0
 		}

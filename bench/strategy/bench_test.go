@@ -51,8 +51,7 @@ func benchRenew(b *testing.B, kind strategy.Kind, n, k int) {
 		}
 	}
 	var w *strategy.FS
-	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: k, TargetShards: 16, CreatedAt: 1000}),
-		commit.WithWriters(writers), commit.WithWrap(func(f seam.FS) seam.FS { w = strategy.Wrap(kind, f); return w }))
+	st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: k, TargetShards: 16, CreatedAt: 1000}, Writers: writers, Wrap: func(f seam.FS) seam.FS { w = strategy.Wrap(kind, f); return w }})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -28,9 +28,7 @@ func TestStrategiesCountTheirSyncs(t *testing.T) {
 	} {
 		t.Run(tc.kind.String(), func(t *testing.T) {
 			var w *strategy.FS
-			st, err := commit.Open(t.TempDir(), commit.Create(&leasefmt.Table{WorkShards: k, TargetShards: 4, CreatedAt: 1000}),
-				commit.WithWriters(writersOf(tc.kind)),
-				commit.WithWrap(func(f seam.FS) seam.FS { w = strategy.Wrap(tc.kind, f); return w }))
+			st, err := commit.Open(t.TempDir(), commit.Options{Create: &leasefmt.Table{WorkShards: k, TargetShards: 4, CreatedAt: 1000}, Writers: writersOf(tc.kind), Wrap: func(f seam.FS) seam.FS { w = strategy.Wrap(tc.kind, f); return w }})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -67,7 +67,7 @@ func TestCrashFSsHaveEveryCapability(t *testing.T) {
 // LockPreparer), as the call log shows.
 func TestRecorderTakesTheKernelPaths(t *testing.T) {
 	rec := NewRecorder(nil)
-	st, err := commit.Open(Root, commit.WithFS(rec), commit.Create(workTable()))
+	st, err := commit.Open(Root, commit.Options{FS: rec, Create: workTable()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -178,7 +178,7 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 		if c.x.Repair == nil || c.sc.Reinit == nil {
 			return v
 		}
-		if _, err := commit.Open(Root, commit.WithFS(fr), commit.Create(c.sc.Reinit)); err != nil {
+		if _, err := commit.Open(Root, commit.Options{FS: fr, Create: c.sc.Reinit}); err != nil {
 			return append(v, fmt.Sprintf("re-running init after the crash: %v", err))
 		}
 		t = fr.Snapshot()
@@ -267,7 +267,7 @@ func (c *checker) check(t *Tree, n int, claimAfter bool) []string {
 func (c *checker) goOn(t *Tree) []string {
 	later := c.sc.Now + 1e6
 	fr := NewRecorder(t)
-	st, err := commit.Open(Root, commit.WithFS(fr), commit.WithWriters(1), commit.WithClock(commit.FixedClock(later)))
+	st, err := commit.Open(Root, commit.Options{FS: fr, Writers: 1, Clock: func() float64 { return later }})
 	if err != nil {
 		return nil // no table to go on with (the checks after the repair say why)
 	}
@@ -321,7 +321,7 @@ func (c *checker) goOn(t *Tree) []string {
 // censusInvariant compares the tally's census of t at now with the
 // listing's.
 func (c *checker) censusInvariant(t *Tree, now float64) []string {
-	st, err := commit.Open(Root, commit.WithFS(NewRecorder(t)), commit.WithClock(commit.FixedClock(now)))
+	st, err := commit.Open(Root, commit.Options{FS: NewRecorder(t), Clock: func() float64 { return now }})
 	if err != nil {
 		return nil // no table to count (the checks above say why)
 	}

@@ -242,7 +242,7 @@ func Base(sc *Scenario) (*Tree, error) {
 	if sc.Table == nil {
 		return rec.Snapshot(), nil
 	}
-	st, err := commit.Open(Root, commit.WithFS(rec), commit.Create(sc.Table), commit.WithWriters(1))
+	st, err := commit.Open(Root, commit.Options{FS: rec, Create: sc.Table, Writers: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -286,15 +286,15 @@ func (run *Run) start(sc *Scenario) error {
 	}
 	f := run.FS
 	if sc.Table != nil && !sc.NoStore {
-		opts := []commit.Option{commit.WithFS(f), commit.WithWriters(max(sc.Writers, 1)), commit.WithRetry(Retry)}
+		opts := commit.Options{FS: f, Writers: max(sc.Writers, 1), Retry: Retry}
 		if sc.Syncfs {
-			opts = append(opts, commit.WithSync(durable.Syncfs))
+			opts.Sync = new(durable.Syncfs)
 		}
 		if sc.Clock != nil {
 			calls := run.calls
-			opts = append(opts, commit.WithClock(func() float64 { return sc.Clock(calls()) }))
+			opts.Clock = func() float64 { return sc.Clock(calls()) }
 		}
-		st, err := commit.Open(Root, opts...)
+		st, err := commit.Open(Root, opts)
 		if err != nil {
 			run.Outcome(commit.IOError) // the commands exit 4 when the table cannot be read
 			return fmt.Errorf("open %s: %w", sc.Name, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -25,13 +26,13 @@ func TestFsckReleasesTornGroupCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, commit.WithFS(rec))
+	st, err := commit.Open(Root, commit.Options{FS: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := targets(204, 208)
 	slices.Sort(ts)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "carol", Token: 2,
 		ClaimedAt: Now, RenewedAt: Now, ExpiresAt: Now + TTL, Targets: ts}
 	unlock, err := st.Lock(context.Background(), leasefmt.Group, gid)
@@ -72,7 +73,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(base)
-	st, err := commit.Open(Root, commit.WithFS(rec))
+	st, err := commit.Open(Root, commit.Options{FS: rec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestFsckKeepsLiveGroupOnTornRenew(t *testing.T) {
 	if err := (Fsck{}).Repair(fs, Now); err != nil {
 		t.Fatalf("fsck --repair: %v", err)
 	}
-	st2, err := commit.Open(Root, commit.WithFS(fs))
+	st2, err := commit.Open(Root, commit.Options{FS: fs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -292,7 +292,7 @@ func (c *checker) workIDs(acks []Ack) []leasefmt.ID {
 func (c *checker) claimAfter(t *Tree, acks []Ack) []string {
 	var v []string
 	rec := NewRecorder(t)
-	st, err := commit.Open(Root, commit.WithFS(rec), commit.WithWriters(1))
+	st, err := commit.Open(Root, commit.Options{FS: rec, Writers: 1})
 	if err != nil {
 		return []string{fmt.Sprintf("after recovery the table does not open: %v", err)}
 	}

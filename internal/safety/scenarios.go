@@ -196,7 +196,7 @@ func WorkScenarios() []*Scenario {
 	scs := []*Scenario{
 		{Name: "init", Now: Now, Reinit: workTable(), Run: func(r *Run) {
 			t := workTable()
-			if _, err := commit.Open(Root, commit.WithFS(r.FS), commit.Create(t)); err == nil {
+			if _, err := commit.Open(Root, commit.Options{FS: r.FS, Create: t}); err == nil {
 				r.Ack(Ack{Op: "init", Table: t})
 			} else {
 				r.Outcome(commit.IOError)

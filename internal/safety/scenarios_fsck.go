@@ -15,6 +15,7 @@ import (
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -102,7 +103,7 @@ func damageTable(st *commit.Store, t *Tree) *Tree {
 	_ = right
 	ts := []leasefmt.ID{TestID(206), TestID(207)}
 	slices.Sort(ts)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	m := &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "frank", Token: 1,
 		ClaimedAt: T0, RenewedAt: T0, ExpiresAt: T0 + 5000, Targets: ts}
 	t = t.Put(st.RecordPath(leasefmt.Group, gid), encode(m))
@@ -166,7 +167,7 @@ func FsckScenarios() []*Scenario {
 		if r.Exit()&^exitcode.FsckCorrected != 0 {
 			return
 		}
-		st, err := commit.Open(Root, commit.WithFS(r.FS), commit.WithWriters(1))
+		st, err := commit.Open(Root, commit.Options{FS: r.FS, Writers: 1})
 		if err != nil {
 			r.SetExit(exitcode.IO)
 			return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -28,13 +29,13 @@ func targets(from, to int) []leasefmt.ID {
 //	G3 = targets 210-225, held by erin, token 1, live until 2050
 //	targets 206-207 and 230-245 have no record
 var (
-	groupG1 = commit.GroupID(targets(200, 204))
-	groupG2 = commit.GroupID(targets(204, 206))
-	groupG3 = commit.GroupID(targets(210, 226))
+	groupG1 = groups.ID(targets(200, 204))
+	groupG2 = groups.ID(targets(204, 206))
+	groupG3 = groups.ID(targets(210, 226))
 )
 
 func claimGroupAt(st *commit.Store, ts []leasefmt.ID, owner string, now, ttl float64) error {
-	res, err := at(st, now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, owner, ttl)
+	res, err := at(st, now).ClaimGroup(context.Background(), groups.ID(ts), ts, owner, ttl)
 	if err != nil {
 		return err
 	}
@@ -71,7 +72,7 @@ func ackGroups(r *Run, op string, res []commit.GroupResult, err error) {
 
 func groupClaimRun(ts []leasefmt.ID) func(r *Run) {
 	return func(r *Run) {
-		res, err := r.At(Now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "carol", TTL)
+		res, err := r.At(Now).ClaimGroup(context.Background(), groups.ID(ts), ts, "carol", TTL)
 		ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
 	}
 }
@@ -101,7 +102,7 @@ func GroupScenarios() []*Scenario {
 		}),
 		g("group-claim+renew", func(r *Run) {
 			ts := targets(204, 208)
-			res, err := r.At(Now).ClaimGroup(context.Background(), commit.GroupID(ts), ts, "carol", TTL)
+			res, err := r.At(Now).ClaimGroup(context.Background(), groups.ID(ts), ts, "carol", TTL)
 			ackGroups(r, "group-claim", []commit.GroupResult{res}, err)
 			if err != nil || res.Outcome != commit.OK {
 				return

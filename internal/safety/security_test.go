@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -245,7 +246,7 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 			return filepath.Join(shardOf(st, leasefmt.Target, gts[0]), layout.LockFile), false
 		}},
 		{"group manifest", func(st *commit.Store) (string, bool) {
-			return st.RecordPath(leasefmt.Group, commit.GroupID(gts)), false
+			return st.RecordPath(leasefmt.Group, groups.ID(gts)), false
 		}},
 		{"staged result", func(*commit.Store) (string, bool) { return "stage/result.bin", false }},
 		{"stage directory", func(*commit.Store) (string, bool) { return "stage", true }},
@@ -257,7 +258,7 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 	for _, p := range plants {
 		t.Run(p.name, func(t *testing.T) {
 			root, canary := newTable(t)
-			st, err := commit.Open(root)
+			st, err := commit.Open(root, commit.Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,8 +309,8 @@ func TestPlantedSymlinksNeverFollowedForWriting(t *testing.T) {
 				{held + "\n", []string{"complete", "--root", root, "--now", now}},
 				{held + "\n", []string{"release", "--root", root, "--now", now}},
 				{"", []string{"group-claim", "--root", root, "--now", now, string(gts[0]), string(gts[1])}},
-				{string(commit.GroupID(gts)) + " 1\n", []string{"group-renew", "--root", root, "--now", now}},
-				{string(commit.GroupID(gts)) + " 1\n", []string{"group-release", "--root", root, "--now", now}},
+				{string(groups.ID(gts)) + " 1\n", []string{"group-renew", "--root", root, "--now", now}},
+				{string(groups.ID(gts)) + " 1\n", []string{"group-release", "--root", root, "--now", now}},
 				{"", []string{"status", "--root", root}},
 				{"", []string{"fsck", "--root", root, "--repair", "--progress", "never"}},
 				{"", []string{"claim", "--root", root, "--now", now, string(TestID(8))}},
@@ -432,7 +433,7 @@ func TestOversizeInputsBounded(t *testing.T) {
 	}
 	// A huge (sparse) record file.
 	id := TestID(5)
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,7 +226,7 @@ func TestCreateRacesAnotherClient(t *testing.T) {
 	}
 	rec := NewRecorder(base)
 	other := &otherCreator{FS: rec, data: data}
-	st, err := commit.Open(Root, commit.WithFS(other), commit.WithRetry(Retry))
+	st, err := commit.Open(Root, commit.Options{FS: other, Retry: Retry})
 	if err != nil {
 		t.Fatal(err)
 	}

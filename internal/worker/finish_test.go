@@ -20,7 +20,7 @@ func testStore(t *testing.T) *commit.Store {
 	if err := durable.MkdirRoot(root); err != nil {
 		t.Fatal(err)
 	}
-	st, err := commit.Open(root, commit.Create(&leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: commit.SystemClock()}))
+	st, err := commit.Open(root, commit.Options{Create: &leasefmt.Table{WorkShards: 4, TargetShards: 4, CreatedAt: leasefmt.Now()}})
 	if err != nil {
 		t.Fatal(err)
 	}

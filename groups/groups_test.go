@@ -1,31 +1,66 @@
-package commit_test
+package groups_test
 
-// The group checks fsck uses: CheckGroup and CheckGroupInput.
+// The rules of groups: their ID, the input check, and the checks of a
+// manifest against its targets that fsck and the engine use.
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/groups"
 	"github.com/leasetool/lease/leasefmt"
 )
+
+// grpID is a realistic ID: the SHA-256 of a name.
+func grpID(name string) leasefmt.ID {
+	sum := sha256.Sum256([]byte(name))
+	return leasefmt.ID(hex.EncodeToString(sum[:]))
+}
+
+func grpIDs(prefix string, n int) []leasefmt.ID {
+	out := make([]leasefmt.ID, n)
+	for i := range out {
+		out[i] = grpID(fmt.Sprintf("%s-%d", prefix, i))
+	}
+	return out
+}
+
+func TestIDHashesSortedTargetsJoinedByNewline(t *testing.T) {
+	t.Parallel()
+	a, b, c := grpID("a"), grpID("b"), grpID("c")
+	ids := []leasefmt.ID{a, b, c}
+	slices.Sort(ids)
+	want := sha256.Sum256([]byte(string(ids[0]) + "\n" + string(ids[1]) + "\n" + string(ids[2])))
+	for _, order := range [][]leasefmt.ID{{a, b, c}, {c, b, a}, {b, c, a}} {
+		if got := groups.ID(order); string(got) != hex.EncodeToString(want[:]) {
+			t.Errorf("ID(%v) = %s, want %x", order, got, want)
+		}
+	}
+	one := sha256.Sum256([]byte(a))
+	if got := groups.ID([]leasefmt.ID{a}); string(got) != hex.EncodeToString(one[:]) {
+		t.Errorf("ID of one target = %s, want the digest of the bare ID (no newline) %x", got, one)
+	}
+}
 
 func TestCheckGroup(t *testing.T) {
 	t.Parallel()
 	ts := grpIDs("cg", 2)
-	gid := commit.GroupID(ts)
+	gid := groups.ID(ts)
 	man := func() *leasefmt.Record {
 		return &leasefmt.Record{Kind: leasefmt.Group, ID: gid, Status: leasefmt.Leased, Owner: "o", Token: 5,
-			ClaimedAt: 10, RenewedAt: 10, ExpiresAt: 20, Targets: slices.Clone(grpSorted(ts))}
+			ClaimedAt: 10, RenewedAt: 10, ExpiresAt: 20, Targets: groups.Sorted(ts)}
 	}
 	tgt := func(id leasefmt.ID) *leasefmt.Record {
 		return &leasefmt.Record{Kind: leasefmt.Target, ID: id, Status: leasefmt.Leased, Owner: "o", Token: 5,
 			ClaimedAt: 10, RenewedAt: 10, ExpiresAt: 20, Group: gid}
 	}
-	s := grpSorted(ts)
+	s := groups.Sorted(ts)
 	cases := []struct {
 		name  string
 		edit  func(m *leasefmt.Record, tm map[leasefmt.ID]*leasefmt.Record)
@@ -60,7 +95,7 @@ func TestCheckGroup(t *testing.T) {
 			m := man()
 			tm := map[leasefmt.ID]*leasefmt.Record{ts[0]: tgt(ts[0]), ts[1]: tgt(ts[1])}
 			tc.edit(m, tm)
-			got := commit.CheckGroup(m, tm)
+			got := groups.Check(m, tm)
 			switch {
 			case tc.wants == "" && len(got) > 0:
 				t.Errorf("disagreements %q, want none", got)
@@ -74,7 +109,7 @@ func TestCheckGroup(t *testing.T) {
 					continue
 				}
 				named := len(got) > 0 && strings.Contains(got[0], string(id))
-				if d := commit.CheckTarget(tr, m); (len(d) > 0) != named {
+				if d := groups.CheckTarget(tr, m); (len(d) > 0) != named {
 					t.Errorf("CheckTarget(%s) = %q, but CheckGroup = %q", id.Short(), d, got)
 				}
 			}
@@ -85,19 +120,19 @@ func TestCheckGroup(t *testing.T) {
 func TestCheckGroupInputRefusesOversizeManifest(t *testing.T) {
 	t.Parallel()
 	gid := grpID("big")
-	if err := commit.CheckGroupInput(gid, grpIDs("big", 40), "me", 10); err != nil {
+	if err := groups.CheckInput(gid, grpIDs("big", 40), "me", 10); err != nil {
 		t.Fatalf("40 targets: %v", err)
 	}
-	err := commit.CheckGroupInput(gid, grpIDs("big", 60), "me", 10)
-	if !errors.Is(err, commit.ErrGroupInput) {
+	err := groups.CheckInput(gid, grpIDs("big", 60), "me", 10)
+	if !errors.Is(err, groups.ErrInput) {
 		t.Fatalf("60 targets: %v, want ErrGroupInput", err)
 	}
 	for _, ttl := range []float64{0, -1, math.Inf(1), math.NaN()} {
-		if err := commit.CheckGroupInput(gid, grpIDs("t", 2), "me", ttl); !errors.Is(err, commit.ErrGroupInput) {
+		if err := groups.CheckInput(gid, grpIDs("t", 2), "me", ttl); !errors.Is(err, groups.ErrInput) {
 			t.Errorf("ttl %v: %v, want ErrGroupInput", ttl, err)
 		}
 	}
-	if err := commit.CheckGroupInput(gid, []leasefmt.ID{grpID("x"), grpID("x")}, "me", 10); !errors.Is(err, commit.ErrGroupInput) {
+	if err := groups.CheckInput(gid, []leasefmt.ID{grpID("x"), grpID("x")}, "me", 10); !errors.Is(err, groups.ErrInput) {
 		t.Errorf("duplicate targets: %v, want ErrGroupInput", err)
 	}
 }
