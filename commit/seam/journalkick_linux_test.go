@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // testKicker is a kicker whose kicks touch and fsync dir (a local one:
@@ -76,7 +78,7 @@ func TestKickerKicksSlowReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := k.watch()
-	waitFor(t, func() bool { return k.kicks.Load() >= 1 })
+	testenv.WaitFor(t, "kicks", 10*time.Second, func() bool { return k.kicks.Load() >= 1 })
 	stop() // ended by its first kick: helped
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
@@ -93,7 +95,7 @@ func TestKickerKicksSlowReads(t *testing.T) {
 	// slower, never more than once per delay.
 	before := k.kicks.Load()
 	stop = k.watch()
-	waitFor(t, func() bool { return k.kicks.Load() >= before+3 })
+	testenv.WaitFor(t, "kicks", 10*time.Second, func() bool { return k.kicks.Load() >= before+3 })
 	stop()
 	if d := time.Duration(k.delay.Load()); d < 2*kickMin {
 		t.Errorf("delay %v after a read that two kicks did not end, want at least %v", d, 2*kickMin)
@@ -122,7 +124,7 @@ func TestKickerKicksSlowReads(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, func() bool { return k.kicks.Load() > before })
+	testenv.WaitFor(t, "kicks", 10*time.Second, func() bool { return k.kicks.Load() > before })
 	time.Sleep(20 * time.Millisecond)
 	for _, s := range stops {
 		s()
@@ -135,13 +137,4 @@ func TestKickerKicksSlowReads(t *testing.T) {
 	}
 	k.close()
 	k.kickOnce() // closed: nothing to touch, no crash
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-	}
 }
