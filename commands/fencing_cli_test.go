@@ -27,6 +27,7 @@ import (
 // Hole 7: only lease init creates a table: every other command refuses a
 // root without TABLE and creates nothing there.
 func TestFenceNoTableNoCreate(t *testing.T) {
+	t.Parallel()
 	id := string(coreID("nowhere"))
 	for _, tc := range []struct {
 		code  int
@@ -58,6 +59,7 @@ func TestFenceNoTableNoCreate(t *testing.T) {
 // renew-batch --watch stopped early still prints its held set; and one it
 // finished meanwhile is not printed as held.
 func TestFenceSmall(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("small", 3)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "other", string(ids[0]))

@@ -415,6 +415,7 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 }
 
 func TestRunLeaseLostTerminatesCommand(t *testing.T) {
+	t.Parallel()
 	h, id, p, code := holdLose(t, `trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
 	if code != 124 {
 		t.Fatalf("lease run exited %d, want 124 (lease lost)\nstderr:\n%s", code, p.errOut)
@@ -431,6 +432,7 @@ func TestRunLeaseLostTerminatesCommand(t *testing.T) {
 }
 
 func TestRunLeaseLostKillsStubbornCommand(t *testing.T) {
+	t.Parallel()
 	// The command ignores SIGTERM (and so do its children): SIGKILL after
 	// the grace.
 	h, id, p, code := holdLose(t, `trap '' TERM; echo $$ > pid; echo ready; while :; do sleep 0.05; done`)

@@ -102,6 +102,7 @@ func queueCount(t *testing.T, root string) int {
 // bound rather than prove it (bench/streambench measures all four at
 // 10^6).
 func TestStreamBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("adds 200,000 IDs (-short)")
 	}
@@ -148,6 +149,7 @@ func TestStreamBoundedMemory(t *testing.T) {
 // before the first chunk is written. A duplicate ID far apart is refused
 // the same way by the commands that take ID TOKEN lines.
 func TestStreamMalformedLast(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := streamIDs("bad", 100_000)
 	before := coreSnapshot(t, root)
@@ -239,6 +241,7 @@ func TestStreamChunks(t *testing.T) {
 // stderr with --progress always, and none with never or into a pipe (auto);
 // stdout is the same in every mode. A bad value is exit 2.
 func TestStreamProgress(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	for _, tc := range []struct {
 		mode string
@@ -283,6 +286,7 @@ func TestStreamProgress(t *testing.T) {
 // stderr saying how far it got, exactly the entries it reported added on
 // disk, and the same add run again adds the rest.
 func TestAddInterrupt(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("adds 200,000 IDs (-short)")
 	}

@@ -111,6 +111,7 @@ func TestWatchReportsDuringRound(t *testing.T) {
 // into a missing directory or onto a directory is a usage error that
 // writes nothing.
 func TestRenewBatchOutput(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := []leasefmt.ID{coreID("out-a"), coreID("out-b")}
 	held := coreMust(t, 0, "", "claim", "--root", root, "--now", "1000", "--ttl", "100", string(ids[0]), string(ids[1])).out
