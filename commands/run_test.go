@@ -255,6 +255,17 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	return s.w.Write(b)
 }
 
+// String is what was written so far, when w is a fmt.Stringer (a
+// bytes.Buffer, a strings.Builder).
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sw, ok := s.w.(fmt.Stringer); ok {
+		return sw.String()
+	}
+	return ""
+}
+
 func holdID(name string) leasefmt.ID {
 	sum := sha256.Sum256([]byte(name))
 	return leasefmt.ID(hex.EncodeToString(sum[:]))
