@@ -21,6 +21,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -103,7 +104,10 @@ func TestFenceWatchStopsCleanly(t *testing.T) {
 	os.WriteFile(held, []byte(lines), 0o644)
 	p := &watchProc{holdProc: h.start("renew-batch", "--watch", "-v", "--interval", "5", held)}
 	p.errLines, p.errOut = make(chan string, 100), &strings.Builder{}
-	time.Sleep(500 * time.Millisecond) // the first round
+	// Completed between the first round and the next (5 s later).
+	testenv.WaitFor(t, "the watch's first round", holdWait, func() bool {
+		return strings.Contains(p.errw.String(), "lease renew-batch: round 1:")
+	})
 	h.must(0, string(ids[0])+" 1\n", "complete")
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(); code != 0 {

@@ -179,6 +179,7 @@ type holdProc struct {
 	cmd    *exec.Cmd
 	lines  chan string
 	errOut *bytes.Buffer
+	errw   *syncWriter // errOut as the process writes it, to read while it runs
 	out    *bytes.Buffer
 }
 
@@ -186,7 +187,8 @@ func (h *holdTable) start(args ...string) *holdProc {
 	h.t.Helper()
 	cmd := h.command(args...)
 	p := &holdProc{t: h.t, cmd: cmd, lines: make(chan string, 100), errOut: &bytes.Buffer{}, out: &bytes.Buffer{}}
-	cmd.Stderr = &syncWriter{w: p.errOut}
+	p.errw = &syncWriter{w: p.errOut}
+	cmd.Stderr = p.errw
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		h.t.Fatal(err)
