@@ -7,6 +7,7 @@ package commands_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,8 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commands"
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -403,9 +406,7 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 	if rec == nil || rec.Status != "leased" {
 		t.Fatalf("lease run holds no lease: %+v", rec)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopBetweenRenewals(t, h.root, id, p.cmd.Process.Pid)
 	stopped := time.Now()
 	defer p.cmd.Process.Signal(syscall.SIGCONT)
 	// Wait until the lease is over by the table's clock (the last renewal
@@ -425,6 +426,57 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 	p.cmd.Process.Signal(syscall.SIGCONT)
 	code := p.wait()
 	return h, id, p, code
+}
+
+// stopBetweenRenewals stops process pid (SIGSTOP) at a moment it does not
+// hold id's record lock: stopped during a renewal it would keep the lock,
+// and no other owner could claim the ID. It stops the process, waits until
+// every thread of it is stopped, and takes and gives back the lock itself;
+// while the lock is held it lets the process go on and stops it again.
+func stopBetweenRenewals(t *testing.T, root string, id leasefmt.ID, pid int) {
+	t.Helper()
+	st, err := commit.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for tries := 0; ; tries++ {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, fmt.Sprintf("process %d stopped", pid), holdWait, func() bool { return allStopped(pid) })
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		unlock, err := st.Lock(ctx, leasefmt.Work, id)
+		cancel()
+		if err == nil {
+			unlock()
+			return
+		}
+		if tries == 1000 {
+			t.Fatalf("process %d held the record lock of %s each of 1000 times it was stopped: %v", pid, id, err)
+		}
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// allStopped reports whether every thread of process pid is stopped (state
+// T in /proc/PID/task/TID/stat).
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) == 0 || f[0] != "T" {
+			return false
+		}
+	}
+	return true
 }
 
 func TestRunLeaseLostTerminatesCommand(t *testing.T) {
