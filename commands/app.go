@@ -68,6 +68,9 @@ func NewApp() *cli.App {
 	return app
 }
 
+// parsing is held while an app parses its flags (Run).
+var parsing sync.Mutex
+
 // setCLIGlobals sets urfave's package-wide hooks once per process, not
 // once per app: apps run side by side in tests.
 var setCLIGlobals sync.Once
@@ -105,6 +108,24 @@ func commandName(c *cli.Context) string {
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	// urfave's help and version flags are shared by every app, and parsing
+	// writes to them (BoolFlag.Apply stores its default): apps parse one at
+	// a time, up to the command's Before (after every flag is parsed; help
+	// and usage errors come before it), and run side by side after it.
+	parsing.Lock()
+	var parsed sync.Once
+	unlock := func() { parsed.Do(parsing.Unlock) }
+	defer unlock()
+	for _, cmd := range app.Commands {
+		before := cmd.Before
+		cmd.Before = func(c *cli.Context) error {
+			unlock()
+			if before != nil {
+				return before(c)
+			}
+			return nil
+		}
+	}
 	code := exitcode.OK
 	exited := false
 	app.ExitErrHandler = func(c *cli.Context, err error) {
