@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"sync"
 
 	"github.com/urfave/cli/v2"
 
@@ -38,7 +40,11 @@ func NewApp() *cli.App {
 			"alive with batched renewals, and publish results only while their token is current.",
 	}
 	for _, d := range Descriptors() {
-		cmd := d.Command
+		// Each app gets its own copy of the command and of its flags:
+		// urfave fills both in while it runs (help flag and subcommand,
+		// categories, the flags' defaults), and tests run several apps at
+		// once in one process (Run).
+		cmd := ownCommand(d.Command)
 		app.Commands = append(app.Commands, cmd)
 		cmd.OnUsageError = usageHandler(d.usageExit())
 		cmd.Before = launchGate(d)
@@ -47,10 +53,12 @@ func NewApp() *cli.App {
 		// `lease renew-batch h > h.new` printed the help text.
 		cmd.HideHelpCommand = true
 	}
-	cli.FlagStringer = flagString
-	// --version prints what lease version prints, as git --version does.
-	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
-	cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
+	setCLIGlobals.Do(func() {
+		cli.FlagStringer = flagString
+		// --version prints what lease version prints, as git --version does.
+		cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version and whether MPI support is compiled in, as lease version does"}
+		cli.VersionPrinter = func(c *cli.Context) { printVersion(c.App.Writer) }
+	})
 	app.OnUsageError = usageHandler(exitcode.Usage)
 	app.CommandNotFound = commandNotFound
 	// The common flags are global options too: given before the command's
@@ -58,6 +66,32 @@ func NewApp() *cli.App {
 	// lease --help.
 	app.Flags = commonFlags()
 	return app
+}
+
+// parsing is held while an app parses its flags (Run).
+var parsing sync.Mutex
+
+// setCLIGlobals sets urfave's package-wide hooks once per process, not
+// once per app: apps run side by side in tests.
+var setCLIGlobals sync.Once
+
+// ownCommand is a copy of c with copies of its flags, for one app.
+func ownCommand(c *cli.Command) *cli.Command {
+	own := *c
+	own.Flags = make([]cli.Flag, len(c.Flags))
+	for i, f := range c.Flags {
+		own.Flags[i] = f
+		if v := reflect.ValueOf(f); v.Kind() == reflect.Pointer && !v.IsNil() {
+			cp := reflect.New(v.Elem().Type())
+			cp.Elem().Set(v.Elem())
+			own.Flags[i] = cp.Interface().(cli.Flag)
+		}
+	}
+	own.Subcommands = make([]*cli.Command, len(c.Subcommands))
+	for i, s := range c.Subcommands {
+		own.Subcommands[i] = ownCommand(s)
+	}
+	return &own
 }
 
 // commandName is how messages name the command of c: "lease claim", or
@@ -74,6 +108,24 @@ func commandName(c *cli.Context) string {
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	// urfave's help and version flags are shared by every app, and parsing
+	// writes to them (BoolFlag.Apply stores its default): apps parse one at
+	// a time, up to the command's Before (after every flag is parsed; help
+	// and usage errors come before it), and run side by side after it.
+	parsing.Lock()
+	var parsed sync.Once
+	unlock := func() { parsed.Do(parsing.Unlock) }
+	defer unlock()
+	for _, cmd := range app.Commands {
+		before := cmd.Before
+		cmd.Before = func(c *cli.Context) error {
+			unlock()
+			if before != nil {
+				return before(c)
+			}
+			return nil
+		}
+	}
 	code := exitcode.OK
 	exited := false
 	app.ExitErrHandler = func(c *cli.Context, err error) {
@@ -90,9 +142,6 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, leasefmt.Bound(commandName(c)+": "+msg))
 		}
 	}
-	saved := cli.OsExiter
-	cli.OsExiter = func(c int) { code, exited = c, true }
-	defer func() { cli.OsExiter = saved }()
 	args, ucode, err := prepareArgs(app, args)
 	if err != nil {
 		fmt.Fprintln(stderr, leasefmt.Bound("lease: usage: "+err.Error()))

@@ -10,6 +10,7 @@ import (
 // TestUnknownCommand: a command that does not exist is a usage error, and
 // repeated in-process runs keep their exit statuses apart.
 func TestUnknownCommand(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	for i := 0; i < 3; i++ {
 		coreMust(t, 2, "", "claim", "--root", root, "--now", "NaN", string(coreID("x")))
@@ -25,6 +26,7 @@ func TestUnknownCommand(t *testing.T) {
 // bad global option is a usage error (exit 2) that names lease itself, not
 // "lease lease".
 func TestGlobalOptions(t *testing.T) {
+	t.Parallel()
 	v := coreMust(t, 0, "", "version")
 	if got := coreMust(t, 0, "", "--version"); got.out != v.out || !strings.HasPrefix(got.out, "lease ") {
 		t.Errorf("lease --version: %q; lease version: %q", got.out, v.out)

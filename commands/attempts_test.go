@@ -17,6 +17,7 @@ import (
 )
 
 func TestReleaseFailedAndRetry(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	id := coreID("poison")
 	coreMust(t, 0, string(id)+"\n", "add", "--root", root)
@@ -100,6 +101,7 @@ func TestReleaseFailedAndRetry(t *testing.T) {
 // TestReleaseFailedRefusals: bad --failed values, --stderr without
 // --failed and a missing --stderr file are usage errors that write nothing.
 func TestReleaseFailedRefusals(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	id := coreID("refused")
 	held := coreMust(t, 0, "", "claim", "--root", root, string(id)).out
@@ -124,6 +126,7 @@ func TestReleaseFailedRefusals(t *testing.T) {
 // TestFsckFailedItems: a failed record is valid (a clean table stays
 // clean); the queue entry of a failed item is an error fsck removes.
 func TestFsckFailedItems(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	id := coreID("fsck-failed")
 	coreMust(t, 0, string(id)+"\n", "add", "--root", root)
@@ -157,6 +160,7 @@ func TestFsckFailedItems(t *testing.T) {
 // TestClaimFirstPassesOverFailed: claim --first takes the next candidate
 // after a failed one, silently, as after a done one.
 func TestClaimFirstPassesOverFailed(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	bad, good := coreID("first-failed"), coreID("first-free")
 	held := coreMust(t, 0, "", "claim", "--root", root, string(bad)).out

@@ -14,9 +14,11 @@ import (
 
 	"github.com/leasetool/lease/faultfs"
 	"github.com/leasetool/lease/faultfs/faultfstest"
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 func TestNextWaitWaitsOutReadOnly(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range [][]string{{"claim", "--next", "1", "--wait"}, {"run", "--next", "--wait", "--complete", "--", "true"}} {
 		want := 4 // today's exit for the table's error: lease run's is its own 125
 		if cmd[0] == "run" {
@@ -49,7 +51,7 @@ func TestNextWaitWaitsOutReadOnly(t *testing.T) {
 			}
 			f.Close()
 			t.Cleanup(func() { c.Process.Kill() })
-			waitFor(t, "the claimer saying it waits", func() bool {
+			testenv.WaitFor(t, "the claimer saying it waits", holdWait, func() bool {
 				b, _ := os.ReadFile(errFile)
 				return strings.Contains(string(b), "the table cannot be written")
 			})

@@ -12,6 +12,7 @@ import (
 )
 
 func TestClaim(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("claim", 6)
 	base := []string{"--root", root, "--owner", "host-a/w1", "--now", "1000", "--ttl", "60"}
@@ -62,6 +63,7 @@ func TestClaim(t *testing.T) {
 }
 
 func TestClaimFirst(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("first", 8)
 	base := []string{"claim", "--root", root, "--owner", "w", "--now", "1000", "--ttl", "60"}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCompletePublish(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("pub", 4)
 	claim := func(now string, id leasefmt.ID) {

@@ -54,6 +54,7 @@ func docWrite(t *testing.T) string {
 const docFallbackExample = "Show the options:"
 
 func TestDocsUpToDate(t *testing.T) {
+	t.Parallel()
 	files := docFiles()
 	var stale []string
 	for p, data := range files {
@@ -78,6 +79,7 @@ func TestDocsUpToDate(t *testing.T) {
 }
 
 func TestDocsCoverEveryCommand(t *testing.T) {
+	t.Parallel()
 	files := docFiles()
 	app := commands.NewApp()
 	manuals := commands.Manuals()
@@ -283,6 +285,7 @@ func docOffers(out, want string) bool {
 // TestManPath: the pages are where man(1) looks for them by MANPATH, so
 // that MANPATH="$PWD/man:" man lease-claim (the README's) finds them.
 func TestManPath(t *testing.T) {
+	t.Parallel()
 	docRequire(t, "man")
 	for _, page := range []string{"lease-claim", "lease", "lease-format"} {
 		cmd := exec.Command("man", "-w", page)

@@ -21,12 +21,14 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
 // Hole 7: only lease init creates a table: every other command refuses a
 // root without TABLE and creates nothing there.
 func TestFenceNoTableNoCreate(t *testing.T) {
+	t.Parallel()
 	id := string(coreID("nowhere"))
 	for _, tc := range []struct {
 		code  int
@@ -58,6 +60,7 @@ func TestFenceNoTableNoCreate(t *testing.T) {
 // renew-batch --watch stopped early still prints its held set; and one it
 // finished meanwhile is not printed as held.
 func TestFenceSmall(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("small", 3)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "other", string(ids[0]))
@@ -101,7 +104,10 @@ func TestFenceWatchStopsCleanly(t *testing.T) {
 	os.WriteFile(held, []byte(lines), 0o644)
 	p := &watchProc{holdProc: h.start("renew-batch", "--watch", "-v", "--interval", "5", held)}
 	p.errLines, p.errOut = make(chan string, 100), &strings.Builder{}
-	time.Sleep(500 * time.Millisecond) // the first round
+	// Completed between the first round and the next (5 s later).
+	testenv.WaitFor(t, "the watch's first round", holdWait, func() bool {
+		return strings.Contains(p.errw.String(), "lease renew-batch: round 1:")
+	})
 	h.must(0, string(ids[0])+" 1\n", "complete")
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(); code != 0 {

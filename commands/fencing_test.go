@@ -205,6 +205,7 @@ func runSlow(t *testing.T, delay time.Duration, stdin string, args ...string) co
 // start: input that arrives late grants and renews from the time it is
 // written, and does not complete a lease that ran out meanwhile.
 func TestFenceClockReadUnderLock(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("late", 3)
 	start := leasefmt.Now()
@@ -248,6 +249,7 @@ func TestFenceClockReadUnderLock(t *testing.T) {
 // with no readable token by a token no claim can have had. The old holder
 // is fenced out either way.
 func TestFenceTokenAfterQuarantine(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("quarantine", 2)
 	bad := `{"schema":"lease.work/v1","id":"` + string(ids[0]) + `","status":"leased","owner":"","token":7,` +

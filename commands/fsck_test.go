@@ -43,6 +43,7 @@ func runLease(args []string, stderr io.Writer) (string, int) {
 // TestFsckUsage: usage errors of fsck exit 16, not 2 like the other
 // commands, whether the flag parser, the settings or fsck itself finds them.
 func TestFsckUsage(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "clean")
 	for _, args := range [][]string{
 		{"fsck", "--root", root, "--progress", "sometimes"},
@@ -66,6 +67,7 @@ func TestFsckUsage(t *testing.T) {
 
 // TestFsckOperational: no table to check is an operational error (8).
 func TestFsckOperational(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, root := range []string{filepath.Join(dir, "missing"), dir} {
 		var errb bytes.Buffer
@@ -83,6 +85,7 @@ func TestFsckOperational(t *testing.T) {
 // and the exact repair command; JSON lines whose counts agree with the
 // summary object.
 func TestFsckReport(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "all")
 	out, code := runLease([]string{"fsck", "--root", root, "--now", fixtureNow}, io.Discard)
 	if code != 4 {
@@ -178,6 +181,7 @@ func TestFsckReport(t *testing.T) {
 // TestFsckShards: SHARD arguments restrict the record scan and are kept in
 // the repair command.
 func TestFsckShards(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "invalid-empty")
 	for _, tc := range []struct {
 		args []string
@@ -229,6 +233,7 @@ func openPTY(t *testing.T) (*os.File, *os.File) {
 // TestFsckProgress: the progress bar goes to stderr only when stderr is a
 // terminal, never into a pipe or a file; --progress always/never override.
 func TestFsckProgress(t *testing.T) {
+	t.Parallel()
 	root := fixture(t, "clean")
 	base := []string{"fsck", "--root", root, "--now", fixtureNow}
 	pipeR, pipeW, err := os.Pipe()

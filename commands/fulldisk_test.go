@@ -88,6 +88,7 @@ func fullDiskRun(t *testing.T, root string, fillUp func()) {
 
 // TestFullDiskKeepsLiveLeases: ext4 (4 KiB blocks) filled to 100%.
 func TestFullDiskKeepsLiveLeases(t *testing.T) {
+	t.Parallel()
 	mnt := testenv.LoopMount(t, "ext4", 64<<20, "-b", "4096", "-m", "0")
 	fullDiskRun(t, filepath.Join(mnt, "table"), func() { fill(t, mnt) })
 }
@@ -95,6 +96,7 @@ func TestFullDiskKeepsLiveLeases(t *testing.T) {
 // TestFullDiskThroughFaultfs: faultfs fails every create with ENOSPC, as a
 // full filesystem does (writes into allocated blocks still work).
 func TestFullDiskThroughFaultfs(t *testing.T) {
+	t.Parallel()
 	m := faultfstest.Mount(t, faultfs.Options{})
 	fullDiskRun(t, filepath.Join(m.Dir, "table"), func() {
 		if err := m.SetRules([]faultfs.Rule{{Op: faultfs.OpCreate, Errno: syscall.ENOSPC}}); err != nil {
@@ -110,6 +112,7 @@ func TestFullDiskThroughFaultfs(t *testing.T) {
 // program) works as before: on a full filesystem a renewal fails with
 // exit 4, once per batch, and nothing is written.
 func TestFullDiskWithoutReserve(t *testing.T) {
+	t.Parallel()
 	mnt := testenv.LoopMount(t, "ext4", 64<<20, "-b", "4096", "-m", "0")
 	root := filepath.Join(mnt, "table")
 	if _, _, code := mpiExec(t, procBin, "", "init", "--root", root, "--shards", "4"); code != 0 {

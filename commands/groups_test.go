@@ -155,6 +155,7 @@ func grpRecord(t *testing.T, root string, k leasefmt.Kind, id leasefmt.ID) *leas
 // group expired it succeeds with a token larger than every earlier token
 // of c and d.
 func TestGroupClaimOverlap(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ts := grpTargets("overlap", 4)
 	a, b, c, d := ts[0], ts[1], ts[2], ts[3]
@@ -218,6 +219,7 @@ func TestGroupClaimOverlap(t *testing.T) {
 // their targets in the same four shards, so that one fsync per group and
 // directory would be more.
 func TestGroupRenewMixedBatch(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	x, y, z := grpShardTargets("x", 4), grpShardTargets("y", 4), grpTargets("z", 2)
 	gx, tx := grpClaimOK(t, root, "me", 1000, 100, x...)
@@ -302,6 +304,7 @@ func TestGroupRenewMixedBatch(t *testing.T) {
 // TestGroupClaimCorruptRecord: a manifest or target that exists but does
 // not validate is never taken as free: exit 3, nothing written.
 func TestGroupClaimCorruptRecord(t *testing.T) {
+	t.Parallel()
 	ts := grpTargets("corrupt", 3)
 	gid := groups.ID(ts)
 	valid := func(id leasefmt.ID, tok string, exp string) string {
@@ -353,6 +356,7 @@ func TestGroupClaimCorruptRecord(t *testing.T) {
 
 // TestGroupClaimInputErrors: exit 2, nothing written (not even the table).
 func TestGroupClaimInputErrors(t *testing.T) {
+	t.Parallel()
 	ts := grpTargets("input", 2)
 	many := grpStrings(grpTargets("many", 60))
 	cases := []struct {
@@ -388,6 +392,7 @@ func TestGroupClaimInputErrors(t *testing.T) {
 // release ends the group (targets free at once, with larger tokens after),
 // and verify then refuses it.
 func TestGroupReleaseVerify(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ts := grpTargets("rel", 3)
 	g, tok := grpClaimOK(t, root, "me", 1000, 100, ts...)

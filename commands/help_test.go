@@ -55,6 +55,7 @@ func manFlags(page string) []string {
 }
 
 func TestHelpAgreesWithManPages(t *testing.T) {
+	t.Parallel()
 	pages := docFiles()
 	for _, c := range commands.NewApp().Commands {
 		if c.Hidden || c.Name == "help" {
@@ -98,6 +99,7 @@ func TestHelpAgreesWithManPages(t *testing.T) {
 // TestJSONFlagSaysWhatItPrints: --json is one document for the batch
 // commands, and says so where it is not (status and fsck stream lines).
 func TestJSONFlagSaysWhatItPrints(t *testing.T) {
+	t.Parallel()
 	for cmd, want := range map[string]string{
 		"renew-batch": "one JSON document",
 		"status":      "one JSON object per record per line",

@@ -13,6 +13,7 @@ import (
 // TestID: lease id makes the IDs a script needs, as sha256sum would, with
 // no table: of NAMEs, of stdin lines, of files' contents.
 func TestID(t *testing.T) {
+	t.Parallel()
 	r := uxMust(t, 0, "", "id", "item-1", "a b", "item-1")
 	want := string(uxID("item-1")) + "\n" + string(uxID("a b")) + "\n" + string(uxID("item-1")) + "\n"
 	if r.out != want {
@@ -50,6 +51,7 @@ func TestID(t *testing.T) {
 // TestIDMatchesSha256sum: the IDs are those sha256sum prints, so that
 // other programs make the same ones.
 func TestIDMatchesSha256sum(t *testing.T) {
+	t.Parallel()
 	testenv.NeedTools(t, "sha256sum")
 	for _, name := range []string{"demo-input-01", "ünïcode", "with space"} {
 		cmd := exec.Command("sha256sum")

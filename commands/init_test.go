@@ -12,6 +12,7 @@ import (
 )
 
 func TestInit(t *testing.T) {
+	t.Parallel()
 	root := coreBareRoot(t)
 	r := coreMust(t, 0, "", "init", "--root", root, "--shards", "4", "--target-shards", "2", "--now", "1000")
 	if !strings.Contains(r.out, root) {

@@ -45,6 +45,7 @@ func lines(s string) []string {
 // identical lines naming one unrelated queue file and "the filesystem is
 // full", and nothing said inodes.
 func TestOutOfInodes(t *testing.T) {
+	t.Parallel()
 	mnt := testenv.LoopMount(t, "ext4", 64<<20, "-N", "1024", "-m", "0")
 	// qualify shows the inodes left.
 	// (The lease binary: qualify's lock checks run a second process of it.)

@@ -16,6 +16,7 @@ import (
 )
 
 func TestAddContent(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	dir := t.TempDir()
 	var files []string
@@ -62,6 +63,7 @@ func TestAddContent(t *testing.T) {
 }
 
 func TestAddContentRefusals(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
@@ -91,6 +93,7 @@ func TestAddContentRefusals(t *testing.T) {
 // hash to its name, junk and an old temp file are errors a repair moves
 // to lost+found/ (or removes: the temp); a young temp file is a notice.
 func TestFsckInput(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	dir := t.TempDir()
 	var ids []leasefmt.ID

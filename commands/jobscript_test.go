@@ -112,24 +112,19 @@ func TestMpirunWatchKilled(t *testing.T) {
 	cmd := exec.Command("mpirun", "--stdin", "none", "-np", "2", "lease", "renew-batch", "--root", "table", "--watch", "--interval", "1", "-v",
 		"--output", "held.final", "held")
 	cmd.Dir, cmd.Env = s.dir, slurmEnv(s.withMP)
-	var errOut bytes.Buffer
-	cmd.Stderr = &errOut
+	var errBuf bytes.Buffer
+	errOut := &syncWriter{w: &errBuf}
+	cmd.Stderr = errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill() })
 	final := filepath.Join(s.dir, "held.final")
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if b, _ := os.ReadFile(final); len(b) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no held.final within a minute\n%s", mpiClip(errOut.String()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond) // into a later round
+	// Into a later round: the -v line of the second round is written
+	// after its held.final (watcher.round).
+	testenv.WaitFor(t, "the watch's second round", time.Minute, func() bool {
+		return strings.Contains(errOut.String(), "lease renew-batch: round 2:")
+	})
 	cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -35,6 +35,7 @@ func launchRun(args ...string) (code int, out, errOut string) {
 // TestLaunchPolicies: every command says what it does as one of several
 // tasks.
 func TestLaunchPolicies(t *testing.T) {
+	t.Parallel()
 	for _, c := range commands.NewApp().Commands {
 		if p, ok := commands.LaunchPolicyOf(c.Name); !ok {
 			t.Errorf("lease %s has no launch policy", c.Name)

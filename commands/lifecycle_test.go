@@ -16,6 +16,7 @@ import (
 )
 
 func TestRenewReleaseComplete(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("life", 5)
 	coreMust(t, 0, "", append([]string{"claim", "--root", root, "--owner", "w", "--now", "1000", "--ttl", "60"}, strings.Fields(coreJoin(ids, ""))...)...)
@@ -87,6 +88,7 @@ func TestRenewReleaseComplete(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("verify", 3)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "w", "--now", "1000", "--ttl", "60", string(ids[0]), string(ids[1]))
@@ -117,6 +119,7 @@ func TestVerify(t *testing.T) {
 // text, with an unknown key, is claimed and renewed by lease and keeps the
 // key.
 func TestInteropRecord(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	coreMust(t, 0, "", "init", "--root", root)
 	id := coreID("interop")

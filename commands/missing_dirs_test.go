@@ -34,6 +34,7 @@ func foreignTable(t *testing.T) string {
 // public/ yet. Before, the publish exited 4 ("no such file or directory"
 // for public/NAME) and left the record committing until it expired.
 func TestForeignTableDirectoriesOnDemand(t *testing.T) {
+	t.Parallel()
 	root := foreignTable(t)
 	id := coreID("foreign-0")
 	coreMust(t, 0, string(id)+"\n", "add", "--root", root)
@@ -76,6 +77,7 @@ func TestForeignTableDirectoriesOnDemand(t *testing.T) {
 // was refused with done), while a stale token is still refused and a
 // publish of another name after it is not taken for a retry.
 func TestCompleteAgainAfterPublish(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("again", 2)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "w", "--now", "1000", "--ttl", "60", string(ids[0]), string(ids[1]))

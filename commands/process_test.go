@@ -149,6 +149,7 @@ func procGranted(t *testing.T, res []procResult, ids []leasefmt.ID, want string)
 // a table that none of them has created yet; after expiry a second wave;
 // then the old and new holders renew at the same moment.
 func TestProcessesRaceOnClaims(t *testing.T) {
+	t.Parallel()
 	const procs, n = 8, 200
 	const t0 = 1764450000
 	root := coreRoot(t)

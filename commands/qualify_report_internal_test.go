@@ -10,6 +10,7 @@ import (
 // TestPrintProofNotQualified: a failed check is a FAIL line with its
 // rank under mpirun, and the summary names it.
 func TestPrintProofNotQualified(t *testing.T) {
+	t.Parallel()
 	p := qualify.Proof{
 		Members: []qualify.Member{{Rank: 0, Host: "a"}, {Rank: 1, Host: "b"}},
 		Rounds:  2, Contention: 2, Identity: 1, Release: 2,

@@ -12,6 +12,7 @@ import (
 // check and a summary; --json prints the proof instead, with the same
 // checks.
 func TestQualifyReportForPeople(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "table")
 	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--root", root)
 	if code != 0 {

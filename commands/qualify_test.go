@@ -104,6 +104,7 @@ func qualNoScratchLeft(t *testing.T, root string) {
 // TestQualifyRootFilesystem: on the machine's own filesystem every check
 // passes, the proof is verified and qualify exits 0.
 func TestQualifyRootFilesystem(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join(t.TempDir(), "table")
 	out, errOut, code := mpiExec(t, procBin, "", "qualify", "--json", "--root", root)
 	if code != 0 {
@@ -123,6 +124,7 @@ func qualLoopMount(t *testing.T, fstype string) string {
 // TestQualifyLoopFilesystems: qualify passes on freshly made ext4 and xfs
 // filesystems.
 func TestQualifyLoopFilesystems(t *testing.T) {
+	t.Parallel()
 	for _, fstype := range []string{"ext4", "xfs"} {
 		t.Run(fstype, func(t *testing.T) {
 			mnt := qualLoopMount(t, fstype)
@@ -167,6 +169,7 @@ func qualFails(t *testing.T, root, bad string, good []string) {
 // fsync fails with EINVAL, the directory-fsync check fails (the others
 // pass) and qualify exits 1.
 func TestQualifyRefusesNoDirectoryFsync(t *testing.T) {
+	t.Parallel()
 	m := faultfstest.Mount(t, faultfs.Options{Rules: []faultfs.Rule{{Op: faultfs.OpFsyncDir, Errno: syscall.EINVAL}}})
 	qualFails(t, m.Dir, "directory-fsync", []string{"o-excl-create", "file-fsync", "atomic-rename", "lock-exclusion", "lock-release-on-death"})
 	if n := m.Injected()[faultfs.OpFsyncDir]; n < 1 {
@@ -193,6 +196,7 @@ func TestQualifyRefusesNoDirectoryFsync(t *testing.T) {
 // locks all succeed, the lock-exclusion check fails (directory fsync
 // passes) and qualify exits 1.
 func TestQualifyRefusesLocksThatDoNotExclude(t *testing.T) {
+	t.Parallel()
 	m := faultfstest.Mount(t, faultfs.Options{Locks: faultfs.LocksBroken})
 	qualFails(t, m.Dir, "lock-exclusion", []string{"o-excl-create", "file-fsync", "atomic-rename", "directory-fsync"})
 	// The same mount with locks that exclude qualifies: the failure above

@@ -44,6 +44,7 @@ func queueShard(id leasefmt.ID) string {
 }
 
 func TestAddIsIdempotent(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("add", 20)
 	r := coreMust(t, 0, coreJoin(ids, ""), "add", "--root", root)
@@ -96,6 +97,7 @@ func TestAddIsIdempotent(t *testing.T) {
 // TestAddBadInputChangesNothing: a malformed line anywhere refuses the
 // whole input (exit 2) and creates no entry.
 func TestAddBadInputChangesNothing(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	good := coreJoin(coreIDs("bad", 5), "")
 	before := coreSnapshot(t, root)
@@ -119,6 +121,7 @@ func TestAddBadInputChangesNothing(t *testing.T) {
 // not lists of IDs) is exit 2 as any bad line, and says that --content
 // queues files; it said "bad ID" only. A bad line on stdin gets no hint.
 func TestAddFilesNotIDsHintsContent(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	dir := t.TempDir()
 	seed := filepath.Join(dir, "seed-1")
@@ -142,6 +145,7 @@ func TestAddFilesNotIDsHintsContent(t *testing.T) {
 }
 
 func TestClaimNextEmptyBusyAndWait(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	// Nothing queued: empty.
 	r := coreMust(t, 1, "", "claim", "--root", root, "--next", "1")
@@ -217,6 +221,7 @@ func TestClaimNextEmptyBusyAndWait(t *testing.T) {
 // killed between done and the removal, or another program's entry) is
 // removed by the claim that meets it, silently, and the claim goes on.
 func TestClaimNextCleansDoneEntries(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("clean", 4)
 	coreMust(t, 0, coreJoin(ids, ""), "add", "--root", root)
@@ -255,6 +260,7 @@ func TestClaimNextCleansDoneEntries(t *testing.T) {
 // item granted exactly once, each process ends with `empty` (--wait: while
 // the last items are held by others, a worker waits for them to finish).
 func TestClaimNextProcessesNeverShare(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("share", 120)
 	coreMust(t, 0, coreJoin(ids, ""), "add", "--root", root)
@@ -299,6 +305,7 @@ done; cat "$err" >&2; rm "$err"`
 // TestRunNextLoop: the one-line worker loop runs every queued item once,
 // completes it, and ends with exit 123 when the queue is empty.
 func TestRunNextLoop(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("loop", 6)
 	coreMust(t, 0, coreJoin(ids, ""), "add", "--root", root)
@@ -346,6 +353,7 @@ func TestRunNextLoop(t *testing.T) {
 }
 
 func TestStatusSummary(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("sum", 10)
 	coreMust(t, 0, coreJoin(ids, ""), "add", "--root", root)
@@ -419,6 +427,7 @@ func TestStatusSummary(t *testing.T) {
 // TestFsckQueue: fsck reports and repairs what is wrong in queue/, and a
 // table without queue/ is clean.
 func TestFsckQueue(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	coreMust(t, 0, "", "fsck", "--root", root)
 	ids := coreIDs("fsckq", 3)

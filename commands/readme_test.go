@@ -149,6 +149,7 @@ func readmeKit(t *testing.T) (string, []string) {
 // TestReadmeSnippets runs every ```sh block of README.md (see the top of
 // this file).
 func TestReadmeSnippets(t *testing.T) {
+	t.Parallel()
 	testenv.NeedTools(t, "bash", "grep", "cut", "tail")
 	blocks := readmeBlocks(t)
 	if len(blocks) < 5 {
@@ -210,6 +211,7 @@ func TestReadmeSnippets(t *testing.T) {
 // test* in the Makefile but those it names as runs on demand, and the README
 // names each of them.
 func TestReadmeStart(t *testing.T) {
+	t.Parallel()
 	blocks := readmeBlocks(t)
 	if len(blocks) == 0 {
 		t.Fatal("README.md has no sh block")
@@ -306,6 +308,7 @@ func readmeWorker(t *testing.T) []string {
 }
 
 func TestReadmeWorker(t *testing.T) {
+	t.Parallel()
 	testenv.NeedTools(t, "bash", "grep")
 	lines := readmeWorker(t)
 	const readmeRoot = "/scratch/campaign/table"
@@ -401,6 +404,7 @@ func TestReadmeWorker(t *testing.T) {
 // the table: every item failed after the broken harness, every one back
 // after lease retry, every one done, with its result, after the last line.
 func TestReadmeFailedItems(t *testing.T) {
+	t.Parallel()
 	testenv.NeedTools(t, "bash", "grep")
 	var lines []string
 	for _, b := range readmeBlocks(t) {

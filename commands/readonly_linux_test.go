@@ -18,6 +18,7 @@ import (
 // release and revoke exited 2 there, and their --json said io-error with
 // exit 2.
 func TestReadOnlyFilesystem(t *testing.T) {
+	t.Parallel()
 	testenv.NeedRoot(t, "a read-only bind mount")
 	root := uxTable(t)
 	id := string(uxID("read-only"))

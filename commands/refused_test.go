@@ -16,6 +16,7 @@ import (
 // TestExitSeverity: a batch goes on past lost and corrupt records and exits
 // with the most serious outcome: 4 over 3 over 5 over 1 over 0.
 func TestExitSeverity(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ok, stale, locked, corrupt, ioerr := coreInShard("ok", 0), coreInShard("stale", 1), coreInShard("locked", 2), coreInShard("corrupt", 3), coreInShard("io", 4)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "w", "--now", "1000", "--ttl", "1000",
@@ -73,6 +74,7 @@ func TestExitSeverity(t *testing.T) {
 // TestBadInputLeavesTableIdentical: every refused input exits as docs/design.md#cli
 // says and leaves every name and byte under the root as it was.
 func TestBadInputLeavesTableIdentical(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("bad", 3)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "w", "--now", "1000", "--ttl", "100", string(ids[0]), string(ids[1]))

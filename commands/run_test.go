@@ -7,6 +7,7 @@ package commands_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,8 @@ import (
 	"time"
 
 	"github.com/leasetool/lease/commands"
+	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -179,6 +182,7 @@ type holdProc struct {
 	cmd    *exec.Cmd
 	lines  chan string
 	errOut *bytes.Buffer
+	errw   *syncWriter // errOut as the process writes it, to read while it runs
 	out    *bytes.Buffer
 }
 
@@ -186,7 +190,8 @@ func (h *holdTable) start(args ...string) *holdProc {
 	h.t.Helper()
 	cmd := h.command(args...)
 	p := &holdProc{t: h.t, cmd: cmd, lines: make(chan string, 100), errOut: &bytes.Buffer{}, out: &bytes.Buffer{}}
-	cmd.Stderr = &syncWriter{w: p.errOut}
+	p.errw = &syncWriter{w: p.errOut}
+	cmd.Stderr = p.errw
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
 		h.t.Fatal(err)
@@ -253,6 +258,17 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(b)
+}
+
+// String is what was written so far, when w is a fmt.Stringer (a
+// bytes.Buffer, a strings.Builder).
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sw, ok := s.w.(fmt.Stringer); ok {
+		return sw.String()
+	}
+	return ""
 }
 
 func holdID(name string) leasefmt.ID {
@@ -390,9 +406,7 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 	if rec == nil || rec.Status != "leased" {
 		t.Fatalf("lease run holds no lease: %+v", rec)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
+	stopBetweenRenewals(t, h.root, id, p.cmd.Process.Pid)
 	stopped := time.Now()
 	defer p.cmd.Process.Signal(syscall.SIGCONT)
 	// Wait until the lease is over by the table's clock (the last renewal
@@ -414,7 +428,59 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 	return h, id, p, code
 }
 
+// stopBetweenRenewals stops process pid (SIGSTOP) at a moment it does not
+// hold id's record lock: stopped during a renewal it would keep the lock,
+// and no other owner could claim the ID. It stops the process, waits until
+// every thread of it is stopped, and takes and gives back the lock itself;
+// while the lock is held it lets the process go on and stops it again.
+func stopBetweenRenewals(t *testing.T, root string, id leasefmt.ID, pid int) {
+	t.Helper()
+	st, err := commit.Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for tries := 0; ; tries++ {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WaitFor(t, fmt.Sprintf("process %d stopped", pid), holdWait, func() bool { return allStopped(pid) })
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		unlock, err := st.Lock(ctx, leasefmt.Work, id)
+		cancel()
+		if err == nil {
+			unlock()
+			return
+		}
+		if tries == 1000 {
+			t.Fatalf("process %d held the record lock of %s each of 1000 times it was stopped: %v", pid, id, err)
+		}
+		syscall.Kill(pid, syscall.SIGCONT)
+	}
+}
+
+// allStopped reports whether every thread of process pid is stopped (state
+// T in /proc/PID/task/TID/stat).
+func allStopped(pid int) bool {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return false
+	}
+	for _, task := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			return false
+		}
+		f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+		if len(f) == 0 || f[0] != "T" {
+			return false
+		}
+	}
+	return true
+}
+
 func TestRunLeaseLostTerminatesCommand(t *testing.T) {
+	t.Parallel()
 	h, id, p, code := holdLose(t, `trap 'echo got-term; exit 0' TERM; echo ready; while :; do sleep 0.05; done`)
 	if code != 124 {
 		t.Fatalf("lease run exited %d, want 124 (lease lost)\nstderr:\n%s", code, p.errOut)
@@ -431,6 +497,7 @@ func TestRunLeaseLostTerminatesCommand(t *testing.T) {
 }
 
 func TestRunLeaseLostKillsStubbornCommand(t *testing.T) {
+	t.Parallel()
 	// The command ignores SIGTERM (and so do its children): SIGKILL after
 	// the grace.
 	h, id, p, code := holdLose(t, `trap '' TERM; echo $$ > pid; echo ready; while :; do sleep 0.05; done`)

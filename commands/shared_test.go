@@ -120,6 +120,7 @@ func modeOf(t *testing.T, path string) (uint32, uint32) {
 // cannot be written by another member of the group: exit 2, the path and
 // the fix named, nothing written.
 func TestUnsharedTableRefusesOtherAccounts(t *testing.T) {
+	t.Parallel()
 	s := newSharedEnv(t)
 	root := s.root()
 	s.must(0, aliceUID, "", "init", "--root", root)
@@ -154,6 +155,7 @@ func TestUnsharedTableRefusesOtherAccounts(t *testing.T) {
 // group-readable; lease fsck finds nothing wrong, and reports (and
 // repairs) a lock file that lost its group write bit.
 func TestSharedTableAcrossAccounts(t *testing.T) {
+	t.Parallel()
 	s := newSharedEnv(t)
 	s.umask = "077" // the strictest: lease, not the umask, gives the group its bits
 	root := s.root()
@@ -279,6 +281,7 @@ func TestSharedTableAcrossAccounts(t *testing.T) {
 // TestSharedRefusals: a bad --shared, and --shared on an existing table
 // that is shared otherwise, are usage errors that change nothing.
 func TestSharedRefusals(t *testing.T) {
+	t.Parallel()
 	root := uxTable(t)
 	for _, v := range []string{"groups", "0777x", "0060", "", "0666", "0602"} { // 0666, 0602: others would write
 		if r := uxMust(t, 2, "", "init", "--root", filepath.Join(t.TempDir(), "t"), "--shared", v); !strings.Contains(r.errOut, "want group, all, or an octal mode") {

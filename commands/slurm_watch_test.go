@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // watchJob is a --watch job script over the site's held file: LAUNCH
@@ -46,21 +48,20 @@ wait "$keeper"   # returns when USR1 arrives
 wait "$keeper"   # the watch's own exit status
 `
 
-// watchRunning waits until the job's watch has written its held set once
-// and renewed again, so that a stop comes between rounds or during one.
-func watchRunning(t *testing.T, dir, id, name, file string) {
+// watchRunning waits until the job's watch has ended its second round
+// (its -v line, written after the round's held set), so that a stop comes
+// in a later round or between two.
+func watchRunning(t *testing.T, dir, id, name string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		if fi, err := os.Stat(filepath.Join(dir, file)); err == nil && fi.Size() > 0 {
-			break
+	testenv.WaitFor(t, "job "+id+"'s second round", 2*time.Minute, func() bool {
+		if strings.Contains(slurmRead(dir, name+".err"), "lease renew-batch: round 2:") {
+			return true
 		}
-		if states, _ := slurmState(id); slurmFinished(states) || time.Now().After(deadline) {
-			t.Fatalf("job %s ended or hung before writing %s: %v\n%s", id, file, states, slurmFiles(dir, name))
+		if states, _ := slurmState(id); slurmFinished(states) {
+			t.Fatalf("job %s ended before its second round: %v\n%s", id, states, slurmFiles(dir, name))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(1500 * time.Millisecond) // a round or two more
+		return false
+	})
 }
 
 // watchHeldTable makes dir/table with n leases claimed now for an hour,
@@ -97,29 +98,28 @@ func TestSlurmWatchStops(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		script string
-		file   string
 		stop   []string // the scancel arguments; nil: the time limit
 		state  string
 		check  func(t *testing.T, r slurmJobResult)
 	}{
-		{"time limit, mpirun --output", watchScript("1", "mpirun --stdin none ", "--output held.final"), "held.final", nil, "TIMEOUT", nil},
-		{"scancel, mpirun --output", watchScript("5", "mpirun --stdin none ", "--output held.final"), "held.final", []string{}, "CANCELLED", nil},
-		{"scancel --full --signal=TERM, mpirun --output", watchScript("5", "mpirun --stdin none ", "--output held.final"), "held.final",
+		{"time limit, mpirun --output", watchScript("1", "mpirun --stdin none ", "--output held.final"), nil, "TIMEOUT", nil},
+		{"scancel, mpirun --output", watchScript("5", "mpirun --stdin none ", "--output held.final"), []string{}, "CANCELLED", nil},
+		{"scancel --full --signal=TERM, mpirun --output", watchScript("5", "mpirun --stdin none ", "--output held.final"),
 			[]string{"--full", "--signal=TERM"}, "", nil},
-		{"scancel, srun --mpi=pmix --output", watchScript("5", "srun --mpi=pmix ", "--output held.final"), "held.final", []string{}, "CANCELLED", nil},
+		{"scancel, srun --mpi=pmix --output", watchScript("5", "srun --mpi=pmix ", "--output held.final"), []string{}, "CANCELLED", nil},
 		// One process: exec makes lease the batch script itself. Without it
 		// scancel's SIGTERM ends bash at once, and slurmstepd then kills
 		// what is left of the job (lease, still writing its last round)
 		// without waiting for KillWait: whether its last lines are written
 		// is a race it loses on a loaded machine.
-		{"scancel, one process to stdout", watchScript("5", "exec ", "> held.final"), "", []string{}, "CANCELLED",
+		{"scancel, one process to stdout", watchScript("5", "exec ", "> held.final"), []string{}, "CANCELLED",
 			func(t *testing.T, r slurmJobResult) {
 				if !strings.Contains(r.err, "stopped by SIGTERM") {
 					t.Errorf("stderr does not say it stopped by SIGTERM: %s", mpiClip(r.err))
 				}
 			}},
-		{"USR1 recipe, mpirun to stdout", strings.Replace(watchRecipe, "OUTPUT", "> held.final", 1), "", []string{"--batch", "--signal=USR1"}, "COMPLETED", stoppedByUSR1},
-		{"USR1 recipe, mpirun --output", strings.Replace(watchRecipe, "OUTPUT", "--output held.final", 1), "held.final", []string{"--batch", "--signal=USR1"}, "COMPLETED", stoppedByUSR1},
+		{"USR1 recipe, mpirun to stdout", strings.Replace(watchRecipe, "OUTPUT", "> held.final", 1), []string{"--batch", "--signal=USR1"}, "COMPLETED", stoppedByUSR1},
+		{"USR1 recipe, mpirun --output", strings.Replace(watchRecipe, "OUTPUT", "--output held.final", 1), []string{"--batch", "--signal=USR1"}, "COMPLETED", stoppedByUSR1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel() // the time limit takes a minute and more
@@ -130,11 +130,7 @@ func TestSlurmWatchStops(t *testing.T) {
 			if tc.stop == nil {
 				bound = 4 * time.Minute
 			} else {
-				wait := tc.file
-				if wait == "" {
-					wait = name + ".err" // the first round's -v line
-				}
-				watchRunning(t, dir, id, name, wait)
+				watchRunning(t, dir, id, name)
 				if out, err := exec.Command("scancel", append(tc.stop, id)...).CombinedOutput(); err != nil {
 					t.Fatalf("scancel %v: %v %s", tc.stop, err, out)
 				}

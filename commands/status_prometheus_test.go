@@ -16,6 +16,7 @@ import (
 )
 
 func TestSummaryPrometheus(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	var in strings.Builder
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
@@ -83,6 +84,7 @@ func TestSummaryPrometheus(t *testing.T) {
 }
 
 func TestSummaryOutputRefused(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	r := coreMust(t, 2, "", "status", "--root", root, "--summary", "-o", "wide")
 	if !strings.Contains(r.errOut, "want table, json or prometheus") {

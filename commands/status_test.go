@@ -16,6 +16,7 @@ import (
 )
 
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := coreIDs("status", 4)
 	coreMust(t, 0, "", "claim", "--root", root, "--owner", "alice", "--now", "1000", "--ttl", "100", string(ids[0]))

@@ -68,6 +68,7 @@ func statusRows(t *testing.T, out string) ([]string, [][]string) {
 }
 
 func TestStatusTable(t *testing.T) {
+	t.Parallel()
 	root, ids := statusFixture(t)
 	r := uxMust(t, 0, "", "status", "--root", root, "--now", "1050")
 	header, rows := statusRows(t, r.out)
@@ -116,6 +117,7 @@ func TestStatusTable(t *testing.T) {
 }
 
 func TestStatusSort(t *testing.T) {
+	t.Parallel()
 	root, ids := statusFixture(t)
 	letters := map[string]string{}
 	for k, id := range ids {
@@ -154,6 +156,7 @@ func TestStatusSort(t *testing.T) {
 }
 
 func TestStatusOutputs(t *testing.T) {
+	t.Parallel()
 	root, ids := statusFixture(t)
 	base := []string{"status", "--root", root, "--now", "1050"}
 	// -o id and -o id-token: what scripts take, no header, sorted.
@@ -205,6 +208,7 @@ func shardOf(id leasefmt.ID) uint64 {
 // record is reported missing (exit 1), the others still shown; - reads
 // `ID` or `ID TOKEN` lines.
 func TestStatusOfIDs(t *testing.T) {
+	t.Parallel()
 	root, ids := statusFixture(t)
 	nobody := uxID("status-view-nobody")
 	r := uxMust(t, 1, "", "status", "--root", root, "--now", "1050", string(ids["d"]), string(nobody), string(ids["a"]))
@@ -229,6 +233,7 @@ func TestStatusOfIDs(t *testing.T) {
 // TestStatusJSON: --json is one object per record per line with the
 // stable fields, in shard order, or in --sort order when asked.
 func TestStatusJSON(t *testing.T) {
+	t.Parallel()
 	root, ids := statusFixture(t)
 	r := uxMust(t, 0, "", "status", "--root", root, "--now", "1050", "--json", "-v")
 	lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")

@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseInterval(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string]time.Duration{"2s": 2 * time.Second, "500ms": 500 * time.Millisecond, "1m30s": 90 * time.Second,
 		"0.5": 500 * time.Millisecond, "3": 3 * time.Second, "24h": 24 * time.Hour, "86400": 24 * time.Hour} {
 		if got, err := parseInterval(s); err != nil || got != want {
@@ -28,6 +29,7 @@ func TestParseInterval(t *testing.T) {
 // are about one a second over 5 minutes whatever the interval, and a
 // count that goes down (lease retry) gives 0, not a negative rate.
 func TestRateWindow(t *testing.T) {
+	t.Parallel()
 	var r rateWindow
 	if _, _, ok := r.rate(rateShort); ok {
 		t.Fatal("a rate before any count")

@@ -201,6 +201,7 @@ func watchTable(t *testing.T) *holdTable {
 // TestStatusWatchLines: with stdout a pipe, one plain line per count,
 // with the counts, the rate and the ETA; --count stops it.
 func TestStatusWatchLines(t *testing.T) {
+	t.Parallel()
 	h := watchTable(t)
 	r := h.must(0, "", "status", "--watch", "--count", "3", "--interval", "50ms")
 	lines := strings.Split(strings.TrimSuffix(r.out, "\n"), "\n")
@@ -232,6 +233,7 @@ func TestStatusWatchLines(t *testing.T) {
 // TestStatusWatchStopsOnSignal: SIGTERM or SIGINT between counts ends the
 // watch with exit 0 after a whole line, as renew-batch --watch ends.
 func TestStatusWatchStopsOnSignal(t *testing.T) {
+	t.Parallel()
 	h := watchTable(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		p := h.start("status", "--watch", "--interval", "100ms")
@@ -257,6 +259,7 @@ func TestStatusWatchStopsOnSignal(t *testing.T) {
 // states, the rate, the ETA, the owners and the items that failed most;
 // SIGINT leaves the last screen and gives the cursor back, exit 0.
 func TestStatusWatchTerminal(t *testing.T) {
+	t.Parallel()
 	h := watchTable(t)
 	cmd := h.command("status", "--watch", "--interval", "100ms")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 132})
@@ -329,6 +332,7 @@ func TestStatusWatchTerminal(t *testing.T) {
 // TestStatusWatchRefused: bad --interval, --count and combinations are
 // usage errors (exit 2) and print nothing on stdout.
 func TestStatusWatchRefused(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	for _, args := range [][]string{
 		{"--watch", "--interval", "0"},

@@ -3,6 +3,7 @@ package commands_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,14 +12,18 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/leasetool/lease/commands"
+	"github.com/leasetool/lease/commit/seam"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -102,6 +107,7 @@ func queueCount(t *testing.T, root string) int {
 // bound rather than prove it (bench/streambench measures all four at
 // 10^6).
 func TestStreamBoundedMemory(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("adds 200,000 IDs (-short)")
 	}
@@ -148,6 +154,7 @@ func TestStreamBoundedMemory(t *testing.T) {
 // before the first chunk is written. A duplicate ID far apart is refused
 // the same way by the commands that take ID TOKEN lines.
 func TestStreamMalformedLast(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := streamIDs("bad", 100_000)
 	before := coreSnapshot(t, root)
@@ -239,6 +246,7 @@ func TestStreamChunks(t *testing.T) {
 // stderr with --progress always, and none with never or into a pipe (auto);
 // stdout is the same in every mode. A bad value is exit 2.
 func TestStreamProgress(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	for _, tc := range []struct {
 		mode string
@@ -278,18 +286,54 @@ func TestStreamProgress(t *testing.T) {
 	}
 }
 
-// TestAddInterrupt: SIGINT to an add of 200,000 IDs once its first chunk
-// was printed stops it after the chunk in flight: exit 130, a line on
-// stderr saying how far it got, exactly the entries it reported added on
-// disk, and the same add run again adds the rest.
+// addInterruptChunk is the chunk size of the add that TestAddInterrupt
+// interrupts, addInterruptTotal the IDs it adds: many chunks.
+const addInterruptChunk, addInterruptTotal = 100, 2000
+
+// The role "add-interrupted" is lease add (args) whose chunks hold
+// addInterruptChunk items and whose next chunk, once the first lines are
+// on stdout, waits at its first call to the filesystem until SIGINT came:
+// the signal comes while a chunk is in flight, however loaded the machine,
+// never after the add finished.
+func init() {
+	testenv.Role("add-interrupted", func(args []string) int {
+		commands.SetChunkSize(addInterruptChunk)
+		sigc := make(chan os.Signal, 1)
+		signal.Notify(sigc, os.Interrupt)
+		var printed atomic.Bool
+		var waited sync.Once
+		commands.SetWrapFS(func(f seam.FS) seam.FS {
+			return seam.WithHook(f, func(seam.Op, string) error {
+				if printed.Load() {
+					waited.Do(func() { <-sigc })
+				}
+				return nil
+			})
+		})
+		out := writerFunc(func(b []byte) (int, error) {
+			n, err := os.Stdout.Write(b)
+			printed.Store(true)
+			return n, err
+		})
+		return commands.Run(append([]string{"lease"}, args...), os.Stdin, out, os.Stderr)
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
+
+// TestAddInterrupt: SIGINT to an add once its first chunk was printed
+// stops it after the chunk in flight: exit 130, a line on stderr saying
+// how far it got, exactly the entries it reported added on disk, and the
+// same add run again adds the rest. The add is this test binary (the role
+// add-interrupted: small chunks, and one that waits for the signal).
 func TestAddInterrupt(t *testing.T) {
-	if testing.Short() {
-		t.Skip("adds 200,000 IDs (-short)")
-	}
+	t.Parallel()
 	root := coreRoot(t)
-	const total = 200_000
+	const total = addInterruptTotal
 	ids := streamIDs("interrupt", total)
-	cmd := exec.Command(procBin, "add", "--root", root)
+	cmd := testenv.RoleCmd(context.Background(), "add-interrupted", "add", "--root", root)
 	cmd.Stdin = strings.NewReader(ids)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -300,6 +344,7 @@ func TestAddInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill() })
 	br := bufio.NewReader(stdout)
 	first, err := br.ReadString('\n')
 	if err != nil {
@@ -313,7 +358,7 @@ func TestAddInterrupt(t *testing.T) {
 		t.Fatalf("lease add after SIGINT: %v, want exit 130 (did it finish before the signal?)\n%s", err, errb.String())
 	}
 	printed := 1 + strings.Count(string(rest), "\n")
-	m := regexp.MustCompile(`lease add: interrupted after (\d+) of 200000 IDs: (\d+) added durably; run the same add again to finish \(it is idempotent\)`).FindStringSubmatch(errb.String())
+	m := regexp.MustCompile(fmt.Sprintf(`lease add: interrupted after (\d+) of %d IDs: (\d+) added durably; run the same add again to finish \(it is idempotent\)`, total)).FindStringSubmatch(errb.String())
 	if m == nil {
 		t.Fatalf("stderr of the interrupted add: %q\nwant the interrupt report", errb.String())
 	}

@@ -178,5 +178,11 @@ func commandNotFound(c *cli.Context, name string) {
 		msg += "; did you mean lease " + s + "?"
 	}
 	fmt.Fprintln(c.App.ErrWriter, msg+" (see lease --help)")
+	// Through the app's handler (Run's), not cli.HandleExitCoder: that
+	// calls the process-wide cli.OsExiter.
+	if h := c.App.ExitErrHandler; h != nil {
+		h(c, cli.Exit("", exitcode.Usage))
+		return
+	}
 	cli.HandleExitCoder(cli.Exit("", exitcode.Usage))
 }

@@ -103,6 +103,7 @@ func TestHelpNameIsAFile(t *testing.T) {
 // command's name, as git, etcdctl and consul take them; a flag after the
 // name still wins.
 func TestGlobalFlagsBeforeCommand(t *testing.T) {
+	t.Parallel()
 	root := uxTable(t)
 	id := uxID("global-flags")
 	held := uxMust(t, 0, "", "--root", root, "--now=1000", "--owner", "alice", "claim", string(id)).out
@@ -144,6 +145,7 @@ func TestGlobalFlagsBeforeCommand(t *testing.T) {
 // TestUsageNamesTheFlagAsTyped: a misspelled flag is named with its two
 // dashes and the flag probably meant; so is a misspelled command.
 func TestUsageNamesTheFlagAsTyped(t *testing.T) {
+	t.Parallel()
 	root := uxTable(t)
 	for _, tc := range []struct {
 		args []string
@@ -172,6 +174,7 @@ func TestUsageNamesTheFlagAsTyped(t *testing.T) {
 // TestRenewIntervalFlag: the flag of renew_interval is --renew-interval,
 // named after its key; --interval, its old name, still works.
 func TestRenewIntervalFlag(t *testing.T) {
+	t.Parallel()
 	for _, flag := range []string{"--renew-interval", "--interval"} {
 		r := uxMust(t, 0, "", "config", flag, "7", "--json")
 		if !strings.Contains(r.out, `"renew_interval":{"value":7,"origin":"flag --renew-interval"}`) {
@@ -186,6 +189,7 @@ func TestRenewIntervalFlag(t *testing.T) {
 // TestConfigErrorsNameTheFileAndKey: a TOML key written with dashes gets
 // the key meant; a syntax error names the file and line, not "-".
 func TestConfigErrorsNameTheFileAndKey(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, tc := range []struct{ text, want string }{
 		{"renew-interval = 3\n", `:1: "renew-interval": unknown key; did you mean renew_interval?`},
@@ -221,6 +225,7 @@ func TestShardConflictNamesItsOrigin(t *testing.T) {
 // TestInputFileErrors: a missing input file is named once, quoted, with
 // the cause, exit 2.
 func TestInputFileErrors(t *testing.T) {
+	t.Parallel()
 	root := uxTable(t)
 	r := uxMust(t, 2, "", "renew-batch", "--root", root, filepath.Join(t.TempDir(), "held"))
 	if !strings.Contains(r.errOut, "input file ") || !strings.Contains(r.errOut, "no such file or directory") || strings.Contains(r.errOut, "open ") {

@@ -9,6 +9,7 @@ import (
 // TestBackoffEndsWithItsContext: a --wait backoff ends when its caller's
 // context is done (as when a signal cancels it), not only at its deadline.
 func TestBackoffEndsWithItsContext(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	b := newBackoff(ctx, time.Time{}) // no deadline: waits until told
 	defer b.close()

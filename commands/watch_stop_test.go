@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
@@ -55,13 +54,19 @@ func TestWatchReportsDuringRound(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			h := newHoldTable(t)
-			ids := []leasefmt.ID{coreID("round-a"), coreID("round-b"), coreID("round-c")}
-			held := h.claim("w", "60", ids...)
-			if err := os.WriteFile(filepath.Join(h.dir, "held"), []byte(held), 0o644); err != nil {
+			ids := []leasefmt.ID{coreID("round-a"), coreID("round-b"), coreID("round-c"), coreID("round-d")}
+			lines := strings.SplitAfter(h.claim("w", "60", ids...), "\n")
+			held := strings.Join(lines[:3], "")
+			input := filepath.Join(h.dir, "held")
+			if err := os.WriteFile(input, []byte(held), 0o644); err != nil {
 				t.Fatal(err)
 			}
+			// round-d's record lock is held from the start, and its line
+			// joins the input after round 1: the round that reads it waits
+			// for that lock (lock_timeout 600 s), whenever it starts.
+			release := holdRecordLock(t, h.root, ids[3])
 			final := filepath.Join(h.dir, "held.final")
-			args := []string{"--interval", "0.3", "held"}
+			args := []string{"--interval", "0.3", "--lock-timeout", "600", "held"}
 			if output {
 				args = append([]string{"--output", final}, args...)
 			}
@@ -72,15 +77,22 @@ func TestWatchReportsDuringRound(t *testing.T) {
 					t.Errorf("--output after round 1: %q, want %q", got, held)
 				}
 			}
-			release := holdRecordLock(t, h.root, ids[1])
-			// The next round, due 0.3 s after the first, waits for the lock
-			// (lock_timeout, 10 s): the signal comes while it does (or,
-			// on a machine too slow to start it within a second, before
-			// it). The report must not wait for that round to end.
-			time.Sleep(time.Second)
+			f, err := os.OpenFile(input, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString(lines[3]); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			// The signal comes while the first round that reads round-d's
+			// line waits for its lock (600 s), or before that round starts:
+			// either way the report must not wait for it (a report that
+			// did would not come within holdWait). The rounds before it
+			// renew the 3 others.
 			p.cmd.Process.Signal(os.Interrupt)
 			summary := p.expectErr("stopped by SIGINT")
-			if strings.Contains(p.errOut.String(), "round 2:") {
+			if strings.Contains(p.errOut.String(), "renewed=4") {
 				t.Errorf("the report waited for the round in progress:\n%s", p.errOut)
 			}
 			release()
@@ -111,6 +123,7 @@ func TestWatchReportsDuringRound(t *testing.T) {
 // into a missing directory or onto a directory is a usage error that
 // writes nothing.
 func TestRenewBatchOutput(t *testing.T) {
+	t.Parallel()
 	root := coreRoot(t)
 	ids := []leasefmt.ID{coreID("out-a"), coreID("out-b")}
 	held := coreMust(t, 0, "", "claim", "--root", root, "--now", "1000", "--ttl", "100", string(ids[0]), string(ids[1])).out

@@ -59,6 +59,7 @@ func readPid(t *testing.T, path string) int {
 }
 
 func TestWorkKillPatterns(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"supervisor", "cmd", "work", "both"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()

@@ -55,11 +55,11 @@ func TestWorkNoRoomCountsNoAttempt(t *testing.T) {
 	// 256 KiB of findings to LEASE_STAGE: on a full filesystem that fails.
 	script := `echo "$LEASE_ID" >> "$0"; while [ -e "$1" ]; do sleep 0.05; done; head -c 262144 /dev/zero > "$LEASE_STAGE/findings"`
 	w := startOutageWorker(t, h, "worker.err", "work", "--max-attempts", "1", "--ttl", "5", "--renew-interval", "1", "--grace", "1", "--", "sh", "-c", script, started, gate)
-	waitFor(t, "CMD running", func() bool { _, err := os.Stat(started); return err == nil || !w.running() })
+	testenv.WaitFor(t, "CMD running", holdWait, func() bool { _, err := os.Stat(started); return err == nil || !w.running() })
 
 	fill(t, mnt)
 	os.Remove(gate)
-	waitFor(t, "lease work waiting for room", func() bool {
+	testenv.WaitFor(t, "lease work waiting for room", holdWait, func() bool {
 		return strings.Contains(w.errText(), "the table cannot be written") || !w.running()
 	})
 	if !w.running() {
@@ -78,7 +78,7 @@ func TestWorkNoRoomCountsNoAttempt(t *testing.T) {
 	}
 
 	testenv.Unfill(mnt)
-	waitFor(t, "lease work ending once there is room", func() bool { return !w.running() })
+	testenv.WaitFor(t, "lease work ending once there is room", holdWait, func() bool { return !w.running() })
 	if w.code != 0 || !strings.Contains(w.errText(), "writable again") {
 		t.Errorf("lease work: exit %d\n%s\nwant exit 0, the end of the wait said", w.code, w.errText())
 	}
@@ -105,7 +105,7 @@ func TestWorkRoomCountsAttempt(t *testing.T) {
 		t.Fatalf("fallocate: %v\n%s", err, out)
 	}
 	w := startOutageWorker(t, h, "worker.err", "work", "--max-attempts", "2", "--ttl", "5", "--renew-interval", "1", "--", "sh", "-c", `echo "no such input" >&2; exit 3`)
-	waitFor(t, "lease work ending", func() bool { return !w.running() })
+	testenv.WaitFor(t, "lease work ending", holdWait, func() bool { return !w.running() })
 	if w.code != 0 || strings.Contains(w.errText(), "no attempt counted") || !strings.Contains(w.errText(), "failed after 2 attempts") {
 		t.Errorf("lease work: exit %d\n%s\nwant exit 0, the item failed after 2 attempts", w.code, w.errText())
 	}
@@ -132,12 +132,12 @@ func TestRunNextWaitsForRoom(t *testing.T) {
 	}
 	ran := filepath.Join(h.dir, "ran")
 	w := startOutageWorker(t, h, "run.err", "run", "--next", "--wait", "--complete", "--", "sh", "-c", `echo "$LEASE_ID" > "$0"`, ran)
-	waitFor(t, "lease run waiting for room", func() bool { return strings.Contains(w.errText(), "has no room") || !w.running() })
+	testenv.WaitFor(t, "lease run waiting for room", holdWait, func() bool { return strings.Contains(w.errText(), "has no room") || !w.running() })
 	if _, err := os.Stat(ran); err == nil || !w.running() {
 		t.Fatalf("lease run ran CMD (or ended) with no room: exit %d\n%s", w.code, w.errText())
 	}
 	testenv.Unfill(mnt)
-	waitFor(t, "lease run ending once there is room", func() bool { return !w.running() })
+	testenv.WaitFor(t, "lease run ending once there is room", holdWait, func() bool { return !w.running() })
 	if _, err := os.Stat(ran); err != nil || w.code != 0 {
 		t.Errorf("lease run after room returned: exit %d, CMD ran: %v\n%s", w.code, err == nil, w.errText())
 	}

@@ -70,19 +70,8 @@ func (w *outageWorker) running() bool {
 	}
 }
 
-// waitFor polls (bounded by holdWait) until cond holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(holdWait)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, holdWait)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestWorkWaitsOutOutages(t *testing.T) {
+	t.Parallel()
 	type episode struct {
 		begin, end func() // the table stops taking writes; takes them again
 	}
@@ -140,7 +129,7 @@ func TestWorkWaitsOutOutages(t *testing.T) {
 					"--", "sh", "-c", script, started, gate)
 				ws = append(ws, w)
 			}
-			waitFor(t, "both workers running an item", func() bool {
+			testenv.WaitFor(t, "both workers running an item", holdWait, func() bool {
 				b, _ := os.ReadFile(started)
 				return len(strings.Fields(string(b))) >= 2
 			})
@@ -148,7 +137,7 @@ func TestWorkWaitsOutOutages(t *testing.T) {
 			os.Remove(gate) // the runs end: a full table completes them through its reserve, a read-only one cannot
 
 			for i, w := range ws {
-				waitFor(t, fmt.Sprintf("worker %d saying it waits for the table", i), func() bool {
+				testenv.WaitFor(t, fmt.Sprintf("worker %d saying it waits for the table", i), holdWait, func() bool {
 					return strings.Contains(w.errText(), "the table cannot be written") || !w.running()
 				})
 			}
@@ -191,6 +180,7 @@ func TestWorkWaitsOutOutages(t *testing.T) {
 // the item done, no attempt. Before, it exited 125 at once with the item
 // unfinished and still leased.
 func TestRunWaitsOutFinish(t *testing.T) {
+	t.Parallel()
 	h := newHoldTable(t)
 	m := faultfstest.Mount(t, faultfs.Options{})
 	h.root = filepath.Join(m.Dir, "table")
@@ -204,7 +194,7 @@ func TestRunWaitsOutFinish(t *testing.T) {
 	const ttl = 60.0
 	w := startOutageWorker(t, h, "run.err", "run", "--complete", "--next", "--ttl", fmt.Sprint(ttl), "--renew-interval", "0.5", "--grace", "1",
 		"--", "sh", "-c", `echo "$LEASE_ID" >> "$0"; while [ -e "$1" ]; do sleep 0.05; done`, started, gate)
-	waitFor(t, "lease run running its item", func() bool {
+	testenv.WaitFor(t, "lease run running its item", holdWait, func() bool {
 		b, _ := os.ReadFile(started)
 		return len(b) > 0
 	})
@@ -212,7 +202,7 @@ func TestRunWaitsOutFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(gate)
-	waitFor(t, "lease run saying it waits for the table", func() bool {
+	testenv.WaitFor(t, "lease run saying it waits for the table", holdWait, func() bool {
 		return strings.Contains(w.errText(), "the table cannot be written") || !w.running()
 	})
 	time.Sleep(3 * time.Second) // a few tries (1 s, 2 s)

@@ -58,6 +58,11 @@ type Config struct {
 	// renewals, so that a release or a revoke from outside ends the lease
 	// at once: 0 means min(1 s, Interval), less than 0 never.
 	Poll time.Duration
+
+	// finishing, when set, is called when Keep has ended and is about to
+	// wait for the renewal still in flight: the seam through which a test
+	// lets that renewal land only then (TestKeepWaitsForRenewalInFlight).
+	finishing func()
 }
 
 func (c Config) poll() time.Duration {
@@ -338,6 +343,9 @@ func (k *keeper) checked(r commit.Result) (Report, bool) {
 // reported (a refusal or a completion then ends the lease).
 func (k *keeper) finish(end Report) Report {
 	if k.renewing {
+		if k.cfg.finishing != nil {
+			k.cfg.finishing()
+		}
 		r := <-k.renewc
 		k.renewing = false
 		switch {

@@ -2,6 +2,7 @@ package keepalive
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -11,6 +12,49 @@ import (
 	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/leasefmt"
 )
+
+// changes lets a test wait on a condition over state that other
+// goroutines change: they call poke after each change, and until waits
+// for the condition to hold, re-reading it after each poke.
+type changes struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (c *changes) poke() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+}
+
+func (c *changes) next() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+// until waits until cond holds (at most a minute: a keeper stuck fails).
+func (c *changes) until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		next := c.next()
+		if cond() {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout:
+			t.Fatalf("waited a minute for %s", what)
+		}
+	}
+}
 
 // fakeTable is one lease's record in memory, with the failures a test
 // asks for. Every method is safe for the keeper's goroutines.
@@ -30,8 +74,8 @@ type fakeTable struct {
 
 	renewals, checks, inFlight int
 	waits                      []time.Duration
-	bounds                     []time.Duration // the lock-wait bound due when each renewal began
-	boundOf                    func() time.Duration
+	landed                     []time.Time // when each renewal returned
+	changed                    changes     // poked as each renewal begins and ends
 }
 
 func newFake(duration float64) *fakeTable {
@@ -50,11 +94,10 @@ func (f *fakeTable) Renew(_ context.Context, it commit.Item, ttl float64, wait t
 	f.renewals++
 	f.inFlight++
 	f.waits = append(f.waits, wait)
-	if f.boundOf != nil {
-		f.bounds = append(f.bounds, f.boundOf())
-	}
 	locked, block := f.locked, f.block
 	f.mu.Unlock()
+	f.changed.poke()
+	defer f.changed.poke()
 	if block != nil {
 		<-block
 	}
@@ -64,6 +107,7 @@ func (f *fakeTable) Renew(_ context.Context, it commit.Item, ttl float64, wait t
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inFlight--
+	f.landed = append(f.landed, time.Now())
 	r := commit.Result{Item: it, Token: f.token}
 	switch {
 	case locked:
@@ -113,14 +157,22 @@ func (f *fakeTable) counts() (renewals, checks, inFlight int) {
 
 // reports collects what a keeper reported.
 type reports struct {
-	mu  sync.Mutex
-	all []Report
+	mu      sync.Mutex
+	all     []Report
+	changed changes // poked at each report
 }
 
 func (r *reports) add(rep Report) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.all = append(r.all, rep)
+	r.mu.Unlock()
+	r.changed.poke()
+}
+
+// await waits until n reports of ev came.
+func (r *reports) await(t *testing.T, ev Event, n int) {
+	t.Helper()
+	r.changed.until(t, fmt.Sprintf("%d reports of event %d", n, ev), func() bool { return r.count(ev) >= n })
 }
 
 func (r *reports) events() []Event {
@@ -172,12 +224,7 @@ func TestKeepRenewsUntilStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var rs reports
 	wait := keepIn(t, ctx, f, granted(f, 100*time.Millisecond), Config{Interval: 20 * time.Millisecond, LockTimeout: time.Second, ClockSkew: 100 * time.Millisecond, Poll: 7 * time.Millisecond}, &rs)
-	for {
-		if n, _, _ := f.counts(); n >= 5 {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.changed.until(t, "5 renewals", func() bool { n, _, _ := f.counts(); return n >= 5 })
 	cancel()
 	end := wait()
 	renewals, checks, inFlight := f.counts()
@@ -233,8 +280,8 @@ func TestKeepLockWaitBoundedAndLost(t *testing.T) {
 	if g := l.Grace(cfg.Grace, cfg.ClockSkew, cfg.Interval); g != 200*time.Millisecond {
 		t.Fatalf("grace %v, want the 200ms asked for: it fits (1 s - 0.1 - 0.1) / 2", g)
 	}
-	f.boundOf = func() time.Duration { return time.Until(stop) }
 	var rs reports
+	started := time.Now()
 	end := keepIn(t, context.Background(), f, l, cfg, &rs)()
 	if end.Event != Lost || !end.Expired || !end.Lease.LostAt.Equal(l.LostAt) {
 		t.Fatalf("renewals that never get the lock: %+v; events %v", end, rs.events())
@@ -246,13 +293,18 @@ func TestKeepLockWaitBoundedAndLost(t *testing.T) {
 	if len(f.waits) == 0 || rs.count(Retry) < len(f.waits)-1 {
 		t.Fatalf("%d renewals, %d retries reported", len(f.waits), rs.count(Retry))
 	}
-	// bounds[i] is read a moment after the keeper computed waits[i]: allow
-	// for that moment, less than a keeper without the stop point's bound
-	// would exceed it by (its first wait would be 800ms, not 600ms).
-	const moment = 100 * time.Millisecond
+	// The keeper computed waits[i] after the renewal before it landed
+	// (after Keep began, for the first): from then, the wait must end by
+	// the stop point. A keeper without the stop point's bound fails at
+	// once: its first wait is 800 ms, the stop point 700 ms after the
+	// grant.
 	for i, w := range f.waits {
-		if w > 800*time.Millisecond || w > f.bounds[i]+moment {
-			t.Errorf("renewal %d waited up to %v for the lock: more than ttl - interval - skew = 800ms or the %v left to the stop point", i, w, f.bounds[i])
+		from := started
+		if i > 0 {
+			from = f.landed[i-1]
+		}
+		if w > 800*time.Millisecond || from.Add(w).After(stop) {
+			t.Errorf("renewal %d waited up to %v for the lock: more than ttl - interval - skew = 800ms or than the %v from its start to the stop point", i, w, stop.Sub(from))
 		}
 	}
 }
@@ -265,13 +317,9 @@ func TestKeepRetriesUntilRenewed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var rs reports
 	wait := keepIn(t, ctx, f, granted(f, 100*time.Millisecond), Config{Interval: 10 * time.Millisecond, LockTimeout: time.Second, ClockSkew: 100 * time.Millisecond, Poll: -1}, &rs)
-	for rs.count(Retry) < 2 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	rs.await(t, Retry, 2)
 	f.set(func(f *fakeTable) { f.refuse = commit.OK })
-	for rs.count(Renewed) < 1 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	rs.await(t, Renewed, 1)
 	cancel()
 	if end := wait(); end.Event != Stopped || !end.Lease.Renewed {
 		t.Errorf("after the failures passed: %+v; events %v", end, rs.events())
@@ -280,23 +328,20 @@ func TestKeepRetriesUntilRenewed(t *testing.T) {
 
 // TestKeepWaitsForRenewalInFlight: Keep returns only when the renewal in
 // flight has landed, and a renewal that lands refused after the context
-// ended still ends the lease as lost.
+// ended still ends the lease as lost. The renewal is held until the
+// keeper, its context done, waits for it (Config.finishing): a keeper
+// that returned without waiting leaves it in flight.
 func TestKeepWaitsForRenewalInFlight(t *testing.T) {
 	f := newFake(600)
 	f.block = make(chan struct{})
 	f.refuse = commit.Released
 	ctx, cancel := context.WithCancel(context.Background())
 	var rs reports
-	wait := keepIn(t, ctx, f, granted(f, time.Second), Config{Interval: 5 * time.Millisecond, LockTimeout: time.Second, ClockSkew: time.Second, Poll: -1}, &rs)
-	for {
-		if _, _, n := f.counts(); n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	cfg := Config{Interval: 5 * time.Millisecond, LockTimeout: time.Second, ClockSkew: time.Second, Poll: -1}
+	cfg.finishing = func() { close(f.block) }
+	wait := keepIn(t, ctx, f, granted(f, time.Second), cfg, &rs)
+	f.changed.until(t, "a renewal in flight", func() bool { _, _, n := f.counts(); return n == 1 })
 	cancel()
-	time.Sleep(20 * time.Millisecond)
-	close(f.block)
 	end := wait()
 	if _, _, n := f.counts(); n != 0 || end.Event != Lost || end.Result.Outcome != commit.Released {
 		t.Errorf("Keep returned %+v with %d renewals in flight", end, n)
@@ -343,9 +388,7 @@ func TestKeepRealTable(t *testing.T) {
 	var rs reports
 	wait := keepIn(t, context.Background(), Store(st), Granted(it, started, r.Record, 100*time.Millisecond),
 		Config{Interval: 100 * time.Millisecond, LockTimeout: 10 * time.Second, ClockSkew: 100 * time.Millisecond, Poll: 20 * time.Millisecond}, &rs)
-	for rs.count(Renewed) < 3 { // past the claim's own second
-		time.Sleep(10 * time.Millisecond)
-	}
+	rs.await(t, Renewed, 3) // past the claim's own second
 	if rev := other.Revoke(context.Background(), []commit.Item{it})[0]; rev.Outcome != commit.OK {
 		t.Fatalf("revoke: %+v", rev)
 	}

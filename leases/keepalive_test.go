@@ -21,6 +21,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 	"github.com/leasetool/lease/leases"
 )
@@ -161,15 +162,24 @@ func TestKeepAliveBoundsLockWait(t *testing.T) {
 func TestKeepAliveKeepsAndStops(t *testing.T) {
 	tb := keepTable(t)
 	item := id("kept")
-	// A 4 s claim renewed every 200 ms, checked 1 s after the claim's own
-	// expiry: only a 4 s stall of every renewal (a machine far beyond
-	// loaded) could lose it.
+	// A 4 s claim renewed every 200 ms: the renewals move its expiry on,
+	// 1 s past the claim's own within about 1.2 s, and it stays live. Only
+	// a 4 s stall of every renewal (a machine far beyond loaded) could
+	// lose it.
 	l := claimOne(t, tb, 4*time.Second, item)
 	ctx, cancel := context.WithCancel(context.Background())
 	wait := keepAlive(tb, ctx, l, 200*time.Millisecond)
-	time.Sleep(time.Until(l.Expires) + time.Second)
-	if res, _ := tb.Verify(context.Background(), l); res[0].Err() != nil {
-		t.Fatalf("the kept lease is not live 1 s past its 4 s claim: %v", res[0].Err())
+	var live leases.Result
+	testenv.WaitFor(t, "the kept lease's expiry 1 s past its 4 s claim's", time.Minute, func() bool {
+		res, err := tb.Verify(context.Background(), l)
+		if err != nil || res[0].Err() != nil {
+			t.Fatalf("the kept lease is not live: %v %v", err, res[0].Err())
+		}
+		live = res[0]
+		return !live.Expires.Before(l.Expires.Add(time.Second))
+	})
+	if live.Token != l.Token {
+		t.Fatalf("the kept lease has token %d, claimed with %d", live.Token, l.Token)
 	}
 	cancel()
 	if err := wait(t, 30*time.Second, "its context was cancelled"); err != nil {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/leasetool/lease/internal/testenv"
 )
 
 // fakeSyncfs is a syncfs that makes durable the writes completed when it
@@ -38,16 +40,6 @@ func (f *fakeSyncfs) next(t *testing.T) int64 {
 		t.Fatal("no syncfs round started")
 	}
 	return 0
-}
-
-// waitFor waits (generously) until cond holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }
 
 func (b *Barrier) waiters() int {
@@ -87,7 +79,7 @@ func TestBarrierCoversOnlyEarlierWrites(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); writer() }()
 	}
-	waitFor(t, "2 writers waiting on the running round", func() bool { return b.waiters() == 2 })
+	testenv.WaitFor(t, "2 writers waiting on the running round", time.Minute, func() bool { return b.waiters() == 2 })
 	f.release <- nil // round 1 ends: it covers write 1 only
 	r := <-results
 	if r.write != 1 || r.durable < 1 {

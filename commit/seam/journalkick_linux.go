@@ -52,6 +52,38 @@ type kicker struct {
 	last  atomic.Int64 // when the last kick began, unix nanoseconds
 	kicks atomic.Int64
 	mu    sync.Mutex // held while a kick runs
+
+	// clock is the kicker's time: nil is the system's. The seam through
+	// which its tests move time themselves (TestKickerKicksSlowReads).
+	clock kickClock
+}
+
+// kickClock is what a kicker asks of time: now, and a function run after
+// a delay, as time.AfterFunc.
+type kickClock interface {
+	Now() time.Time
+	AfterFunc(d time.Duration, f func()) kickTimer
+}
+
+// kickTimer is the *time.Timer of kickClock.AfterFunc.
+type kickTimer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// systemClock is the kickClock of the system's time.
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+func (systemClock) AfterFunc(d time.Duration, f func()) kickTimer {
+	return time.AfterFunc(d, f)
+}
+
+func (k *kicker) timeSource() kickClock {
+	if k.clock == nil {
+		return systemClock{}
+	}
+	return k.clock
 }
 
 // cephSuperMagic is the statfs type of the kernel's CephFS client.
@@ -94,7 +126,7 @@ func (k *kicker) watch() (stop func()) {
 		mu    sync.Mutex
 		done  bool
 		fires int
-		t     *time.Timer
+		t     kickTimer
 	)
 	// fire runs under mu, so that no kick is made for a read after its
 	// stop returned (stop waits for a kick under way: a few milliseconds).
@@ -112,7 +144,7 @@ func (k *kicker) watch() (stop func()) {
 		t.Reset(time.Duration(k.delay.Load()))
 	}
 	mu.Lock()
-	t = time.AfterFunc(time.Duration(k.delay.Load()), fire)
+	t = k.timeSource().AfterFunc(time.Duration(k.delay.Load()), fire)
 	mu.Unlock()
 	return func() {
 		mu.Lock()
@@ -140,7 +172,7 @@ func (k *kicker) slower() {
 // kickOnce kicks, unless a kick began less than a delay ago: then it waits
 // for that one to end.
 func (k *kicker) kickOnce() {
-	now := time.Now().UnixNano()
+	now := k.timeSource().Now().UnixNano()
 	last := k.last.Load()
 	if now-last < k.delay.Load() || !k.last.CompareAndSwap(last, now) {
 		k.mu.Lock() // a kick under way: its end is this read's kick

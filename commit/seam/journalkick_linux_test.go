@@ -57,16 +57,88 @@ func TestKickerNotOnLocalFS(t *testing.T) {
 	}
 }
 
+// fakeClock is a kickClock whose time moves only when the test says
+// (advance), so that what a kicker does at each moment is certain.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c     *fakeClock
+	when  time.Time
+	armed bool
+	f     func()
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) kickTimer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, when: c.now.Add(d), armed: true, f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.armed
+	t.armed = false
+	return was
+}
+
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.armed
+	t.when, t.armed = t.c.now.Add(d), true
+	return was
+}
+
+// advance moves the time on by d and runs every timer then due, all at
+// once, each in its goroutine as time.AfterFunc does, and waits for them.
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []func()
+	for _, t := range c.timers {
+		if t.armed && !t.when.After(c.now) {
+			t.armed = false
+			due = append(due, t.f)
+		}
+	}
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, f := range due {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	wg.Wait()
+}
+
 // TestKickerKicksSlowReads: a read that ends before the delay is never
 // kicked; one still in flight is, and the kick touched the directory;
 // many reads waiting at once share one kick; a read a kick ended brings
 // the delay down to kickMin, and one still in flight a delay after its
-// kick doubles it.
+// kick doubles it. The kicker's time is a fakeClock: each step is taken
+// at a moment the test chose, however loaded the machine.
 func TestKickerKicksSlowReads(t *testing.T) {
 	dir := t.TempDir()
 	k := testKicker(t, dir)
+	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
+	k.clock = clock
 	k.watch()()
-	time.Sleep(2 * kickStart)
+	clock.advance(2 * kickStart)
 	if n := k.kicks.Load(); n != 0 {
 		t.Fatalf("%d kicks for a read that ended at once", n)
 	}
@@ -76,7 +148,14 @@ func TestKickerKicksSlowReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop := k.watch()
-	waitFor(t, func() bool { return k.kicks.Load() >= 1 })
+	clock.advance(kickStart - time.Nanosecond)
+	if n := k.kicks.Load(); n != 0 {
+		t.Fatalf("%d kicks before the delay", n)
+	}
+	clock.advance(time.Nanosecond)
+	if n := k.kicks.Load(); n != 1 {
+		t.Fatalf("%d kicks at the delay, want 1", n)
+	}
 	stop() // ended by its first kick: helped
 	var st unix.Stat_t
 	if err := unix.Stat(dir, &st); err != nil {
@@ -93,13 +172,22 @@ func TestKickerKicksSlowReads(t *testing.T) {
 	// slower, never more than once per delay.
 	before := k.kicks.Load()
 	stop = k.watch()
-	waitFor(t, func() bool { return k.kicks.Load() >= before+3 })
+	for i, d := range []time.Duration{kickMin, kickMin, 2 * kickMin} {
+		clock.advance(d - time.Nanosecond)
+		if n := k.kicks.Load() - before; n != int64(i) {
+			t.Fatalf("%d kicks %v into the delay of kick %d, want %d", n, d-time.Nanosecond, i+1, i)
+		}
+		clock.advance(time.Nanosecond)
+		if n := k.kicks.Load() - before; n != int64(i+1) {
+			t.Fatalf("%d kicks at the delay %v of kick %d", n, d, i+1)
+		}
+	}
 	stop()
-	if d := time.Duration(k.delay.Load()); d < 2*kickMin {
-		t.Errorf("delay %v after a read that two kicks did not end, want at least %v", d, 2*kickMin)
+	if d := time.Duration(k.delay.Load()); d != 4*kickMin {
+		t.Errorf("delay %v after a read that two kicks did not end, want %v", d, 4*kickMin)
 	}
 	after := k.kicks.Load()
-	time.Sleep(kickMax / 10)
+	clock.advance(kickMax)
 	if n := k.kicks.Load(); n != after {
 		t.Errorf("%d kicks after the read ended", n-after)
 	}
@@ -122,8 +210,7 @@ func TestKickerKicksSlowReads(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, func() bool { return k.kicks.Load() > before })
-	time.Sleep(20 * time.Millisecond)
+	clock.advance(200 * time.Millisecond)
 	for _, s := range stops {
 		s()
 	}
@@ -135,13 +222,4 @@ func TestKickerKicksSlowReads(t *testing.T) {
 	}
 	k.close()
 	k.kickOnce() // closed: nothing to touch, no crash
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out")
-		}
-	}
 }
