@@ -435,7 +435,7 @@ func holdLose(t *testing.T, script string) (*holdTable, leasefmt.ID, *holdProc, 
 // while the lock is held it lets the process go on and stops it again.
 func stopBetweenRenewals(t *testing.T, root string, id leasefmt.ID, pid int) {
 	t.Helper()
-	st, err := commit.Open(root)
+	st, err := commit.Open(root, commit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
