@@ -8,11 +8,11 @@
 #                   logs printed whole when both are done, then each target's
 #                   skips and the targets that failed)
 #   make test       every test but the cluster suites, with the safety
-#                   harness's crash states sampled (the goal: under 10 minutes
-#                   on 2 cores); what to run while working
+#                   harness's crash states sampled (7 minutes on 2 cores with
+#                   nothing else running); what to run while working
 #   make test-long  the full enumeration of internal/safety (make test samples it)
 #   make test-cluster  the cluster suites: GlusterFS, CephFS, Slurm and power
-#                   cuts (User-Mode Linux); root, about 30 minutes
+#                   cuts (User-Mode Linux); root, about 15 minutes
 #   make cross      build and vet for darwin and freebsd (make vet, and so make test, does it too)
 #   make demo       run the demo campaign on a fresh local table
 #   make man        regenerate the man pages and completions from the commands' help
@@ -25,7 +25,7 @@
 #   make test-nfs   NFS (v3 and v4.2) in User-Mode Linux kernels, a server and two
 #                   clients: the lock race (internal/nfsrace), the multi-client
 #                   suite, the NFS cases and the server cut (internal/nfstest);
-#                   root, about 30 minutes
+#                   root, about 15 minutes
 GO    ?= go
 TAGS  := $(shell pkg-config --exists ompi 2>/dev/null && echo mpi)
 # Tests that need root, mounts, FUSE or MPI skip with a message when those are

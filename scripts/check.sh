@@ -50,4 +50,4 @@ if [ -s "$logs/failed" ]; then
 	echo "make check: failed: $(paste -sd, "$logs/failed")"
 	exit 1
 fi
-echo "make check: make test, make test-long and make test-cluster passed"
+echo "make check: make test, make test-nfs, make test-cluster and make test-long passed"
