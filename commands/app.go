@@ -19,6 +19,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/proctree"
 	"github.com/leasetool/lease/leasefmt"
@@ -103,11 +104,44 @@ func commandName(c *cli.Context) string {
 	return "lease " + c.Command.Name
 }
 
+// storesKey is the app's Metadata key of the stores its commands opened.
+const storesKey = "lease.stores"
+
+// openedStores are the stores one Run's commands opened (env.openWaiting),
+// closed when Run returns: the lease binary exits then, which closes them
+// anyway, but tests run thousands of commands in one process, and a store
+// keeps a descriptor for each shard directory it has used.
+type openedStores struct {
+	mu sync.Mutex
+	l  []*commit.Store
+}
+
+func (o *openedStores) add(st *commit.Store) {
+	o.mu.Lock()
+	o.l = append(o.l, st)
+	o.mu.Unlock()
+}
+
+func (o *openedStores) closeAll() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, st := range o.l {
+		st.Close()
+	}
+	o.l = nil
+}
+
 // Run runs lease with args and the given standard streams and returns the
 // exit status. Tests call it in-process; main calls it with the real ones.
 func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	app := NewApp()
 	app.Reader, app.Writer, app.ErrWriter = stdin, stdout, stderr
+	stores := &openedStores{}
+	defer stores.closeAll()
+	if app.Metadata == nil {
+		app.Metadata = map[string]interface{}{}
+	}
+	app.Metadata[storesKey] = stores
 	// urfave's help and version flags are shared by every app, and parsing
 	// writes to them (BoolFlag.Apply stores its default): apps parse one at
 	// a time, up to the command's Before (after every flag is parsed; help

@@ -154,6 +154,9 @@ func (e *env) openWaiting(create bool, lockWait time.Duration) (*commit.Store, e
 	var shareErr *commit.ShareRootError
 	switch {
 	case err == nil:
+		if o, ok := e.c.App.Metadata[storesKey].(*openedStores); ok {
+			o.add(st) // closed when Run returns
+		}
 	case errors.As(err, &rootErr):
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 			return nil, noTable(root)
