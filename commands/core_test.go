@@ -11,8 +11,6 @@ package commands_test
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/leasetool/lease/commands"
 	"github.com/leasetool/lease/commit"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
@@ -55,18 +54,8 @@ func coreMust(t *testing.T, want int, stdin string, args ...string) coreResult {
 	return r
 }
 
-func coreID(name string) leasefmt.ID {
-	sum := sha256.Sum256([]byte(name))
-	return leasefmt.ID(hex.EncodeToString(sum[:]))
-}
-
-func coreIDs(prefix string, n int) []leasefmt.ID {
-	out := make([]leasefmt.ID, n)
-	for i := range out {
-		out[i] = coreID(fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return out
-}
+// coreID and coreIDs are realistic IDs (testenv.ID: the SHA-256 of a name).
+var coreID, coreIDs = testenv.ID, testenv.IDs
 
 // coreBareRoot is a fresh table root (not yet created) in a temp dir.
 func coreBareRoot(t *testing.T) string {

@@ -7,8 +7,6 @@ package commit_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,22 +21,12 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/groups"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// grpID is a realistic ID: the SHA-256 of a name.
-func grpID(name string) leasefmt.ID {
-	sum := sha256.Sum256([]byte(name))
-	return leasefmt.ID(hex.EncodeToString(sum[:]))
-}
-
-func grpIDs(prefix string, n int) []leasefmt.ID {
-	out := make([]leasefmt.ID, n)
-	for i := range out {
-		out[i] = grpID(fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return out
-}
+// grpID and grpIDs are realistic IDs (testenv.ID: the SHA-256 of a name).
+var grpID, grpIDs = testenv.ID, testenv.IDs
 
 // grpOpen opens (creating) a table of 16 shards at root on the kernel
 // filesystem, through hook when it is not nil.

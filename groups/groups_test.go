@@ -7,29 +7,18 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/leasetool/lease/groups"
+	"github.com/leasetool/lease/internal/testenv"
 	"github.com/leasetool/lease/leasefmt"
 )
 
-// grpID is a realistic ID: the SHA-256 of a name.
-func grpID(name string) leasefmt.ID {
-	sum := sha256.Sum256([]byte(name))
-	return leasefmt.ID(hex.EncodeToString(sum[:]))
-}
-
-func grpIDs(prefix string, n int) []leasefmt.ID {
-	out := make([]leasefmt.ID, n)
-	for i := range out {
-		out[i] = grpID(fmt.Sprintf("%s-%d", prefix, i))
-	}
-	return out
-}
+// grpID and grpIDs are realistic IDs (testenv.ID: the SHA-256 of a name).
+var grpID, grpIDs = testenv.ID, testenv.IDs
 
 func TestIDHashesSortedTargetsJoinedByNewline(t *testing.T) {
 	t.Parallel()
