@@ -210,7 +210,7 @@ type settlePolicy func(it Item, cur *leasefmt.Record, now float64) bool
 // over the shards to a pool of at most Options.Writers concurrent writers; each
 // shard directory is fsynced once, as soon as its last record was renamed
 // (G4), or, under the syncfs strategy (Options.Sync), the batch is written in
-// two passes per chunk of twoPassChunk items, its locks taken in the
+// two passes per chunk of Options.SyncfsChunk items, its locks taken in the
 // global order: every temp file written under its lock, one syncfs, every
 // rename, one syncfs standing for the directory fsyncs (twopass.go). An
 // I/O error stops the batch:
@@ -339,12 +339,16 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 		}
 	}
 	if batch.Syncfs() {
-		s.twoPass(sorted, items, batch, &aborted, body, fail)
+		s.twoPass(sorted, items, batch, &aborted, body)
 	} else {
 		s.parallel(order, func(i int) { body(i, batch, nil) })
 	}
 	if err := batch.Flush(); err != nil {
-		fail(-1, &durable.OpError{Op: "fsync the shard directories", Err: err})
+		op := "fsync the shard directories"
+		if batch.Syncfs() {
+			op = "syncfs after the renames"
+		}
+		fail(-1, &durable.OpError{Op: op, Err: err})
 	}
 	if lost := (s.stats.SparesUsed.Load() - usedBefore) - (s.stats.SparesRecycled.Load() - recycledBefore) +
 		(s.stats.SparesUnfit.Load() - unfitBefore); lost > 0 {

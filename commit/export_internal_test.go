@@ -6,10 +6,9 @@ import "time"
 // unexported knobs; compiled only into the tests.
 var (
 	ErrContentChanged = errContentChanged
-	// GroupChunkLocks and TwoPassChunk point at the chunk sizes a test may
-	// lower (tests that set them are not parallel).
+	// GroupChunkLocks points at the chunk size a test may lower (tests
+	// that set it are not parallel).
 	GroupChunkLocks = &groupChunkLocks
-	TwoPassChunk    = &twoPassChunk
 )
 
 // SetLockTimeout changes the bound of every later lock wait of s: for the

@@ -1,6 +1,7 @@
 package commit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -53,6 +54,7 @@ type shared struct {
 	// the tests' setLockTimeout).
 	lockWait  atomic.Int64
 	pool      int     // the writer pool of a batch
+	chunk     int     // the most items of a two-pass chunk (Options.SyncfsChunk)
 	skew      float64 // the clock skew bound, in seconds
 	retry     durable.Retry
 	moreProcs func(writers int) (restore func())
@@ -107,6 +109,9 @@ type Options struct {
 	// durable.Auto: by syncfs(2) where the filesystem makes it a
 	// whole-filesystem barrier, else per record; docs/design.md#durability).
 	Sync *durable.Strategy
+	// SyncfsChunk bounds the records of one two-pass chunk of a batch
+	// under syncfs (0: DefaultSyncfsChunk; docs/design.md#durability).
+	SyncfsChunk int
 	// Retry bounds the retries of one record's step after a transient
 	// error of a network filesystem (zero: durable.DefaultRetry).
 	Retry durable.Retry
@@ -186,7 +191,7 @@ func Open(root string, o Options) (*Store, error) {
 	if o.Wrap != nil {
 		f = o.Wrap(f)
 	}
-	sh := &shared{root: root, fs: f, owned: owned, pool: max(o.Writers, 1), skew: o.ClockSkew, retry: o.Retry, moreProcs: o.MoreProcs}
+	sh := &shared{root: root, fs: f, owned: owned, pool: max(o.Writers, 1), chunk: cmp.Or(max(o.SyncfsChunk, 0), DefaultSyncfsChunk), skew: o.ClockSkew, retry: o.Retry, moreProcs: o.MoreProcs}
 	sh.lockWait.Store(int64(o.LockTimeout))
 	sh.disk = durable.New(f, root, &sh.stats.Counts)
 	sh.disk.SetStrategy(sync)

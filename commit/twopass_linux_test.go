@@ -49,28 +49,22 @@ func twoPassTable(t *testing.T, wrap func(*seam.OSFS) seam.FS, opts ...commit.Op
 	return st
 }
 
-// setChunk sets commit.TwoPassChunk for a test that is not parallel.
-func setChunk(t *testing.T, n int) {
-	old := *commit.TwoPassChunk
-	*commit.TwoPassChunk = n
-	t.Cleanup(func() { *commit.TwoPassChunk = old })
-}
-
-// TestTwoPassSyncfsPerChunk: under syncfs a batch costs two syncfs per
-// chunk of commit.TwoPassChunk items (one after the temp files, one after
-// the renames), whatever the number of writers: a claim of 32, a renewal
-// of 1,024 in 16 shards, and that renewal in chunks of 256.
+// TestTwoPassSyncfsPerChunk: under syncfs a batch costs one syncfs per
+// chunk of Options.SyncfsChunk items (after its temp files) and one after
+// the last rename, whatever the number of writers: a claim of 32, a
+// renewal of 1,024 in 16 shards, and that renewal in pipelined chunks of
+// 256 and 100.
 func TestTwoPassSyncfsPerChunk(t *testing.T) {
-	// Not parallel: setChunk sets the package-wide chunk size.
+	t.Parallel()
 	for _, tc := range []struct {
 		n, writers, chunk int
 	}{
-		{32, 1, 1024}, {32, 8, 1024}, {1024, 1, 1024}, {1024, 16, 1024}, {1024, 4, 256},
+		{32, 1, 1024}, {32, 8, 1024}, {1024, 1, 1024}, {1024, 16, 1024}, {1024, 4, 256}, {1024, 16, 100},
 	} {
 		t.Run(fmt.Sprintf("n%d-w%d-chunk%d", tc.n, tc.writers, tc.chunk), func(t *testing.T) {
-			setChunk(t, tc.chunk)
-			st := twoPassTable(t, nil, commit.Options{Writers: tc.writers})
-			want := int64(2 * ((tc.n + tc.chunk - 1) / tc.chunk))
+			t.Parallel()
+			st := twoPassTable(t, nil, commit.Options{Writers: tc.writers, SyncfsChunk: tc.chunk})
+			want := int64((tc.n+tc.chunk-1)/tc.chunk + 1)
 			before := st.Stats().Snapshot(0)
 			h := held(t, at(st, 1000).Claim(context.Background(), spread(tc.n, 16), "host/w1", 60))
 			s := st.Stats().Snapshot(0)
@@ -138,55 +132,78 @@ func (f *faultyRename) Rename(o, n string) error {
 // succeeds for every item).
 func TestTwoPassFailure(t *testing.T) {
 	t.Parallel()
-	const n = 64
 	for _, op := range []seam.Op{seam.OpCreate, seam.OpRename} {
 		t.Run(string(op), func(t *testing.T) {
 			t.Parallel()
-			var faulty *faultyRename
-			st := twoPassTable(t, func(o *seam.OSFS) seam.FS {
-				faulty = &faultyRename{OSFS: o, op: op}
-				return faulty
-			}, commit.Options{Writers: 4, LockTimeout: 5 * time.Second})
-			h := held(t, at(st, 1000).Claim(context.Background(), spread(n, 16), "host/w1", 60))
-			faulty.fail.Store(n / 2)
-			res := at(st, 1010).Renew(context.Background(), h, 60)
-			faulty.fail.Store(0)
-			for _, r := range res {
-				if r.Outcome == commit.OK {
-					t.Errorf("%s reported renewed after a failed %s", r.ID, op)
-				} else if r.Outcome != commit.IOError {
-					t.Errorf("%s: %s %s, want io-error", r.ID, r.Outcome.Reason(), r.Detail)
-				}
-			}
-			renewed := 0
-			for _, it := range h {
-				switch r := readRecord(t, st, it.ID); r.ExpiresAt {
-				case 1070:
-					renewed++
-				case 1060:
-				default:
-					t.Errorf("%s expires at %g: neither its old nor its new version", it.ID, r.ExpiresAt)
-				}
-			}
-			t.Logf("%s failing at call %d: %d of %d records renamed", op, n/2, renewed, n)
-			if op == seam.OpCreate && renewed != 0 {
-				t.Errorf("a failure in the first pass renamed %d records, want none", renewed)
-			}
-			if op == seam.OpRename && (renewed == 0 || renewed == n) {
-				t.Errorf("a rename failing at call %d of %d: %d records renamed", n/2, n, renewed)
-			}
-			filepath.WalkDir(st.Root(), func(p string, d fs.DirEntry, err error) error {
-				if err == nil && strings.Contains(d.Name(), ".tmp.") {
-					t.Errorf("temp file left: %s", p)
-				}
-				return nil
-			})
-			for _, r := range at(st, 1020).Renew(context.Background(), h, 60) {
-				if r.Outcome != commit.OK {
-					t.Errorf("renew after the failure %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
-				}
-			}
+			twoPassFailure(t, op, 0)
 		})
+	}
+}
+
+// TestTwoPassFailurePipelined is TestTwoPassFailure with the batch cut in
+// pipelined chunks of 8 (the failure comes while later chunks write their
+// temp files and earlier ones rename): the chunks under way stop, no item
+// is reported OK, nothing is left half-done.
+func TestTwoPassFailurePipelined(t *testing.T) {
+	t.Parallel()
+	for _, op := range []seam.Op{seam.OpCreate, seam.OpRename} {
+		t.Run(string(op), func(t *testing.T) {
+			t.Parallel()
+			twoPassFailure(t, op, 8)
+		})
+	}
+}
+
+// twoPassFailure fails the op-th call of a renewal of 64 in chunks of
+// chunk (0: the default, one chunk).
+func twoPassFailure(t *testing.T, op seam.Op, chunk int) {
+	pipelined := chunk > 0
+	const n = 64
+	var faulty *faultyRename
+	st := twoPassTable(t, func(o *seam.OSFS) seam.FS {
+		faulty = &faultyRename{OSFS: o, op: op}
+		return faulty
+	}, commit.Options{Writers: 4, LockTimeout: 5 * time.Second, SyncfsChunk: chunk})
+	h := held(t, at(st, 1000).Claim(context.Background(), spread(n, 16), "host/w1", 60))
+	faulty.fail.Store(n / 2)
+	res := at(st, 1010).Renew(context.Background(), h, 60)
+	faulty.fail.Store(0)
+	for _, r := range res {
+		if r.Outcome == commit.OK {
+			t.Errorf("%s reported renewed after a failed %s", r.ID, op)
+		} else if r.Outcome != commit.IOError {
+			t.Errorf("%s: %s %s, want io-error", r.ID, r.Outcome.Reason(), r.Detail)
+		}
+	}
+	renewed := 0
+	for _, it := range h {
+		switch r := readRecord(t, st, it.ID); r.ExpiresAt {
+		case 1070:
+			renewed++
+		case 1060:
+		default:
+			t.Errorf("%s expires at %g: neither its old nor its new version", it.ID, r.ExpiresAt)
+		}
+	}
+	t.Logf("%s failing at call %d: %d of %d records renamed", op, n/2, renewed, n)
+	switch {
+	case op == seam.OpCreate && !pipelined && renewed != 0:
+		t.Errorf("a failure in the first pass renamed %d records, want none", renewed)
+	case op == seam.OpCreate && renewed >= n/2:
+		t.Errorf("a create failing at call %d of %d: %d records renamed", n/2, n, renewed)
+	case op == seam.OpRename && (renewed == 0 || renewed == n):
+		t.Errorf("a rename failing at call %d of %d: %d records renamed", n/2, n, renewed)
+	}
+	filepath.WalkDir(st.Root(), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".tmp.") {
+			t.Errorf("temp file left: %s", p)
+		}
+		return nil
+	})
+	for _, r := range at(st, 1020).Renew(context.Background(), h, 60) {
+		if r.Outcome != commit.OK {
+			t.Errorf("renew after the failure %s: %s %s", r.ID, r.Outcome.Reason(), r.Detail)
+		}
 	}
 }
 
@@ -202,9 +219,9 @@ func twoPassRenewer(f []string) int {
 		return 2
 	}
 	rounds, _ := strconv.Atoi(f[1])
-	*commit.TwoPassChunk, _ = strconv.Atoi(f[2])
+	chunk, _ := strconv.Atoi(f[2])
 	n, _ := strconv.Atoi(f[3])
-	st, err := commit.Open(f[0], commit.Options{Sync: new(durable.Syncfs), LockTimeout: 60 * time.Second})
+	st, err := commit.Open(f[0], commit.Options{Sync: new(durable.Syncfs), LockTimeout: 60 * time.Second, SyncfsChunk: chunk})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -22,8 +22,12 @@ var ErrCrossDirectory = errors.New("rename across directories in a same-director
 // Disk.Move for that).
 type SyncBatch struct {
 	*batchState
-	// arrived, in a view of one item (ForItem), says the item reached
-	// the first pass's syncfs (its Put waits in the pass).
+	// pass, in a view of one item (ForItem), is the first pass of the
+	// item's two-pass chunk (BeginPass): its Put waits there instead of
+	// in the barrier.
+	pass *Pass
+	// arrived, in a view of one item, says the item reached its pass's
+	// syncfs (its Put waits in the pass).
 	arrived *atomic.Bool
 }
 
@@ -39,9 +43,11 @@ type batchState struct {
 	// under the Syncfs strategy): Flush runs it instead of the directory
 	// fsyncs, and SyncDir leaves its directory to Flush.
 	barrier *Barrier
-	// pass, when not nil, is the first pass of a two-pass chunk
-	// (BeginPass): Put waits in it instead of in barrier.
-	pass *Pass
+	// passes are the first passes begun (BeginPass) and not yet over:
+	// Stop stops each of them.
+	passes map[*Pass]bool
+	// stopped is the error Stop was given, if it was called.
+	stopped error
 }
 
 // NewSyncBatch returns an empty batch over f; dirSyncs, when not nil, counts
@@ -199,20 +205,33 @@ func (b *SyncBatch) checkpoint() {
 	}
 }
 
-// BeginPass starts a two-pass chunk of n items under the batch's syncfs
-// barrier (Store.apply; docs/design.md#durability): each item's Put,
-// through the item's view (ForItem), writes its temp file and waits in the
-// pass until every item of the chunk either waits there too or has left
-// it (Leave); then one syncfs makes every temp file of the chunk durable
-// (G1) and the Puts rename. EndPass then makes the renames durable.
-func (b *SyncBatch) BeginPass(n int) {
-	b.pass = newPass(b.barrier, n)
+// BeginPass starts the first pass of a two-pass chunk of n items under
+// the batch's syncfs barrier (Store.apply; docs/design.md#durability) and
+// returns it: each item's Put, through the item's view (ForItem), writes
+// its temp file and waits in the pass until every item of the chunk either
+// waits there too or has left it (Leave); then one syncfs makes every temp
+// file of the chunk durable (G1) and the Puts rename. Passes may overlap
+// (the next chunk writes its temp files while this one's syncfs runs); the
+// renames of every chunk are made durable by a later syncfs, at the latest
+// the batch's Flush (G3/G4).
+func (b *SyncBatch) BeginPass(n int) *Pass {
+	p := newPass(b.barrier, n)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.passes == nil {
+		b.passes = map[*Pass]bool{}
+	}
+	b.passes[p] = true
+	if b.stopped != nil {
+		p.stop(b.stopped)
+	}
+	return p
 }
 
-// ForItem is the view of b of one item of a pass: the same batch, which
+// ForItem is the view of b of one item of pass p: the same batch, which
 // knows whether that item reached the pass's syncfs.
-func (b *SyncBatch) ForItem() *SyncBatch {
-	return &SyncBatch{batchState: b.batchState, arrived: new(atomic.Bool)}
+func (b *SyncBatch) ForItem(p *Pass) *SyncBatch {
+	return &SyncBatch{batchState: b.batchState, pass: p, arrived: new(atomic.Bool)}
 }
 
 // Leave says the item of view b is done with the first pass: its Put, if
@@ -224,26 +243,31 @@ func (b *SyncBatch) Leave() {
 	}
 }
 
-// Stop makes the current pass rename nothing more: every Put still
-// waiting in it, or arriving, removes its temp file and returns an error
-// wrapping ErrBatchStopped (a failure elsewhere stopped the batch).
+// EndPass says every item of pass p has left it: Stop no longer needs to
+// reach it.
+func (b *SyncBatch) EndPass(p *Pass) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.passes, p)
+}
+
+// Stop makes every pass under way rename nothing more: every Put still
+// waiting in one, or arriving, removes its temp file and returns an error
+// wrapping ErrBatchStopped (a failure elsewhere stopped the batch). A pass
+// begun later is stopped from its start.
 func (b *SyncBatch) Stop(err error) {
-	if b.pass != nil {
-		b.pass.stop(err)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped == nil {
+		b.stopped = err
+	}
+	for p := range b.passes {
+		p.stop(err)
 	}
 }
 
-// EndPass ends the chunk BeginPass started: one syncfs after its renames
-// (it stands for the directory fsyncs, G3/G4, and runs whatever failed,
-// G5). It returns the batch's first failure.
-func (b *SyncBatch) EndPass() error {
-	b.pass = nil
-	b.checkpoint()
-	return b.Err()
-}
-
-// wait is the syncfs a temp file waits for before its rename: the pass's
-// when the batch is in one, else a round of the barrier.
+// wait is the syncfs a temp file waits for before its rename: its pass's
+// when the item is in one, else a round of the barrier.
 func (b *SyncBatch) wait() error {
 	if b.pass != nil && b.arrived != nil && !b.arrived.Swap(true) {
 		return b.pass.arrive()

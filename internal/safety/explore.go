@@ -62,6 +62,10 @@ type Scenario struct {
 	// syncfs(2) barrier before the renames and one after, no per-record
 	// fsync (the Recorder models syncfs; issue 41).
 	Syncfs bool
+	// SyncfsChunk, under Syncfs, cuts the batches into two-pass chunks of
+	// this many records (commit.Options.SyncfsChunk; 0: the default), so
+	// that chunks overlap: one renames while the next writes its temp files.
+	SyncfsChunk int
 	// MinToken is, per ID, a token some holder may have had that the
 	// starting table no longer shows (bytes that fsck cannot read): every
 	// claim after recovery must get a larger one.
@@ -288,7 +292,7 @@ func (run *Run) start(sc *Scenario) error {
 	if sc.Table != nil && !sc.NoStore {
 		opts := commit.Options{FS: f, Writers: max(sc.Writers, 1), Retry: Retry}
 		if sc.Syncfs {
-			opts.Sync = new(durable.Syncfs)
+			opts.Sync, opts.SyncfsChunk = new(durable.Syncfs), sc.SyncfsChunk
 		}
 		if sc.Clock != nil {
 			calls := run.calls

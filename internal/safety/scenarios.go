@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
@@ -255,7 +256,14 @@ func WorkScenarios() []*Scenario {
 			publishRun(r, "complete --publish", commit.Item{ID: TestID(4), Token: res[0].Token}, "other.bin")
 		}),
 	}
-	return append(scs, syncfsVariants(scs, "renew-batch", "renew-batch/32/8-writers", "claim/32", "claim+renew+complete --publish")...)
+	scs = append(scs, syncfsVariants(scs, "renew-batch", "renew-batch/32/8-writers", "claim/32", "claim+renew+complete --publish")...)
+	// The pipelined chunks of the two-pass order: 32 records in chunks of
+	// 8, so a chunk's renames overlap the next chunk's temp files.
+	for _, c := range syncfsVariants(scs, "renew-batch/32/8-writers", "claim/32") {
+		c.Name, c.SyncfsChunk = strings.TrimSuffix(c.Name, "/syncfs")+"/syncfs-chunks-of-8", 8
+		scs = append(scs, c)
+	}
+	return scs
 }
 
 // syncfsVariants copies the named scenarios of scs to run under sync =

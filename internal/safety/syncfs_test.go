@@ -31,6 +31,10 @@ func TestSyncfsScenariosTakeTheBarrier(t *testing.T) {
 		if ops[seam.OpSyncfs] == 0 {
 			t.Errorf("%s: no syncfs among %d calls", sc.Name, len(run.Rec.Calls()))
 		}
+		if sc.SyncfsChunk > 0 && ops[seam.OpSyncfs] != 32/sc.SyncfsChunk+1 {
+			// 32 records: one syncfs per chunk, one after the last rename.
+			t.Errorf("%s: %d syncfs, want %d (pipelined chunks of %d)", sc.Name, ops[seam.OpSyncfs], 32/sc.SyncfsChunk+1, sc.SyncfsChunk)
+		}
 		if strings.HasPrefix(sc.Name, "renew-batch") || strings.HasPrefix(sc.Name, "claim/") {
 			if ops[seam.OpFsync] != 0 || ops[seam.OpSyncDir] != 0 {
 				t.Errorf("%s: %d file and %d directory fsyncs under the barrier, want none", sc.Name, ops[seam.OpFsync], ops[seam.OpSyncDir])
