@@ -79,6 +79,31 @@ func (t *lockTurn) pass() {
 // caller's batch.Flush makes the last renames durable.
 func (s *Store) twoPass(sorted []int, items []Item, batch *durable.SyncBatch, aborted *atomic.Bool,
 	body func(i int, b *durable.SyncBatch, turn *lockTurn)) {
+	// A pool of goroutines, each taking item after item: an item waits in
+	// its pass, so every item of the chunks in flight needs one, and
+	// twoPassDepth chunks are at most twoPassDepth*chunk items. Reused,
+	// a goroutine grows its stack once, not once per item.
+	type job struct {
+		i          int
+		pass       *durable.Pass
+		wait       chan struct{}
+		turn       *lockTurn
+		chunkItems *sync.WaitGroup
+	}
+	jobs := make(chan job)
+	var workers sync.WaitGroup
+	for range min(len(sorted), twoPassDepth*s.chunk) {
+		workers.Go(func() {
+			for j := range jobs {
+				<-j.wait
+				view := batch.ForItem(j.pass)
+				body(j.i, view, j.turn)
+				j.turn.pass()
+				view.Leave()
+				j.chunkItems.Done()
+			}
+		})
+	}
 	ready := make(chan struct{})
 	close(ready)
 	var inflight []chan struct{} // the chunks under way, oldest first: closed when over
@@ -88,7 +113,11 @@ func (s *Store) twoPass(sorted []int, items []Item, batch *durable.SyncBatch, ab
 			inflight = inflight[1:]
 		}
 	}
-	defer drain(0)
+	defer func() {
+		drain(0)
+		close(jobs)
+		workers.Wait()
+	}()
 	for start := 0; start < len(sorted); {
 		end := start + 1
 		for end < len(sorted) && end-start < s.chunk && items[sorted[end]].ID != items[sorted[end-1]].ID {
@@ -108,23 +137,15 @@ func (s *Store) twoPass(sorted []int, items []Item, batch *durable.SyncBatch, ab
 		pass := batch.BeginPass(len(chunk))
 		over := make(chan struct{})
 		inflight = append(inflight, over)
-		var wg sync.WaitGroup
-		wg.Add(len(chunk))
+		chunkItems := new(sync.WaitGroup)
+		chunkItems.Add(len(chunk))
 		for _, i := range chunk {
 			turn := &lockTurn{next: make(chan struct{})}
-			wait := ready
+			jobs <- job{i: i, pass: pass, wait: ready, turn: turn, chunkItems: chunkItems}
 			ready = turn.next
-			go func() {
-				defer wg.Done()
-				<-wait
-				view := batch.ForItem(pass)
-				body(i, view, turn)
-				turn.pass()
-				view.Leave()
-			}()
 		}
 		go func() {
-			wg.Wait()
+			chunkItems.Wait()
 			batch.EndPass(pass)
 			close(over)
 		}()
