@@ -557,6 +557,12 @@ func report(dir string) error {
 		b.WriteString("\nFailed runs (an item lost or run twice, or a worker failed; not timed):\n\n")
 		b.WriteString(strings.Join(failures, "\n") + "\n")
 	}
+	if pngs, _ := filepath.Glob(filepath.Join(dir, "worker-floor-*.png")); len(pngs) > 0 {
+		b.WriteString("\nItems/s against workers (bench/plot --worker):\n\n")
+		for _, p := range pngs {
+			fmt.Fprintf(&b, "![%s](%s)\n", filepath.Base(p), filepath.Base(p))
+		}
+	}
 	b.WriteString("\nRaw results: raw.jsonl beside this page (one JSON object a run, with the load average when it ended).\n")
 	return os.WriteFile(filepath.Join(dir, "worker-floor.md"), []byte(b.String()), 0o644)
 }
