@@ -22,6 +22,12 @@
 #                   N real power cuts of a User-Mode Linux kernel's filesystem
 #                   under lease (internal/powercut; needs root and
 #                   user-mode-linux); ends with one line "powercut: FS: ..."
+#   make bench-worker  bench/worker as root: lease work beside the floor (a C
+#                   rename-and-fsync queue), a flock(1) file queue and GNU
+#                   parallel --sqlworker, 1 to 16 workers on ext4 and XFS loop
+#                   images (bench/results/worker-floor/; not part of make test
+#                   or make check, whose bench tests run its --quick mode);
+#                   BENCH_WORKER_ARGS adds arguments (--reps 5, --items 5000)
 #   make test-nfs   NFS (v3 and v4.2) in User-Mode Linux kernels, a server and two
 #                   clients: the lock race (internal/nfsrace), the multi-client
 #                   suite, the NFS cases and the server cut (internal/nfstest);
@@ -61,7 +67,7 @@ CLUSTER_TESTS := ^(TestSlurm[A-Za-z0-9_]*|TestReadmeClusterWorkers)$$
 # rest of commands' tests are not run a second time with the tag.
 MPI_TESTS     := ^($(shell sed -n 's/^func \(Test[A-Za-z0-9_]*\)(t \*testing\.T).*/\1/p' $$(grep -l '^//go:build mpi$$' commands/*_test.go) | paste -sd'|'))$$
 
-.PHONY: build install check test test-cluster test-long vet cross demo man fuzz powercut test-nfs
+.PHONY: build install check test test-cluster test-long vet cross demo man fuzz powercut test-nfs bench-worker
 
 build:
 	$(GO) build -tags "$(TAGS)" -o bin/lease .
@@ -186,3 +192,9 @@ powercut:
 	@log=$$(mktemp); echo "go test -run 'TestPowerCut$$' ./internal/powercut/ (FS=$(FS) CUTS=$(CUTS) SYNC=$(SYNC))"; \
 	POWERCUT_FS="$(FS)" POWERCUT_CUTS="$(CUTS)" POWERCUT_BROKEN="$(BROKEN)" POWERCUT_SYNC="$(SYNC)" $(GO) test -v -count=1 -timeout 0 -run 'TestPowerCut$$' ./internal/powercut/ > $$log 2>&1; st=$$?; \
 	grep -v '^powercut: ' $$log | grep -v '^=== ' | tail -n 60; grep '^powercut: ' $$log; rm -f $$log; exit $$st
+
+# bench-worker runs issue 39's side-by-side benchmark (bench/worker --help):
+# about 1.5 hours at its defaults (2000 items, 3 repetitions) on 2 quiet cores.
+BENCH_WORKER_ARGS ?=
+bench-worker:
+	bench/worker $(BENCH_WORKER_ARGS)

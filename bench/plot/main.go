@@ -4,6 +4,7 @@
 // writer pool) and the plots beside it (gonum/plot, PNG):
 //
 //	plot --raw FILE --dir DIR [--prefix NAME]
+//	plot --worker RAW.jsonl --dir DIR
 //
 // It writes the Markdown to stdout and DIR/NAME-per-record.png (time per
 // record against N, log-log, one panel per filesystem, K = 16, and
@@ -17,6 +18,8 @@
 // nosync) and the seed's Python algorithms run by bench/seedpy/seed.py on the
 // same tables (py-f324, py-f323, py-nosync); the goals table compares
 // concurrent with both.
+//
+// With --worker it draws bench/worker's plots instead (worker.go).
 //
 // Raw lines (bench/matrix writes them; # starts a comment):
 //
@@ -90,9 +93,21 @@ func main() {
 	rawPath := flag.String("raw", "", "raw samples of bench/matrix")
 	dir := flag.String("dir", ".", "directory for the plots")
 	prefix := flag.String("prefix", "matrix", "file name prefix of the plots")
+	worker := flag.String("worker", "", "bench/worker's raw.jsonl: write its plots (worker-floor-FS.png) to --dir instead")
 	flag.Parse()
+	if *worker != "" {
+		names, err := workerPlots(*worker, *dir)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "plot:", err)
+			os.Exit(1)
+		}
+		for _, n := range names {
+			fmt.Println(n)
+		}
+		return
+	}
 	if *rawPath == "" {
-		fmt.Fprintln(os.Stderr, "usage: plot --raw FILE --dir DIR [--prefix NAME]")
+		fmt.Fprintln(os.Stderr, "usage: plot --raw FILE --dir DIR [--prefix NAME] | plot --worker RAW.jsonl --dir DIR")
 		os.Exit(2)
 	}
 	d, err := load(*rawPath)

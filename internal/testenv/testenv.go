@@ -97,6 +97,7 @@ var debianPackage = map[string]string{
 	"sinfo": "slurm-wlm", "scancel": "slurm-wlm", "go": "golang-go", "dd": "coreutils",
 	"uml_switch": "uml-utilities", "rpc.nfsd": "nfs-kernel-server", "exportfs": "nfs-kernel-server",
 	"mount.nfs": "nfs-common", "rpc.statd": "nfs-common", "rpcbind": "rpcbind", "xz": "xz-utils",
+	"cc": "gcc", "strace": "strace", "sqlite3": "sqlite3", "parallel": "parallel",
 }
 
 // Install is the clause that says how to get tool on Debian: "apt-get
