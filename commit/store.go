@@ -123,11 +123,11 @@ type Options struct {
 }
 
 // defaultSync is the strategy of a store opened without Options.Sync, and
-// of lease's sync setting: per record. durable.Auto waits to be the default
-// until the power cuts have proved it on ext4, XFS and btrfs (200 cuts
-// each, a cut inside a renew-batch among them) and the benchmark shows it
-// faster on ext4 (issue 41; docs/performance.md).
-const defaultSync = durable.Record
+// of lease's sync setting: syncfs(2) where the filesystem makes it a
+// whole-filesystem barrier and little dirty data waits, per record
+// everywhere else (issue 41: the power cuts on ext4, XFS and btrfs and the
+// benchmark against the no-fsync floor are in docs/performance.md).
+const defaultSync = durable.Auto
 
 // RootError is the error of Open when the table root itself cannot be
 // opened (missing, not a directory, not readable).

@@ -66,7 +66,7 @@ type Choice struct {
 func (d *Disk) Choose(want Strategy) Choice {
 	fsys, ok := d.fs.(seam.FilesystemSyncer)
 	if want == Record {
-		return Choice{Strategy: Record, Why: "sync = record (the default; --sync auto chooses by filesystem)"}
+		return Choice{Strategy: Record, Why: "forced by sync = record (auto, the default, chooses by filesystem)"}
 	}
 	if !ok {
 		return Choice{Strategy: Record, Why: "this filesystem interface has no syncfs"}
