@@ -16,13 +16,14 @@ import (
 
 var completeCommand = &cli.Command{
 	Name:      "complete",
-	Usage:     "finish held leases (fenced): leased -> committing -> done, optionally publishing a result",
+	Usage:     "finish held leases (fenced): leased -> done, or leased -> committing -> done publishing a result",
 	ArgsUsage: "[FILE...]",
-	Description: "For each `ID TOKEN` line whose token is current and live, writes the record as `committing`\n" +
-		"and then as `done`, each step durable. Completing again with the token that completed it\n" +
+	Description: "For each `ID TOKEN` line whose token is current and live, writes the record as `done`,\n" +
+		"durably (a complete that publishes nothing has nothing a crash could leave half done, so it\n" +
+		"writes no `committing` record first). Completing again with the token that completed it\n" +
 		"succeeds (a retry is safe). The input is validated whole (a malformed or repeated line is\n" +
 		"exit 2, nothing written) into a temporary file, then completed in chunks of 16384, each chunk\n" +
-		"two group commits whose lines are printed once they are durable, so memory does not grow\n" +
+		"one group commit whose lines are printed once they are durable, so memory does not grow\n" +
 		"with the input; SIGINT or SIGTERM stops it after the chunk in flight, with a line on stderr\n" +
 		"saying how far it got (exit 130 or 143); the same complete run again finishes it. A progress\n" +
 		"bar goes to stderr when it is a terminal and the run takes longer than a second (--progress\n" +

@@ -62,14 +62,18 @@ var formatSections = []Section{
 		"of ID.json after the rename. lease fsck reports a marker that is not its record's file as debris.\n\n" +
 		"The tally is not a hint: while tally/TRUSTED exists, lease status --summary counts the finished items from " +
 		"it alone. A program that writes work records must then, under the record's lock: link a record it writes " +
-		"done or failed as tally/B/ID.STATUS.N (B = floor(renewed_at / 300) * 300, in decimal) and fsync tally/B " +
-		"before it reports success; remove the link of a done or failed record before it replaces it; and make " +
+		"done or failed as tally/B/ID.STATUS.N (B = floor(renewed_at / 300) * 300, in decimal), after the record's " +
+		"rename and before it removes the item's queue entry (the link need not be fsynced: a crash may lose it, " +
+		"and lease fsck --repair, the procedure after any crash, makes the link of every finished record that " +
+		"has none, so the summary may count short after a crash until the repair); remove the link of a done or " +
+		"failed record, durably, before it replaces it; and make " +
 		"tally/unqueued/ID (and fsync tally/unqueued) before it writes the first record of an ID that has no queue " +
 		"entry. A program that cannot, or will not, removes tally/TRUSTED (and tally/TRUSTED.pending) before it " +
 		"writes: the summary then reads the shards, and lease fsck --repair checks and trusts the tally again.\n\n" +
 		"held/ is not authoritative either, only a claim's accelerator (abandoned first): lease makes held/ID.E.TOKEN " +
 		"(E the lease's expires_at rounded up to the second, in decimal; TOKEN its token) under the record's lock " +
-		"after a claim's write, fsynced with the claim, and removes the names of an ID with a token up to the " +
+		"after a claim's write, not durably (a name a crash loses only leaves the item to be found in the queue), " +
+		"and removes the names of an ID with a token up to the " +
 		"record's after a release, complete, failed release or revoke (not durably). Renewals leave the name: E is a " +
 		"lower bound of the expiry. claim --next (and every claimer from the queue) lists held/ first and tries the " +
 		"queued items whose E + clock_skew has passed, oldest first, their record lock tried once, before the " +

@@ -517,7 +517,7 @@ func (s *Store) applyOnce(ctx context.Context, k leasefmt.Kind, it Item, decide 
 			s.mark(next) // still under the lock: ID.json is the file just renamed
 		}
 		if next.Status == leasefmt.Leased && (cur == nil || cur.Token != next.Token) {
-			s.hold(it, next, b) // a claim: its name in held/, in this group commit
+			s.hold(it, next) // a claim: its name in held/, not durably
 		}
 		s.retally(cur, next, batchSyncer(b))
 	}

@@ -2,12 +2,9 @@ package commit
 
 import (
 	"context"
-	"errors"
-	"io/fs"
 	"slices"
 	"strings"
 
-	"github.com/leasetool/lease/commit/durable"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -17,9 +14,9 @@ import (
 // expires_at when it was claimed, rounded up to the second (a lower bound of
 // its expiry: renewals do not touch the name), TOKEN the token the claim
 // got. A claim makes the name under the record's lock, after its record
-// write, and its directory is fsynced in the claim's group commit; release,
-// complete, fail and revoke remove it after their record write, not
-// durably. So held/ grows with the leases held, not with the queue, and
+// write, not durably (no fsync of held/: a name lost in a crash costs
+// nothing but a find in the queue, below); release, complete, fail and
+// revoke remove it after their record write, not durably either. So held/ grows with the leases held, not with the queue, and
 // ClaimNext lists it first: the names whose E + clock_skew has passed are
 // the items most likely abandoned, tried oldest first before the queue.
 //
@@ -32,30 +29,24 @@ import (
 // opened.
 
 // hold makes the held/ name of next, a lease just claimed (the caller
-// holds its lock and renamed next into place), fsynced with the batch b.
-// An item claimed from held/ (it.held) has its old name renamed to the new
-// one. Best effort: a name that cannot be made only leaves the item to be
-// found in the queue (a held/ that is not a directory is lease fsck's).
-func (s *Store) hold(it Item, next *leasefmt.Record, b *durable.SyncBatch) {
+// holds its lock and renamed next into place), not durably: held/ is an
+// accelerator, and its fsync would be one more durable sync for every
+// claim (docs/performance.md#budget). An item claimed from held/ (it.held)
+// has its old name renamed to the new one. Best effort: a name that cannot
+// be made only leaves the item to be found in the queue (a held/ that is
+// not a directory is lease fsck's).
+func (s *Store) hold(it Item, next *leasefmt.Record) {
 	name := layout.HeldDir + "/" + layout.HeldName(next.ID, next.ExpiresAt, next.Token)
 	if err := s.disk.EnsureDir(layout.HeldDir); err != nil {
 		return
 	}
 	if it.held != "" {
 		if err := s.fs.Rename(layout.HeldDir+"/"+it.held, name); err == nil {
-			b.Mark(layout.HeldDir)
 			return
 		}
 	}
-	f, err := s.fs.CreateExcl(name)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return
-	case err != nil:
-		return
-	}
-	if f.Close() == nil {
-		b.Mark(layout.HeldDir)
+	if f, err := s.fs.CreateExcl(name); err == nil {
+		f.Close()
 	}
 }
 

@@ -232,12 +232,16 @@ func (s *Store) Revoke(ctx context.Context, items []Item) []Result {
 	return s.apply(ctx, leasefmt.Work, items, RevokeDecision(), settleAlways)
 }
 
-// Complete moves items leased → committing → done, each step a group
-// commit; an item reaches done only when its committing write was durable.
-// An item already done under its token succeeds again (a retry). The
-// queue entry of each item done is removed afterwards (docs/design.md#queue).
+// Complete moves items leased → done, one group commit: fenced as the
+// committing write of a publish is (the token current, the lease live), and
+// written done at once, since a complete that publishes nothing has nothing
+// a crash could leave half done (docs/design.md#records). A record met
+// committing with no publish (written by an older lease or another program)
+// under the token is made done the same way. An item already done under its
+// token succeeds again (a retry). The queue entry of each item done is
+// removed afterwards (docs/design.md#queue).
 func (s *Store) Complete(ctx context.Context, items []Item) []Result {
-	res := s.complete(ctx, items)
+	res := s.Apply(ctx, leasefmt.Work, items, CompleteDecision(s.skew))
 	for _, r := range res {
 		if r.Outcome == OK {
 			s.dequeue(r.ID)
@@ -246,24 +250,18 @@ func (s *Store) Complete(ctx context.Context, items []Item) []Result {
 	return res
 }
 
-func (s *Store) complete(ctx context.Context, items []Item) []Result {
-	res := s.Apply(ctx, leasefmt.Work, items, CommittingDecision("", s.skew))
-	var next []Item
-	var idx []int
-	for i, r := range res {
-		if r.Outcome == OK && r.Record != nil && r.Record.Status == leasefmt.Committing {
-			next = append(next, r.Item)
-			idx = append(idx, i)
+// CompleteDecision moves a current live lease straight to done: the
+// decision of CommittingDecision with no publish, writing done instead of
+// committing.
+func CompleteDecision(skew float64) Decide {
+	committing := CommittingDecision("", skew)
+	return func(it Item, cur *leasefmt.Record, now float64) (*leasefmt.Record, Outcome, string) {
+		next, out, detail := committing(it, cur, now)
+		if next != nil {
+			next = doneRecord(next, now)
 		}
+		return next, out, detail
 	}
-	if len(next) == 0 {
-		return res
-	}
-	done := s.Apply(ctx, leasefmt.Work, next, DoneDecision())
-	for j, i := range idx {
-		res[i] = done[j]
-	}
-	return res
 }
 
 // Verify checks, without locks or writes, that each item's token is the

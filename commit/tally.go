@@ -16,9 +16,9 @@ import (
 //
 // When the engine writes a work record done or failed it also links the
 // new record file as tally/B/ID.STATUS.ATTEMPTS, where B is the record's
-// renewed_at (the time it finished) rounded down to TallyBucket seconds, and
-// the directory tally/B is fsynced in the operation's group commit like the
-// shard's. A bucket only receives links while its time is now, so every
+// renewed_at (the time it finished) rounded down to TallyBucket seconds,
+// not durably (the link is not fsynced: a crash may lose it, and lease
+// fsck --repair, the procedure after a crash, makes it again). A bucket only receives links while its time is now, so every
 // bucket but the newest is cold: a summary lists it once, keeps its counts
 // in tally/CHECKPOINT with the directory's inode, size and change times, and
 // afterwards only looks at the directory (one stat) to know its counts still
@@ -78,9 +78,11 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 			err = l.Link(rp, tp)
 		}
 	}
-	if err == nil {
-		err = sync(dir)
-	}
+	// The link is not fsynced (docs/performance.md#budget): its bucket
+	// would be one more directory to fsync for every item finished. A
+	// crash may lose it after the record's done became durable and its
+	// queue entry's removal too: lease fsck --repair, the procedure after
+	// any crash, finds the finished record without its link and makes it.
 	if err != nil {
 		s.Untrust()
 		return
@@ -95,10 +97,11 @@ func (s *Store) retally(cur, next *leasefmt.Record, sync syncer) {
 // entry exists the summary counts a finished record without its link from
 // the queue (tallyShard), so dropping the entry before the link exists
 // would lose the item from the count (docs/design.md#tally). The link is
-// fsynced before it returns, so a durable removal of the entry cannot come
-// before it. A record whose link is there costs one lookup; a link that
-// cannot be made untrusts the tally, as retally does, and the summary then
-// reads the records.
+// not fsynced, as a finisher's is not (retally): against a kill its order
+// before the entry's removal is enough, and what a crash loses lease fsck
+// --repair makes again. A record whose link is there costs one lookup; a
+// link that cannot be made untrusts the tally, as retally does, and the
+// summary then reads the records.
 func (s *Store) finishLeft(rec *leasefmt.Record) {
 	if !tallyWrites || rec == nil || rec.Kind != leasefmt.Work || !layout.Marked(rec.Status) {
 		return

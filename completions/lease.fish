@@ -194,7 +194,7 @@ complete -c lease -n '__fish_seen_subcommand_from retry' -s h -l help -d 'show h
 complete -c lease -n '__fish_seen_subcommand_from retry' -a '(__lease_ids work)'
 
 # lease complete
-complete -c lease -n __fish_use_subcommand -a complete -d 'finish held leases (fenced): leased -> committing -> done, optionally publishing a result'
+complete -c lease -n __fish_use_subcommand -a complete -d 'finish held leases (fenced): leased -> done, or leased -> committing -> done publishing a result'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l root -x -a '(__fish_complete_directories)' -d 'table root directory (env LEASE_ROOT)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l config -r -F -d 'TOML configuration file (env LEASE_CONFIG, else ./lease.toml, else $XDG_CONFIG_HOME/lease/config.toml)'
 complete -c lease -n '__fish_seen_subcommand_from complete' -l owner -x -d 'owner name written into leases (env LEASE_OWNER)'

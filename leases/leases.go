@@ -340,7 +340,7 @@ func (t *Table) Release(ctx context.Context, leases ...Lease) ([]Result, error) 
 	return t.call(ctx, func() []commit.Result { return t.st.Release(ctx, its) })
 }
 
-// Complete marks leases done (committing, then done, each step durable),
+// Complete marks leases done (leased to done, durably, in one group commit),
 // only while each token is current. Completing again with the token that
 // completed it succeeds.
 func (t *Table) Complete(ctx context.Context, leases ...Lease) ([]Result, error) {

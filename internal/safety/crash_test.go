@@ -137,3 +137,40 @@ func TestCrashStatesGoOn(t *testing.T) {
 	report(t, &tally)
 	t.Logf("%d kill points, the campaign gone on from each without a repair", kills)
 }
+
+// TestCrashStatesWorkItem explores one item of lease work (the claim from
+// the queue, its staging directory, leased straight to done or the publish
+// of what was staged: docs/performance.md, the durability budget) in every
+// crash state after every call, in the sample too (TestCrashStates samples
+// every third scenario), and kills it after every call with the campaign
+// going on without a repair: no item lost, none done twice, the tally
+// right after the repair.
+func TestCrashStatesWorkItem(t *testing.T) {
+	t.Parallel()
+	var items []*Scenario
+	for _, sc := range QueueScenarios() {
+		if strings.HasPrefix(sc.Name, "lease work item") {
+			items = append(items, sc)
+		}
+	}
+	if len(items) != 2 {
+		t.Fatalf("%d lease work item scenarios, want 2", len(items))
+	}
+	var tally Tally
+	var rows []string
+	for _, x := range []*Explorer{explorer(), {Repair: repairer(), Budget: 1, Seed: 1, GoOn: true}} {
+		for _, sc := range items {
+			res, err := x.Explore(sc)
+			if err != nil {
+				t.Fatalf("%s: %v", sc.Name, err)
+			}
+			if res.CrashPoints == 0 || res.Acks == 0 {
+				t.Errorf("%s: %d crash points, %d acks", sc.Name, res.CrashPoints, res.Acks)
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %v | %d | %d | %d | %d |", res.Scenario, x.GoOn, res.Calls, res.CrashPoints, res.States, res.Acks))
+			tally.Add(res.Violations...)
+		}
+	}
+	report(t, &tally)
+	t.Logf("lease work item:\n| operation | killed, gone on | calls | crash points | distinct states | acks |\n|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
+}

@@ -9,7 +9,10 @@ package safety
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"math/rand/v2"
+	"path"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/commit/seam"
@@ -86,6 +89,57 @@ func QueueScenarios() []*Scenario {
 			}
 			r.AckResults("complete", r.At(Now+1).Complete(context.Background(), held))
 		}),
+		// One item of lease work, as its loop makes it: the claim from the
+		// queue, the staging directory (not fsynced), then leased straight
+		// to done (nothing staged) or the publish of what was staged
+		// (docs/performance.md, the durability budget).
+		w("lease work item", 1, func(r *Run) { workItem(r, nil) }),
+		w("lease work item, publishing", 1, func(r *Run) {
+			workItem(r, map[string][]byte{"crashes/c": []byte("crash\n")})
+		}),
+	}
+}
+
+// workItem is one item of lease work: claim --next 1, its staging
+// directory, files staged there, and its finish (Finish): done with
+// nothing staged, the staging directory published as public/ID otherwise.
+func workItem(r *Run, files map[string][]byte) {
+	nx := r.At(Now).ClaimNext(context.Background(), 1, "carol", TTL, rand.New(rand.NewPCG(5, 6)))
+	r.AckResults("claim", nx.Results)
+	for _, x := range nx.Results {
+		if x.Outcome != commit.OK {
+			continue
+		}
+		it := commit.Item{ID: x.ID, Token: x.Token}
+		if _, err := r.Store.MakeStage(it.ID, it.Token); err != nil {
+			r.Outcome(commit.IOError)
+			return
+		}
+		if files == nil {
+			r.AckResults("complete", r.At(Now+1).Complete(context.Background(), []commit.Item{it}))
+			return
+		}
+		base := layout.StagePath(it.ID, it.Token)
+		for rel, data := range files {
+			if err := r.FS.Mkdir(path.Join(base, path.Dir(rel))); err != nil && !errors.Is(err, fs.ErrExist) {
+				r.Outcome(commit.IOError)
+				return
+			}
+			f, err := r.FS.CreateExcl(path.Join(base, rel))
+			if err == nil {
+				_, err = f.Write(data)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				r.Outcome(commit.IOError)
+				return
+			}
+		}
+		res, _ := r.At(Now+1).CompleteStage(context.Background(), it)
+		ackPublishedTree(r, "run --complete", res, files, "", string(it.ID))
+		return
 	}
 }
 
