@@ -206,10 +206,13 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 		terminate()
 	}
 	for {
+		// reaped: this event reaped (a SIGCHLD), and left is what reap
+		// said: whether any child is left; not asked again below.
+		reaped, left := false, false
 		select {
 		case sig := <-sigc:
 			if sig == syscall.SIGCHLD {
-				s.reap()
+				reaped, left = true, s.reap()
 				break
 			}
 			s.forward(sig.(syscall.Signal))
@@ -234,9 +237,12 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 			}
 		case <-timerC:
 			timerC = nil
-			s.reap()
+			reaped, left = true, s.reap()
 		}
-		live := s.cmdDone && s.live() // one scan of /proc per event, and only once CMD has exited
+		if !reaped && s.cmdDone {
+			left = s.live()
+		}
+		live := s.cmdDone && left // no child left: the whole tree is gone (see reap)
 		if live && !stopping {
 			terminate() // what CMD left running goes with it
 		}
@@ -247,8 +253,7 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 			kill()
 		}
 		if s.cmdDone && !live {
-			s.reap()
-			return
+			return // reap found no child at all: nothing left to collect
 		}
 		if killing && time.Now().After(giveUpAt) {
 			fmt.Fprintf(os.Stderr, "lease-supervisor: processes of the tree did not die within %s of SIGKILL (uninterruptible sleep?)\n", killWait)
