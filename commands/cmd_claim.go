@@ -47,7 +47,9 @@ var claimCommand = &cli.Command{
 		"exits 1 with a stderr line that starts with the answer: `empty:` (nothing left to do: every\n" +
 		"queued item is done; stop) or `busy:` (items remain but all are held; try again later).\n" +
 		"--wait waits for a busy queue, with backoff (50 ms doubling to 2 s, with jitter, and woken\n" +
-		"when the first held lease can expire), until an item is granted or the queue is empty;\n" +
+		"when the first held lease can expire and, on a local filesystem (ext4, XFS, btrfs, tmpfs:\n" +
+		"inotify), when a holder on this machine releases or finishes an item), until an item is\n" +
+		"granted or the queue is empty;\n" +
 		"--wait=SECONDS (or --wait SECONDS) at most that long, then exits 1 busy.",
 	Flags: flags(commonFlags(), batchFlags(), []cli.Flag{
 		&cli.IntFlag{Name: "first", Usage: "take at most `N` of the candidates, in input order", DefaultText: "every candidate"},

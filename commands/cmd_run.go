@@ -82,7 +82,8 @@ var runManual = Manual{
 		"it renews it once with that token, and refuses (exit 125) when the token is not current and live.\n\n" +
 		"With --wait [SECONDS], an ID held by another lease is waited for, as flock -w and consul lock wait: the " +
 		"claim is tried again with exponential backoff (50 ms doubling to at most 2 s, with jitter, and woken when " +
-		"the lease can be taken over) until it is granted, or until SECONDS have passed (--wait=SECONDS or --wait " +
+		"the lease can be taken over and, on a local filesystem (ext4, XFS, btrfs, tmpfs: inotify), when a holder " +
+		"on this machine releases or finishes an item) until it is granted, or until SECONDS have passed (--wait=SECONDS or --wait " +
 		"SECONDS ID; tried once more then), which is exit 125 with CMD not run. Without SECONDS it waits for as long " +
 		"as it takes; SIGINT or SIGTERM end the wait (exit 125, nothing claimed). What waiting cannot change (done, " +
 		"a corrupt record, an I/O error) ends it at once. --wait is refused with --token.\n\n" +

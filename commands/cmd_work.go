@@ -52,7 +52,8 @@ var workManual = Manual{
 		"faults: that loop ends at the first item whose CMD fails, and its claims start a process each.\n\n" +
 		"The queue: lease work claims as lease claim --next 1 does. While every item left is held by another " +
 		"worker it waits, with backoff (50 ms doubling to 2 s, with jitter, woken when the first held lease can be " +
-		"taken over), for as long as it takes; the lease it then gets counts from the claim that granted it, " +
+		"taken over and, on a local filesystem (ext4, XFS, btrfs, tmpfs: inotify), when a holder on this machine " +
+		"releases or finishes an item), for as long as it takes; the lease it then gets counts from the claim that granted it, " +
 		"so waiting never costs it its lease. When every queued item is done (or failed) it exits 0. Items that " +
 		"other workers add while it runs (lease add, from CMD too) are found by its next claim.\n\n" +
 		"An item: CMD runs as under lease run --next --complete (see lease-run(1): the supervisor, the keep-alive, " +

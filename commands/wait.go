@@ -110,4 +110,7 @@ func (b *backoff) wait(hint float64) bool { return b.Wait(hint) }
 // wait.
 func (b *backoff) stopped() bool { return b.Stopped() }
 
-func (b *backoff) close() { b.cancel() }
+func (b *backoff) close() {
+	b.Close()
+	b.cancel()
+}

@@ -41,8 +41,11 @@ const (
 // when its I/O ends; the supervisor does not wait forever for it).
 const killWait = 60 * time.Second
 
-// poll is how often the supervisor looks at the tree while it waits for
-// it to exit.
+// poll is how often the supervisor sends SIGKILL again to a tree it is
+// killing (and how often bury looks at what is left). While CMD runs, and
+// while a tree it sent SIGTERM to has its grace, the supervisor does not
+// poll: it sleeps until an event (SIGCHLD, a message of the holder, the
+// end of the holder's channel, a signal to forward) or the grace's end.
 const poll = 20 * time.Millisecond
 
 // supervisor is the state of one supervisor process.
@@ -163,9 +166,28 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 		killAt   time.Time // when what is left gets SIGKILL
 		killing  bool      // SIGKILL until the tree is gone
 		giveUpAt time.Time // killing stops waiting here
-		tick     = time.NewTicker(poll)
+		// timer wakes the loop at the end of the grace and, while
+		// killing, every poll; armed only then (timerC nil otherwise):
+		// while CMD runs the supervisor sleeps until an event. Every
+		// process of the tree is a descendant of a child of the
+		// supervisor (a child subreaper), so its end (no child left) is
+		// always announced by a SIGCHLD to the supervisor.
+		timer  *time.Timer
+		timerC <-chan time.Time
 	)
-	defer tick.Stop()
+	arm := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d) // Go 1.23 timers: no stale tick to drain
+		}
+		timerC = timer.C
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	terminate := func() {
 		s.signalTree(syscall.SIGTERM)
 		s.signalTree(syscall.SIGCONT)
@@ -184,10 +206,13 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 		terminate()
 	}
 	for {
+		// reaped: this event reaped (a SIGCHLD), and left is what reap
+		// said: whether any child is left; not asked again below.
+		reaped, left := false, false
 		select {
 		case sig := <-sigc:
 			if sig == syscall.SIGCHLD {
-				s.reap()
+				reaped, left = true, s.reap()
 				break
 			}
 			s.forward(sig.(syscall.Signal))
@@ -210,10 +235,14 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 			case m.run != nil:
 				m.run.close() // one command at a time: the holder waits for the last
 			}
-		case <-tick.C:
-			s.reap()
+		case <-timerC:
+			timerC = nil
+			reaped, left = true, s.reap()
 		}
-		live := s.cmdDone && s.live() // one scan of /proc per event, and only once CMD has exited
+		if !reaped && s.cmdDone {
+			left = s.live()
+		}
+		live := s.cmdDone && left // no child left: the whole tree is gone (see reap)
 		if live && !stopping {
 			terminate() // what CMD left running goes with it
 		}
@@ -224,12 +253,20 @@ func (s *supervisor) follow(ops <-chan ctlMsg, sigc <-chan os.Signal) {
 			kill()
 		}
 		if s.cmdDone && !live {
-			s.reap()
-			return
+			return // reap found no child at all: nothing left to collect
 		}
 		if killing && time.Now().After(giveUpAt) {
 			fmt.Fprintf(os.Stderr, "lease-supervisor: processes of the tree did not die within %s of SIGKILL (uninterruptible sleep?)\n", killWait)
 			return
+		}
+		switch {
+		case killing:
+			arm(poll) // SIGKILL again: what forked meanwhile
+		case stopping:
+			arm(max(time.Until(killAt), 0))
+		case timerC != nil:
+			timer.Stop()
+			timerC = nil
 		}
 	}
 }

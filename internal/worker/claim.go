@@ -34,7 +34,9 @@ func NewRand() *rand.Rand {
 // seconds. With wait, a busy queue (items left, all held) is tried again
 // with backoff, woken when the first held item can be taken over, until
 // an item is granted, the queue is empty, the deadline (zero: none)
-// passes or ctx is done; the last try's answer is then Busy. With an
+// passes or ctx is done; the last try's answer is then Busy. Where the
+// table's filesystem delivers inotify, the wait also ends when an item is
+// let go (Backoff.Watch). With an
 // outage o, a try blocked for the machine's sake (OutageOf: a full or
 // read-only filesystem, an I/O error, ESTALE) is waited out with o, until
 // the table takes a write again or o gives up (the answer is then
@@ -85,6 +87,10 @@ func ClaimNextEach(ctx context.Context, st *commit.Store, rnd *rand.Rand, n int,
 		}
 		if b == nil {
 			b = NewBackoff(ctx, deadline)
+			defer b.Close()
+			if b.Watch(st) {
+				continue // a release before the watch was made is not announced
+			}
 		}
 		if !b.Wait(nx.Expiring) {
 			break
