@@ -23,7 +23,7 @@ func (nopHandle) Syncfs() error { return nil }
 func (nopHandle) Close() error  { return nil }
 
 // TestStrategyChoice: Auto takes syncfs where it is a whole-filesystem
-// barrier, per record elsewhere, on an FS without syncfs, and per batch
+// barrier with something to flush, per record elsewhere (tmpfs too), on an FS without syncfs, and per batch
 // while the machine has more than DirtyLimit dirty; record and syncfs
 // force theirs (syncfs only where the FS has it).
 func TestStrategyChoice(t *testing.T) {
@@ -42,6 +42,8 @@ func TestStrategyChoice(t *testing.T) {
 		{fakeFS{name: "btrfs", barrier: true}, Auto, DirtyLimit + 1, false},
 		{fakeFS{name: "ext4", barrier: true}, Syncfs, DirtyLimit + 1, true},
 		{fakeFS{name: "ext4", barrier: true}, Record, 0, false},
+		{fakeFS{name: "tmpfs", barrier: true}, Auto, 0, false},
+		{fakeFS{name: "tmpfs", barrier: true}, Syncfs, 0, true},
 		{fakeFS{name: "nfs"}, Auto, 0, false},
 		{fakeFS{name: "fuse"}, Auto, 0, false},
 		{fakeFS{name: "fuse"}, Syncfs, 0, true},
