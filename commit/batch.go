@@ -281,7 +281,7 @@ func (s *Store) apply(ctx context.Context, k leasefmt.Kind, items []Item, decide
 	}
 	usedBefore, recycledBefore, unfitBefore := s.stats.SparesUsed.Load(), s.stats.SparesRecycled.Load(), s.stats.SparesUnfit.Load()
 	var (
-		batch    = s.Disk().GroupBatch()
+		batch    = s.Disk().GroupBatch(len(items))
 		aborted  atomic.Bool
 		errMu    sync.Mutex
 		firstErr error

@@ -355,7 +355,7 @@ func (c *groupRun) write(todo []*groupOp) {
 		}
 		j.tmp = tmp
 	})
-	batch := s.Disk().GroupBatch()
+	batch := s.Disk().GroupBatch(len(jobs))
 	for _, j := range jobs {
 		if j.tmp == "" {
 			continue

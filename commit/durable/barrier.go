@@ -125,13 +125,24 @@ func Dirty() (int64, bool) {
 // dirtyNow is Dirty, a variable for tests.
 var dirtyNow = Dirty
 
+// AutoMinBatch is the fewest records of a batch that Auto gives the syncfs
+// barrier: a smaller one, such as the one-record claim and done of a
+// worker's item, makes as few syncs per record (one file and one
+// directory fsync for one record, against two syncfs) without writing
+// back the dirty data of every other writer of the filesystem (a
+// fuzzer's queue, its crashes) twice per item.
+const AutoMinBatch = 8
+
 // barrierFor opens the barrier of a new batch, or nil when the batch
 // fsyncs per record.
-func (d *Disk) barrierFor() *Barrier {
+func (d *Disk) barrierFor(records int) *Barrier {
 	if Strategy(d.strategy.Load()) != Syncfs {
 		return nil
 	}
 	if d.auto.Load() {
+		if records < AutoMinBatch {
+			return nil
+		}
 		if n, ok := dirtyNow(); !ok || n > DirtyLimit {
 			return nil
 		}

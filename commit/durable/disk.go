@@ -101,14 +101,15 @@ func (d *Disk) Abs(name string) string {
 // directory fsyncs: for a write of one record or a few, per record.
 func (d *Disk) Batch() *SyncBatch { return NewSyncBatch(d.fs, &d.counts.DirectorySyncs) }
 
-// GroupBatch is Batch for a batch of many records (Store.Apply, lease add,
-// a group claim): under the Syncfs strategy (SetStrategy) it has a group
-// syncfs barrier (barrier.go), which Put waits for instead of fsyncing
-// each temp file and Flush runs instead of the directory fsyncs. Its
-// descriptor is closed when the batch is garbage (its os.File).
-func (d *Disk) GroupBatch() *SyncBatch {
+// GroupBatch is Batch for a batch of up to n records (Store.Apply, lease
+// add, a group claim): under the Syncfs strategy (SetStrategy) it has a
+// group syncfs barrier (barrier.go), which Put waits for instead of
+// fsyncing each temp file and Flush runs instead of the directory fsyncs;
+// under Auto only from AutoMinBatch records on. Its descriptor is closed
+// when the batch is garbage (its os.File).
+func (d *Disk) GroupBatch(n int) *SyncBatch {
 	b := d.Batch()
-	b.barrier = d.barrierFor()
+	b.barrier = d.barrierFor(n)
 	return b
 }
 

@@ -25,7 +25,8 @@ func (nopHandle) Close() error  { return nil }
 // TestStrategyChoice: Auto takes syncfs where it is a whole-filesystem
 // barrier with something to flush, per record elsewhere (tmpfs too), on an FS without syncfs, and per batch
 // while the machine has more than DirtyLimit dirty; record and syncfs
-// force theirs (syncfs only where the FS has it).
+// force theirs (syncfs only where the FS has it). Under auto a batch of
+// fewer than AutoMinBatch records fsyncs per record.
 func TestStrategyChoice(t *testing.T) {
 	dirty := int64(0)
 	dirtyNow = func() (int64, bool) { return dirty, true }
@@ -53,9 +54,14 @@ func TestStrategyChoice(t *testing.T) {
 		d := New(tc.fs, "/t", new(Counts))
 		d.SetStrategy(tc.want)
 		dirty = tc.dirty
-		b := d.GroupBatch()
+		b := d.GroupBatch(AutoMinBatch)
 		if b.Syncfs() != tc.got {
 			t.Errorf("%T %v under %s with %d dirty: barrier %v, want %v (%s)", tc.fs, tc.fs, tc.want, tc.dirty, b.Syncfs(), tc.got, d.Choose(tc.want).Why)
+		}
+		// A batch of fewer records gets the barrier only when it is
+		// forced: under auto it fsyncs per record.
+		if small := d.GroupBatch(AutoMinBatch - 1); small.Syncfs() != (tc.got && tc.want == Syncfs) {
+			t.Errorf("%T %v under %s with %d dirty: a batch of %d has barrier %v", tc.fs, tc.fs, tc.want, tc.dirty, AutoMinBatch-1, small.Syncfs())
 		}
 		if d.Batch().Syncfs() {
 			t.Errorf("%v: Batch (one record) has a barrier", tc.fs)
