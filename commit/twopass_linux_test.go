@@ -129,28 +129,18 @@ func (f *faultyRename) Rename(o, n string) error {
 // leaves the records renamed before it renamed. Either way no item is
 // reported OK (G6), no temp file is left, every record reads as its old or
 // its new version, and the locks are released (a renewal that follows
-// succeeds for every item).
+// succeeds for every item). In one chunk (the default size) and in
+// pipelined chunks of 8, where the failure comes while later chunks write
+// their temp files and earlier ones rename: the chunks under way stop.
 func TestTwoPassFailure(t *testing.T) {
 	t.Parallel()
-	for _, op := range []seam.Op{seam.OpCreate, seam.OpRename} {
-		t.Run(string(op), func(t *testing.T) {
-			t.Parallel()
-			twoPassFailure(t, op, 0)
-		})
-	}
-}
-
-// TestTwoPassFailurePipelined is TestTwoPassFailure with the batch cut in
-// pipelined chunks of 8 (the failure comes while later chunks write their
-// temp files and earlier ones rename): the chunks under way stop, no item
-// is reported OK, nothing is left half-done.
-func TestTwoPassFailurePipelined(t *testing.T) {
-	t.Parallel()
-	for _, op := range []seam.Op{seam.OpCreate, seam.OpRename} {
-		t.Run(string(op), func(t *testing.T) {
-			t.Parallel()
-			twoPassFailure(t, op, 8)
-		})
+	for _, chunk := range []int{0, 8} {
+		for _, op := range []seam.Op{seam.OpCreate, seam.OpRename} {
+			t.Run(fmt.Sprintf("%s/chunk%d", op, chunk), func(t *testing.T) {
+				t.Parallel()
+				twoPassFailure(t, op, chunk)
+			})
+		}
 	}
 }
 
