@@ -208,6 +208,7 @@ type workEndJSON struct {
 }
 
 func runWork(c *cli.Context) error {
+	oneProc()
 	e, err := newEnv(c)
 	if err != nil {
 		return err

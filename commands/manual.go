@@ -188,7 +188,7 @@ func MainPage() MainManual {
 			{"XDG_CONFIG_HOME", "Where the user configuration file lease/config.toml is looked for (default ~/.config)."},
 			{"USER", "The default owner is USER@HOST; USER@HOST/PID (USER@HOST/rank-N/PID under a launcher) for lease run, lease work and the Go API (leases.Open), which tell a host's workers apart."},
 			launchEnv,
-			{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 times the CPU count) while it runs, so that writers coming back from fsync and rename find one free; a value set in the environment is left alone."},
+			{"GOMAXPROCS", "Go's count of threads running Go code at once. A concurrent batch raises it to min(writers, 4 times the CPU count) while it runs, so that writers coming back from fsync and rename find one free; lease work and its supervisor run with 1 between batches (a worker does one item at a time, and many workers on a machine each with a P for every CPU spend CPU on threads spinning for work that is not there); a value set in the environment is left alone."},
 		},
 		CommonFiles: commonFiles,
 		Files: []Item{

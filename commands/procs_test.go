@@ -37,3 +37,33 @@ func TestMoreProcs(t *testing.T) {
 	}
 	done()
 }
+
+// TestOneProc: a worker gets one P, a batch in flight keeps its raise and
+// puts back one P when it ends, and a GOMAXPROCS set by the user is left
+// alone.
+func TestOneProc(t *testing.T) {
+	t.Setenv("GOMAXPROCS", "")
+	old := runtime.GOMAXPROCS(3)
+	defer runtime.GOMAXPROCS(old)
+	oneProc()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("GOMAXPROCS of a worker = %d, want 1", got)
+	}
+	runtime.GOMAXPROCS(3)
+	done := moreProcs(64)
+	raised := runtime.GOMAXPROCS(0)
+	oneProc()
+	if got := runtime.GOMAXPROCS(0); got != raised {
+		t.Fatalf("GOMAXPROCS during a batch changed from %d to %d", raised, got)
+	}
+	done()
+	if got := runtime.GOMAXPROCS(0); got != 1 {
+		t.Fatalf("GOMAXPROCS after the batch = %d, want 1", got)
+	}
+	runtime.GOMAXPROCS(3)
+	t.Setenv("GOMAXPROCS", "3")
+	oneProc()
+	if got := runtime.GOMAXPROCS(0); got != 3 {
+		t.Fatalf("GOMAXPROCS set by the user was changed to %d", got)
+	}
+}

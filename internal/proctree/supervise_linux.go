@@ -67,6 +67,14 @@ type supervisor struct {
 }
 
 func supervise(v string) int {
+	// One P, unless the user set GOMAXPROCS: a supervisor's (and a
+	// sentinel's) work is a few system calls an event, and a P for every
+	// CPU only adds threads spinning for work that is not there, a cost
+	// of every item of every worker on the machine (commands/procs.go,
+	// oneProc, has the numbers).
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 	if v == sentinelValue {
 		return runSentinel()
 	}
