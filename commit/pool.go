@@ -22,6 +22,14 @@ func (s *Store) parallel(jobs []int, do func(j int)) {
 // InParallel is parallel with n goroutines.
 func (s *Store) InParallel(n int, jobs []int, do func(j int)) {
 	n = max(1, min(n, len(jobs)))
+	if n == 1 {
+		// One writer (a worker's one claim, its done): in this goroutine,
+		// without a goroutine to start and a channel to hand each job over.
+		for _, j := range jobs {
+			do(j)
+		}
+		return
+	}
 	if s.moreProcs != nil {
 		defer s.moreProcs(n)()
 	}

@@ -178,6 +178,10 @@ func (b *SyncBatch) Flush() error {
 	}
 	b.order = b.order[:0]
 	b.mu.Unlock()
+	if len(dirs) == 1 {
+		b.sync(dirs[0]) // one directory: nothing to issue concurrently
+		return b.Err()
+	}
 	var wg sync.WaitGroup
 	for _, d := range dirs {
 		wg.Add(1)
