@@ -5,6 +5,14 @@ import (
 	"testing"
 )
 
+// wantProcs fails t unless GOMAXPROCS is want at the moment named by when.
+func wantProcs(t *testing.T, want int, when string) {
+	t.Helper()
+	if got := runtime.GOMAXPROCS(0); got != want {
+		t.Fatalf("GOMAXPROCS %s = %d, want %d", when, got, want)
+	}
+}
+
 // TestMoreProcs: a concurrent batch raises GOMAXPROCS to min(writers,
 // 4 × CPUs), nested batches share the raise, the last one puts the old
 // value back, and a GOMAXPROCS set by the user is left alone.
@@ -14,27 +22,17 @@ func TestMoreProcs(t *testing.T) {
 	defer runtime.GOMAXPROCS(old)
 	want := min(64, 4*runtime.NumCPU())
 	done1 := moreProcs(64)
-	if got := runtime.GOMAXPROCS(0); got != want {
-		t.Fatalf("GOMAXPROCS during a batch of 64 writers = %d, want %d", got, want)
-	}
+	wantProcs(t, want, "during a batch of 64 writers")
 	done2 := moreProcs(64)
 	done1()
-	if got := runtime.GOMAXPROCS(0); got != want {
-		t.Fatalf("GOMAXPROCS while a second batch runs = %d, want %d", got, want)
-	}
+	wantProcs(t, want, "while a second batch runs")
 	done2()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS after the batches = %d, want 1", got)
-	}
+	wantProcs(t, 1, "after the batches")
 	moreProcs(1)()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS after a one-writer batch = %d, want 1", got)
-	}
+	wantProcs(t, 1, "after a one-writer batch")
 	t.Setenv("GOMAXPROCS", "1")
 	done := moreProcs(64)
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS set by the user was changed to %d", got)
-	}
+	wantProcs(t, 1, "set by the user, during a batch")
 	done()
 }
 
@@ -46,24 +44,16 @@ func TestOneProc(t *testing.T) {
 	old := runtime.GOMAXPROCS(3)
 	defer runtime.GOMAXPROCS(old)
 	oneProc()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS of a worker = %d, want 1", got)
-	}
+	wantProcs(t, 1, "of a worker")
 	runtime.GOMAXPROCS(3)
 	done := moreProcs(64)
 	raised := runtime.GOMAXPROCS(0)
 	oneProc()
-	if got := runtime.GOMAXPROCS(0); got != raised {
-		t.Fatalf("GOMAXPROCS during a batch changed from %d to %d", raised, got)
-	}
+	wantProcs(t, raised, "during a batch, after oneProc")
 	done()
-	if got := runtime.GOMAXPROCS(0); got != 1 {
-		t.Fatalf("GOMAXPROCS after the batch = %d, want 1", got)
-	}
+	wantProcs(t, 1, "after the batch")
 	runtime.GOMAXPROCS(3)
 	t.Setenv("GOMAXPROCS", "3")
 	oneProc()
-	if got := runtime.GOMAXPROCS(0); got != 3 {
-		t.Fatalf("GOMAXPROCS set by the user was changed to %d", got)
-	}
+	wantProcs(t, 3, "set by the user, after oneProc")
 }
