@@ -217,16 +217,12 @@ func (s *Session) World() *mpi.World { return s.w }
 // Collectives is the time this rank spent in the session's collectives.
 func (s *Session) Collectives() time.Duration { return s.coll.d }
 
-// Any reports, on every rank, whether b is true on any rank: how the
-// ranks agree to stop.
-func (s *Session) Any(b bool) (bool, error) {
-	v := 0
-	if b {
-		v = 1
-	}
+// Max returns, on every rank, the largest v of any rank: how the ranks
+// agree to stop, and on the signal that stopped them.
+func (s *Session) Max(v int) (int, error) {
 	var n int
 	err := s.coll.time(func() (err error) { n, err = s.w.AllMaxInt(v); return err })
-	return n > 0, err
+	return n, err
 }
 
 // Exit returns rank 0's code on every rank: every rank exits with the

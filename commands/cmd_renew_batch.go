@@ -59,7 +59,7 @@ var renewBatchCommand = &cli.Command{
 		"prints the results exactly as one process would; every rank exits with the same status.\n" +
 		"With --watch the ranks agree at the start of every round whether to stop, so a signal to any\n" +
 		"rank stops them all after the round in progress, and rank 0 reports as soon as one reaches\n" +
-		"it. mpirun passes SIGUSR1 on to every rank and lets the job end cleanly: stop a watch under\n" +
+		"it (\"stopped by SIGUSR1\", also when only another rank received it). mpirun passes SIGUSR1 on to every rank and lets the job end cleanly: stop a watch under\n" +
 		"mpirun with `kill -USR1 MPIRUN_PID`. SIGTERM to mpirun (kill, scancel, a Slurm time limit)\n" +
 		"makes it pass SIGTERM on, kill the ranks a second later and exit 1, and what rank 0 wrote to\n" +
 		"stdout through mpirun may then be lost or cut: in batch jobs give --output FILE (a path rank\n" +

@@ -143,7 +143,7 @@ func runWatch(c *cli.Context) error {
 // only input, once nothing is left to renew. The first round always runs,
 // so that what is printed at the end was checked. Every rank takes part in
 // every round's batch, also one in which rank 0 has nothing to renew. It
-// returns the signal that stopped this rank, nil when none did.
+// returns the signal that stopped the ranks (this one's, or another's), nil when none did.
 func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, items []commit.Item) (os.Signal, error) {
 	t := keepalive.NewTicker(e.set.RenewInterval)
 	batch := cluster.Batch{Kind: leasefmt.Work, Spread: true,
@@ -152,12 +152,18 @@ func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, 
 		}}
 	for rounds := 0; ; rounds++ {
 		done := wt != nil && wt.nothingLeft()
-		stop, err := sess.Any(rounds > 0 && (ctx.Err() != nil || done))
+		stop, err := sess.Max(stopVote(rounds > 0 && (ctx.Err() != nil || done), ctx))
 		if err != nil {
 			return stoppedBy(ctx), err
 		}
-		if stop {
-			return stoppedBy(ctx), nil
+		if stop > 0 {
+			if sig := stoppedBy(ctx); sig != nil {
+				return sig, nil
+			}
+			if stop > 1 { // another rank's signal: mpirun may deliver it to this one later, or never
+				return syscall.Signal(stop - 2), nil
+			}
+			return nil, nil
 		}
 		started := time.Now()
 		res, err := sess.Batch(e.ctx(), batch, items)
@@ -172,6 +178,19 @@ func watchLoop(ctx context.Context, e *env, sess *cluster.Session, wt *watcher, 
 			items = wt.reread()
 		}
 	}
+}
+
+// stopVote is this rank's vote in the agreement to stop (Session.Max): 0
+// to go on, 1 to stop, 2+N to stop by signal N. The largest vote wins, so
+// that every rank, rank 0 too, reports the signal one of them received.
+func stopVote(stop bool, ctx context.Context) int {
+	if !stop {
+		return 0
+	}
+	if sig, ok := stoppedBy(ctx).(syscall.Signal); ok {
+		return 2 + int(sig)
+	}
+	return 1
 }
 
 // watchSettings refuses settings under which a renewal cannot arrive in

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -253,8 +254,56 @@ func watchMPIBinary(t *testing.T, dir string) string {
 	return bin
 }
 
+// TestWatchUnderMPIRun: a watch under mpirun renews on both ranks and stops
+// cleanly on SIGUSR1, both as mpirun forwards it (to every rank, in no
+// particular order) and when only rank 1 receives it (the ranks agree to
+// stop, and rank 0 must still report the signal, not "nothing to renew").
 func TestWatchUnderMPIRun(t *testing.T) {
 	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		signal func(t *testing.T, mpirun *os.Process)
+	}{
+		{"mpirun forwards", func(t *testing.T, mpirun *os.Process) { mpirun.Signal(syscall.SIGUSR1) }},
+		{"rank 1 alone", func(t *testing.T, mpirun *os.Process) {
+			syscall.Kill(rankPid(t, mpirun.Pid, 1), syscall.SIGUSR1)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			watchUnderMPIRun(t, tc.signal)
+		})
+	}
+}
+
+// rankPid is the process id of rank r of the job mpirun runs.
+func rankPid(t *testing.T, mpirun, r int) int {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	want := fmt.Sprintf("OMPI_COMM_WORLD_RANK=%d", r)
+	for _, p := range procs {
+		pid, _ := strconv.Atoi(filepath.Base(p))
+		stat, err := os.ReadFile(p + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(mpirun) {
+			continue
+		}
+		env, _ := os.ReadFile(p + "/environ")
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if string(kv) == want {
+				return pid
+			}
+		}
+	}
+	t.Fatalf("no child of mpirun %d has %s", mpirun, want)
+	return 0
+}
+
+func watchUnderMPIRun(t *testing.T, signal func(t *testing.T, mpirun *os.Process)) {
 	h := newHoldTable(t)
 	bin := watchMPIBinary(t, h.dir)
 	// Items in several shards, so that both ranks renew some.
@@ -314,8 +363,7 @@ func TestWatchUnderMPIRun(t *testing.T) {
 			t.Fatalf("%s was not renewed under mpirun: %+v", id, rec)
 		}
 	}
-	// mpirun forwards SIGUSR1 to every rank: a clean stop.
-	cmd.Process.Signal(syscall.SIGUSR1)
+	signal(t, cmd.Process)
 	for l := range p.errLines {
 		p.errOut.WriteString(l + "\n")
 	}

@@ -47,6 +47,7 @@ import (
 	"github.com/leasetool/lease/commit/seam"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
+	"golang.org/x/sys/unix"
 )
 
 // Options select what Check does.
@@ -200,10 +201,21 @@ func (c *checker) ioFinding(rel string, what string, err error) *Finding {
 // runs (a staging directory emptied by a publish and removed by its lease
 // run, a temp file renamed over its record), and a name that vanished
 // since its parent was listed is not damage: whatever replaced it is
-// checked by the next run.
+// checked by the next run. On NFS a directory another client removed
+// after the parent was listed answers ESTALE rather than ENOENT (the
+// client still held its handle): that is the same vanished name when a
+// fresh lookup finds nothing there; any other ESTALE stays an io finding.
 func (c *checker) listFailed(rel string, what string, err error) *Finding {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if errors.Is(err, unix.ESTALE) {
+		if r, ok := c.fs.(seam.Refresher); ok {
+			r.Refresh(rel)
+		}
+		if c.vanished(rel) {
+			return nil
+		}
 	}
 	return c.ioFinding(rel, what, err)
 }

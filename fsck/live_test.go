@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/leasetool/lease/fsck"
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
+	"golang.org/x/sys/unix"
 )
 
 // liveWorker is the CMD of a worker's lease run: stage a result named
@@ -378,5 +380,62 @@ func TestStaleStagedCopyIsQuarantined(t *testing.T) {
 	}
 	if !strings.Contains(out, "publish-leftover") || lostFiles(t, root)["LINKED"] != 0 {
 		t.Errorf("the staged link to a published result was not removed as a leftover:\n%s", out)
+	}
+}
+
+// TestStageVanishedOnNFS: a staging directory another NFS client removed
+// after stage/ was listed answers ESTALE, not ENOENT, to the listing (the
+// campaign suite's live fsck met it). A fresh lookup that finds nothing
+// there makes it the vanished name it is, not an io finding (exit 8); an
+// ESTALE for a directory still there stays one.
+func TestStageVanishedOnNFS(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		remove  bool
+		wantIOs int
+	}{
+		{"removed meanwhile", true, 0},
+		{"still there", false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			root := filepath.Join(t.TempDir(), "table")
+			env := leaseEnv(t, root)
+			if out, code := runEnv(t, env, "init", "--shards", "4"); code != 0 {
+				t.Fatalf("init: %s", out)
+			}
+			id := ids("estale", 1)[0]
+			if out, code := runEnv(t, env, "claim", "--now", "1000", "--ttl", "10", string(id)); code != 0 {
+				t.Fatalf("claim: %s", out)
+			}
+			// Token 1 expired and token 2 holds the item: stage/ID.1 is a
+			// stale staging directory, listed by the check.
+			if out, code := runEnv(t, env, "claim", "--now", "1020", "--ttl", "1000", string(id)); code != 0 {
+				t.Fatalf("claim again: %s", out)
+			}
+			rel := "stage/" + string(id) + ".1"
+			if err := os.Mkdir(filepath.Join(root, rel), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			stale := 0
+			hook := func(op seam.Op, name string) error {
+				if op != seam.OpReadDir || name != rel {
+					return nil
+				}
+				stale++
+				if tc.remove {
+					os.Remove(filepath.Join(root, rel))
+				}
+				return &fs.PathError{Op: "open", Path: name, Err: unix.ESTALE}
+			}
+			sum, found := run(t, root, false, hook)
+			if stale == 0 {
+				t.Fatalf("the check never listed %s", rel)
+			}
+			if got := sum.Found[fsck.KindIO]; got != tc.wantIOs {
+				t.Errorf("io findings %d, want %d (exit %d)\n%s", got, tc.wantIOs, sum.Exit(), describe(found))
+			}
+		})
 	}
 }
