@@ -19,6 +19,7 @@ import (
 
 	"github.com/leasetool/lease/layout"
 	"github.com/leasetool/lease/leasefmt"
+	"golang.org/x/sys/unix"
 )
 
 // maxResultDepth bounds the depth of a directory published as a result.
@@ -196,10 +197,22 @@ func (s *Store) CompleteStage(ctx context.Context, it Item) (Result, error) {
 	return s.CompletePublish(ctx, it, leasefmt.PublishStage)
 }
 
-// StageEmpty reports whether the staging directory of token of id is
-// missing or empty.
-func (s *Store) StageEmpty(id leasefmt.ID, token int64) (bool, error) {
-	ents, err := s.fs.ReadDir(layout.StagePath(id, token))
+// RemoveEmptyStage removes the staging directory of token of id when it
+// is empty, and reports whether it was empty (or missing): one rmdir
+// answers both, where listing it first and removing it after cost an
+// open, two getdents and a close more an item. A directory with anything
+// in it stays (ENOTEMPTY, or EEXIST as POSIX allows). Any other error of
+// the rmdir (a filesystem that refuses it) leaves the answer to a listing.
+func (s *Store) RemoveEmptyStage(id leasefmt.ID, token int64) (bool, error) {
+	rel := layout.StagePath(id, token)
+	err := s.fs.Remove(rel)
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return true, nil
+	case errors.Is(err, unix.ENOTEMPTY), errors.Is(err, unix.EEXIST):
+		return false, nil
+	}
+	ents, err := s.fs.ReadDir(rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return true, nil
 	}

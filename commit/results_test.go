@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/leasetool/lease/commit"
@@ -220,5 +221,57 @@ func TestSettleStagePublish(t *testing.T) {
 	}
 	if got, err := os.ReadFile(st.Abs(path.Join(layout.StagePath(back.ID, back.Token), "c"))); err != nil || string(got) != "crash" {
 		t.Errorf("rolled back: the staged result %q, %v", got, err)
+	}
+}
+
+// TestRemoveEmptyStage: one rmdir says whether a staging directory was
+// empty and removes it when it was; one with a file in it stays whole; a
+// filesystem that refuses the rmdir gets its answer from a listing.
+func TestRemoveEmptyStage(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name      string
+		files     map[string]string // nil: no staging directory at all
+		refuse    bool              // the rmdir fails with EPERM
+		wantEmpty bool
+		wantGone  bool
+	}{
+		{"empty", map[string]string{}, false, true, true},
+		{"missing", nil, false, true, true},
+		{"a file", map[string]string{"crash": "x"}, false, false, false},
+		{"a directory", map[string]string{"crashes/id:0": "x"}, false, false, false},
+		{"refused, empty", map[string]string{}, true, true, false},
+		{"refused, a file", map[string]string{"crash": "x"}, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			st, log := hookedTable(t, 4)
+			it := claimOne(t, st, shardID(1, 1), 10)
+			dir := filepath.Join(st.Root(), filepath.FromSlash(layout.StagePath(it.ID, it.Token)))
+			if tc.files != nil {
+				stageTree(t, st, it, tc.files)
+			}
+			if tc.refuse {
+				log.reset(func(op seam.Op, name string) error {
+					if op == seam.OpRemove {
+						return &os.PathError{Op: "remove", Path: name, Err: syscall.EPERM}
+					}
+					return nil
+				})
+			}
+			empty, err := st.RemoveEmptyStage(it.ID, it.Token)
+			if err != nil || empty != tc.wantEmpty {
+				t.Fatalf("RemoveEmptyStage: %v %v, want %v nil", empty, err, tc.wantEmpty)
+			}
+			_, serr := os.Lstat(dir)
+			if gone := errors.Is(serr, os.ErrNotExist); gone != tc.wantGone {
+				t.Errorf("staging directory gone %v, want %v (%v)", gone, tc.wantGone, serr)
+			}
+			for rel, data := range tc.files {
+				if got, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(rel))); err != nil || string(got) != data {
+					t.Errorf("%s: %q %v, want %q", rel, got, err, data)
+				}
+			}
+		})
 	}
 }

@@ -128,7 +128,7 @@ func Finish(ctx context.Context, st *commit.Store, it commit.Item, e End, maxAtt
 	items := []commit.Item{it}
 	switch {
 	case e.Complete && e.Succeeded:
-		empty, err := st.StageEmpty(it.ID, it.Token)
+		empty, err := st.RemoveEmptyStage(it.ID, it.Token)
 		if err != nil {
 			rel := st.Release(finishCtx(), items)[0]
 			return Finished{How: commit.IOError.Reason(), Result: rel, StageErr: err}
