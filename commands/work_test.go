@@ -454,3 +454,33 @@ func TestWorkSignalInLastItem(t *testing.T) {
 		t.Errorf("lease work --max-items 1 stopped by SIGTERM in its item: exit %d, want 143\n%s", code, p.errOut)
 	}
 }
+
+// TestWorkManyItemsFewDescriptors: a worker runs for days, so nothing it
+// or its supervisor holds open may grow with the items done. Under a
+// limit of 128 descriptors one worker publishes 200 staged result trees:
+// before, the worker kept the handles of every published tree and the
+// supervisor the pidfd of every command, and the worker stopped with "too
+// many open files" after about a hundred items.
+func TestWorkManyItemsFewDescriptors(t *testing.T) {
+	t.Parallel()
+	h := newHoldTable(t)
+	const n = 200
+	var in strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintln(&in, holdID(fmt.Sprintf("fd-%d", i)))
+	}
+	h.must(0, in.String(), "add")
+	script := `mkdir "$LEASE_STAGE/crashes" && echo "$LEASE_ID" > "$LEASE_STAGE/crashes/id:000000"`
+	cmd := h.command()
+	cmd.Path = "/bin/sh"
+	cmd.Args = []string{"sh", "-c", `ulimit -n 128 && exec lease work -- sh -c "$1"`, "sh", script}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("lease work under ulimit -n 128: %v\n%s", err, out)
+	}
+	ents, err := os.ReadDir(filepath.Join(h.root, "public"))
+	if err != nil || len(ents) != n {
+		t.Fatalf("%d results published (%v), want %d\n%s", len(ents), err, n, out)
+	}
+	h.must(0, "", "fsck")
+}

@@ -52,8 +52,9 @@ func (o *OSFS) lockFile(name string) (*lockFile, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer dfd.done()
 	stop := o.kick.watch() // a lock file the other client used last waits like a record
-	fd, err := o.openLock(dfd, base, name)
+	fd, err := o.openLock(dfd.fd, base, name)
 	stop()
 	if err != nil {
 		return nil, err
@@ -127,7 +128,8 @@ func (o *OSFS) ReadLocked(name string) (bool, int, error) {
 	if err != nil {
 		return false, 0, err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	defer dfd.done()
+	fd, err := unix.Openat(dfd.fd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false, 0, o.perr("open", name, err)
 	}
@@ -297,9 +299,10 @@ func (o *OSFS) revalidateDir(lock string) error {
 	if err != nil {
 		return err
 	}
+	defer dfd.done()
 	var sx unix.Statx_t
 	for {
-		err = unix.Statx(dfd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_FORCE_SYNC, unix.STATX_CTIME, &sx)
+		err = unix.Statx(dfd.fd, "", unix.AT_EMPTY_PATH|unix.AT_STATX_FORCE_SYNC, unix.STATX_CTIME, &sx)
 		if err != unix.EINTR {
 			break
 		}

@@ -17,7 +17,8 @@ func (o *OSFS) OpenRead(name string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	defer dfd.done()
+	fd, err := unix.Openat(dfd.fd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, o.perr("open", name, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/leasetool/lease/layout"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,7 +113,8 @@ func (o *OSFS) openPath(name string) (int, error) {
 		if err != nil {
 			return -1, err
 		}
-		fd, err := unix.Openat(root, ".", unix.O_PATH|unix.O_CLOEXEC, 0)
+		defer root.done()
+		fd, err := unix.Openat(root.fd, ".", unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return -1, &fs.PathError{Op: "open", Path: o.root, Err: err}
 		}
@@ -122,7 +124,8 @@ func (o *OSFS) openPath(name string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	defer dfd.done()
+	fd, err := unix.Openat(dfd.fd, base, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, o.perr("open", name, err)
 	}
@@ -181,10 +184,11 @@ func (o *OSFS) MkdirPrivate(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Mkdirat(dfd, base, 0o700); err != nil {
+	defer dfd.done()
+	if err := unix.Mkdirat(dfd.fd, base, 0o700); err != nil {
 		return o.perr("mkdir", name, err)
 	}
-	return o.chmodMade(dfd, base, name, func(st *unix.Stat_t) uint32 { return uint32(st.Mode)&unix.S_ISGID | 0o700 })
+	return o.chmodMade(dfd.fd, base, name, func(st *unix.Stat_t) uint32 { return uint32(st.Mode)&unix.S_ISGID | 0o700 })
 }
 
 // chmodMade sets the mode of the directory base of dfd that this process
@@ -280,19 +284,58 @@ func (o *OSFS) perr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: path.Join(o.root, name), Err: err}
 }
 
+// dirFD is an open directory handle that dir returned: one of the cache
+// (done does nothing), or one opened for a single call (done closes it).
+type dirFD struct {
+	fd  int
+	own bool
+}
+
+func (d dirFD) done() {
+	if d.own {
+		unix.Close(d.fd)
+	}
+}
+
+// cached reports whether the handle of table-relative directory name is
+// kept once opened: the table's own directories, as many as its shape
+// says (the root, the shards, the queue's, held/, tally/unqueued/), never
+// those whose number grows with the campaign: one item's results
+// (stage/ID.TOKEN/... and public/ID/...), lost+found/'s, and the tally's
+// buckets (one every five minutes, 288 a day). A worker that kept the
+// handle of every result tree it published ran out of descriptors (EMFILE
+// after 240 items at `ulimit -n 256`), and a handle cannot be closed while
+// another goroutine may use it this moment (forgetTree).
+func cached(name string) bool {
+	top, rest, deep := strings.Cut(name, "/")
+	if !deep || rest == "" {
+		return true
+	}
+	switch top {
+	case layout.StageDir, layout.PublicDir, layout.LostFound:
+		return false
+	case layout.TallyDir:
+		bucket, _, _ := strings.Cut(rest, "/")
+		_, isBucket := layout.ParseBucket(bucket)
+		return !isBucket
+	}
+	return true
+}
+
 // dir returns an open handle of the table-relative directory name, opening
-// each component with O_NOFOLLOW on first use.
-func (o *OSFS) dir(name string) (int, error) {
+// each component with O_NOFOLLOW (on first use for a cached one; see
+// cached). The caller calls done once its call is over.
+func (o *OSFS) dir(name string) (dirFD, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if fd, ok := o.dirs[name]; ok { // the common case: a clean name seen before
-		return fd, nil
+		return dirFD{fd: fd}, nil
 	}
 	name = strings.Trim(path.Clean("/"+name), "/")
 	if fd, ok := o.dirs[name]; ok {
-		return fd, nil
+		return dirFD{fd: fd}, nil
 	}
-	parent := o.dirs[""]
+	cur := dirFD{fd: o.dirs[""]}
 	done := ""
 	for _, comp := range strings.Split(name, "/") {
 		if done == "" {
@@ -301,27 +344,31 @@ func (o *OSFS) dir(name string) (int, error) {
 			done += "/" + comp
 		}
 		if fd, ok := o.dirs[done]; ok {
-			parent = fd
+			cur = dirFD{fd: fd}
 			continue
 		}
-		fd, err := unix.Openat(parent, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(cur.fd, comp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		cur.done() // a parent opened for this call alone
 		if err != nil {
 			if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-				return -1, &fs.PathError{Op: "open", Path: path.Join(o.root, done), Err: fmt.Errorf("not a directory (a symbolic link or a file): %w", err)}
+				return dirFD{fd: -1}, &fs.PathError{Op: "open", Path: path.Join(o.root, done), Err: fmt.Errorf("not a directory (a symbolic link or a file): %w", err)}
 			}
-			return -1, &fs.PathError{Op: "open", Path: path.Join(o.root, done), Err: err}
+			return dirFD{fd: -1}, &fs.PathError{Op: "open", Path: path.Join(o.root, done), Err: err}
 		}
-		o.dirs[done] = fd
-		parent = fd
+		cur = dirFD{fd: fd, own: !cached(done)}
+		if !cur.own {
+			o.dirs[done] = fd
+		}
 	}
-	return parent, nil
+	return cur, nil
 }
 
-// at splits name into an open parent directory and a base name.
-func (o *OSFS) at(name string) (int, string, error) {
+// at splits name into an open parent directory and a base name; the
+// caller calls done on the directory once its call is over.
+func (o *OSFS) at(name string) (dirFD, string, error) {
 	d, base := path.Split(name)
 	if base == "" || base == "." || base == ".." {
-		return -1, "", &fs.PathError{Op: "open", Path: path.Join(o.root, name), Err: fs.ErrInvalid}
+		return dirFD{fd: -1}, "", &fs.PathError{Op: "open", Path: path.Join(o.root, name), Err: fs.ErrInvalid}
 	}
 	fd, err := o.dir(strings.TrimSuffix(d, "/"))
 	return fd, base, err
@@ -334,8 +381,9 @@ func (o *OSFS) ReadFile(name string, max int) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer dfd.done()
 	// O_NONBLOCK: a FIFO planted as a record must not hang the reader.
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	fd, err := unix.Openat(dfd.fd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, o.perr("open", name, err)
 	}
@@ -412,13 +460,14 @@ func (o *OSFS) CreateExcl(name string) (File, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
+	defer dfd.done()
+	fd, err := unix.Openat(dfd.fd, base, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o666)
 	if err != nil {
 		return nil, o.perr("create", name, err)
 	}
 	if err := o.sharedFile(fd, name, false); err != nil {
 		unix.Close(fd)
-		unix.Unlinkat(dfd, base, 0)
+		unix.Unlinkat(dfd.fd, base, 0)
 		return nil, err
 	}
 	return &osFile{fd: fd, name: path.Join(o.root, name)}, nil
@@ -430,11 +479,13 @@ func (o *OSFS) Rename(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
+	defer ofd.done()
 	nfd, nbase, err := o.at(newname)
 	if err != nil {
 		return err
 	}
-	if err := unix.Renameat(ofd, obase, nfd, nbase); err != nil {
+	defer nfd.done()
+	if err := unix.Renameat(ofd.fd, obase, nfd.fd, nbase); err != nil {
 		return o.perr("rename", newname, err)
 	}
 	o.forgetTree(oldname)
@@ -454,20 +505,22 @@ func (o *OSFS) RenameNoReplace(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
+	defer ofd.done()
 	nfd, nbase, err := o.at(newname)
 	if err != nil {
 		return err
 	}
-	err = unix.Renameat2(ofd, obase, nfd, nbase, unix.RENAME_NOREPLACE)
+	defer nfd.done()
+	err = unix.Renameat2(ofd.fd, obase, nfd.fd, nbase, unix.RENAME_NOREPLACE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENOTSUP) {
-		if err = unix.Linkat(ofd, obase, nfd, nbase, 0); err == nil {
-			err = unix.Unlinkat(ofd, obase, 0)
-		} else if errors.Is(err, unix.EPERM) && o.isDirAt(ofd, obase) {
+		if err = unix.Linkat(ofd.fd, obase, nfd.fd, nbase, 0); err == nil {
+			err = unix.Unlinkat(ofd.fd, obase, 0)
+		} else if errors.Is(err, unix.EPERM) && o.isDirAt(ofd.fd, obase) {
 			var st unix.Stat_t
-			if err = unix.Fstatat(nfd, nbase, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			if err = unix.Fstatat(nfd.fd, nbase, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 				err = unix.EEXIST
 			} else if errors.Is(err, unix.ENOENT) {
-				err = unix.Renameat(ofd, obase, nfd, nbase)
+				err = unix.Renameat(ofd.fd, obase, nfd.fd, nbase)
 			}
 		}
 	}
@@ -485,11 +538,13 @@ func (o *OSFS) Link(oldname, newname string) error {
 	if err != nil {
 		return err
 	}
+	defer ofd.done()
 	nfd, nbase, err := o.at(newname)
 	if err != nil {
 		return err
 	}
-	if err := unix.Linkat(ofd, obase, nfd, nbase, 0); err != nil {
+	defer nfd.done()
+	if err := unix.Linkat(ofd.fd, obase, nfd.fd, nbase, 0); err != nil {
 		return o.perr("link", newname, err)
 	}
 	return nil
@@ -527,9 +582,10 @@ func (o *OSFS) Remove(name string) error {
 	if err != nil {
 		return err
 	}
-	err = unix.Unlinkat(dfd, base, 0)
+	defer dfd.done()
+	err = unix.Unlinkat(dfd.fd, base, 0)
 	if errors.Is(err, unix.EISDIR) {
-		err = unix.Unlinkat(dfd, base, unix.AT_REMOVEDIR)
+		err = unix.Unlinkat(dfd.fd, base, unix.AT_REMOVEDIR)
 		if err == nil {
 			o.forget(name)
 		}
@@ -587,7 +643,8 @@ func (o *OSFS) SyncFile(name string) error {
 	if err != nil {
 		return err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	defer dfd.done()
+	fd, err := unix.Openat(dfd.fd, base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return o.perr("open", name, err)
 	}
@@ -619,13 +676,14 @@ func (o *OSFS) Mkdir(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := unix.Mkdirat(dfd, base, 0o777); err != nil {
+	defer dfd.done()
+	if err := unix.Mkdirat(dfd.fd, base, 0o777); err != nil {
 		return o.perr("mkdir", name, err)
 	}
 	if o.share != nil {
 		// Always: mkdir(2) ignores the setgid bit of its mode. Through
 		// a descriptor: the name may have been swapped meanwhile.
-		return o.chmodMade(dfd, base, name, func(*unix.Stat_t) uint32 { return o.share.DirModeOf(name, 0o777&^o.umask) })
+		return o.chmodMade(dfd.fd, base, name, func(*unix.Stat_t) uint32 { return o.share.DirModeOf(name, 0o777&^o.umask) })
 	}
 	return nil
 }
@@ -636,7 +694,8 @@ func (o *OSFS) SyncDir(name string) error {
 	if err != nil {
 		return err
 	}
-	if err := fsyncFD(fd); err != nil {
+	defer fd.done()
+	if err := fsyncFD(fd.fd); err != nil {
 		return o.perr("fsync", name, err)
 	}
 	return nil
@@ -660,7 +719,10 @@ func (o *OSFS) openDir(name string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	nfd, err := unix.Openat(fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if fd.own { // opened for this call: the reader's own
+		return os.NewFile(uintptr(fd.fd), path.Join(o.root, name)), nil
+	}
+	nfd, err := unix.Openat(fd.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, o.perr("open", name, err)
 	}
@@ -676,8 +738,9 @@ func (o *OSFS) Lstat(name string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer dfd.done()
 	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(dfd.fd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return nil, o.perr("lstat", name, err)
 	}
 	return statInfo{base, &st}, nil
@@ -763,7 +826,8 @@ func (o *OSFS) Syncfs() error {
 	if err != nil {
 		return err
 	}
-	return unix.Syncfs(fd)
+	defer fd.done()
+	return unix.Syncfs(fd.fd)
 }
 
 // OpenDir implements DirOpener: the directory name, read a bounded number

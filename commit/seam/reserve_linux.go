@@ -15,11 +15,13 @@ func (o *OSFS) Exchange(a, b string) error {
 	if err != nil {
 		return err
 	}
+	defer afd.done()
 	bfd, bbase, err := o.at(b)
 	if err != nil {
 		return err
 	}
-	err = unix.Renameat2(afd, abase, bfd, bbase, unix.RENAME_EXCHANGE)
+	defer bfd.done()
+	err = unix.Renameat2(afd.fd, abase, bfd.fd, bbase, unix.RENAME_EXCHANGE)
 	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.ENOTSUP) {
 		err = fmt.Errorf("%w: %w", errors.ErrUnsupported, err)
 	}
@@ -41,7 +43,8 @@ func (o *OSFS) Overwrite(name string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	fd, err := unix.Openat(dfd, base, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	defer dfd.done()
+	fd, err := unix.Openat(dfd.fd, base, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return o.perr("open", name, err)
 	}

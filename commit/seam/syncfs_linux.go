@@ -46,7 +46,8 @@ func (o *OSFS) OpenSyncfs() (SyncfsHandle, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := unix.Openat(root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	defer root.done()
+	fd, err := unix.Openat(root.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: o.root, Err: err}
 	}
