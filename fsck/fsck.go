@@ -210,7 +210,7 @@ func (c *checker) listFailed(rel string, what string, err error) *Finding {
 		return nil
 	}
 	if errors.Is(err, unix.ESTALE) {
-		if r, ok := c.fs.(seam.Refresher); ok {
+		if r, ok := seam.As[seam.Refresher](c.fs); ok {
 			r.Refresh(rel)
 		}
 		if c.vanished(rel) {

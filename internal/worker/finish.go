@@ -118,7 +118,12 @@ func (f Finished) Trouble() (commit.Outcome, bool) {
 // even by the signal that stopped the worker: a lease ends released or
 // done rather than left to expire.
 func Finish(ctx context.Context, st *commit.Store, it commit.Item, e End, maxAttempts int) Finished {
-	defer st.FS().Remove(layout.StagePath(it.ID, it.Token)) // only an empty one goes
+	removed := false // the staging directory, by RemoveEmptyStage
+	defer func() {
+		if !removed {
+			st.FS().Remove(layout.StagePath(it.ID, it.Token)) // only an empty one goes
+		}
+	}()
 	w := &writes{ctx: ctx}
 	if d, ok := ctx.Deadline(); ok {
 		w.span = max(time.Nanosecond, time.Until(d))
@@ -129,6 +134,7 @@ func Finish(ctx context.Context, st *commit.Store, it commit.Item, e End, maxAtt
 	switch {
 	case e.Complete && e.Succeeded:
 		empty, err := st.RemoveEmptyStage(it.ID, it.Token)
+		removed = empty && err == nil
 		if err != nil {
 			rel := st.Release(finishCtx(), items)[0]
 			return Finished{How: commit.IOError.Reason(), Result: rel, StageErr: err}
