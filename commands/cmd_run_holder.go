@@ -146,7 +146,7 @@ loop:
 			}
 		case <-h.killc:
 			h.killc = nil
-			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("%s: %s still running after SIGTERM; sending SIGKILL to every process below supervisor %d",
+			fmt.Fprintln(e.errw, leasefmt.Bound(fmt.Sprintf("%s: %s still running after SIGTERM; sending SIGKILL to every process of its tree, below process %d",
 				h.who, leasefmt.Quote(h.argv[0]), h.pgid)))
 			cmd.Kill()
 		case r, ok := <-keeping:
@@ -256,7 +256,7 @@ func (h *holder) reported(r keepalive.Report) {
 // lose stops CMD: SIGTERM to its group now, SIGKILL after wait.
 func (h *holder) lose(why string, wait time.Duration) {
 	h.lost, h.lostReason = true, why
-	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("%s: lease lost: %s; sending SIGTERM to %s (every process below supervisor %d), SIGKILL in %s",
+	fmt.Fprintln(h.e.errw, leasefmt.Bound(fmt.Sprintf("%s: lease lost: %s; sending SIGTERM to %s (every process of its tree, below process %d), SIGKILL in %s",
 		h.who, why, leasefmt.Quote(h.argv[0]), h.pgid, wait)))
 	h.cmd.Terminate()
 	h.killc = time.After(wait)

@@ -56,9 +56,10 @@ var workManual = Manual{
 		"releases or finishes an item), for as long as it takes; the lease it then gets counts from the claim that granted it, " +
 		"so waiting never costs it its lease. When every queued item is done (or failed) it exits 0. Items that " +
 		"other workers add while it runs (lease add, from CMD too) are found by its next claim.\n\n" +
-		"An item: CMD runs as under lease run --next --complete (see lease-run(1): the supervisor, the keep-alive, " +
-		"the lost point, the grace), except that one supervisor, started once, runs every item's CMD in turn (a CMD " +
-		"costs its own fork and exec, not a supervisor's too); if it is killed, the next item gets a new one. Exit status 0 publishes what CMD left in LEASE_STAGE whole, once, as " +
+		"An item: CMD runs as under lease run --next --complete (see lease-run(1): the supervision, the keep-alive, " +
+		"the lost point, the grace), except that lease work supervises every item's CMD itself where CMD gets a " +
+		"cgroup (see cgroups below), and elsewhere one supervisor, started once, runs every item's CMD in turn (a " +
+		"CMD costs its own fork and exec, not a supervisor's too); if it is killed, the next item gets a new one. Exit status 0 publishes what CMD left in LEASE_STAGE whole, once, as " +
 		"ROOT/public/ID/, and the item is done only when that publish succeeded; an empty LEASE_STAGE publishes " +
 		"nothing. A result that cannot be published (ROOT/public/ID exists, a symbolic link in it, a file with more " +
 		"than one link or one not owned by the worker's account) leaves the item " +
@@ -80,28 +81,34 @@ var workManual = Manual{
 		"later if it is still there, the item is released with no attempt counted, and lease work exits 128+n. " +
 		"A signal while it waits for a busy queue ends the wait at once (nothing is held). SIGUSR1 and SIGUSR2 are " +
 		"forwarded to CMD and do not stop the worker. kill -9 of lease work stops CMD's whole tree as well (the " +
-		"supervisor sees its holder die); the lease then expires after its TTL and another worker takes the item " +
+		"sentinel, or the supervisor, sees its holder die); the lease then expires after its TTL and another worker takes the item " +
 		"over, no attempt counted.\n\n" +
-		"Kills: beside its supervisor lease work starts a sentinel, a small process that leads the process group " +
-		"every CMD runs in, ignores the signals it can and, when the supervisor is gone, sends SIGKILL to that " +
-		"group; and lease work is a child subreaper (PR_SET_CHILD_SUBREAPER), as the supervisor is, so that the " +
-		"orphans of a dead supervisor come to it, not to PID 1. kill -9 of the supervisor kills CMD (its " +
-		"parent-death signal) and its group (the sentinel); lease work kills every orphan left, setsid(2) or a " +
-		"double fork included, waits until none runs, and only then releases the item, with no attempt counted " +
-		"(the worker's failure, not the item's); the next item gets a new supervisor. kill -9 of CMD: the " +
-		"supervisor stops the rest of the tree, and the run is an attempt (a signal lease work did not send). " +
-		"kill -9 of lease work and its supervisor together: the sentinel kills CMD's group, and CMD's cgroup " +
-		"where there is one.\n\n" +
+		"Kills: lease work starts a sentinel, a small process that leads the process group every CMD runs in, " +
+		"ignores the signals it can and, when whoever supervises CMD (lease work itself, or its supervisor) is " +
+		"gone, sends SIGKILL to that group and writes cgroup.kill of CMD's cgroup; lease work is a child subreaper " +
+		"(PR_SET_CHILD_SUBREAPER), as the supervisor is, so that orphans of CMD's tree come to it, not to PID 1; " +
+		"and CMD dies with its parent (its parent-death signal, SIGKILL). Where lease work supervises CMD itself: " +
+		"kill -9 of lease work kills CMD (its parent-death signal), its group and its cgroup (the sentinel), " +
+		"setsid(2) or a double fork included; kill -9 of CMD: lease work stops the rest of the tree, and the run " +
+		"is an attempt (a signal lease work did not send). With a supervisor: kill -9 of the supervisor kills CMD " +
+		"and its group; lease work kills every orphan left, waits until none runs, and only then releases the " +
+		"item, with no attempt counted (the worker's failure, not the item's); the next item gets a new " +
+		"supervisor. kill -9 of CMD: the supervisor stops the rest of the tree, and the run is an attempt. kill -9 " +
+		"of lease work and its supervisor together: the sentinel kills CMD's group, and CMD's cgroup where there " +
+		"is one.\n\n" +
 		"cgroups: where the machine delegates cgroup v2 to lease work (a cgroup2 mount, the cgroup of lease work " +
 		"in /proc/self/cgroup writable by its user: root, or a subtree delegated to the user, e.g. by systemd's " +
 		"Delegate=; Linux 5.14 or later for cgroup.kill), each CMD runs in a cgroup of its own: lease work makes " +
-		"a fresh directory lease-PID-RANDOM in its cgroup (never one it did not make), the supervisor a child " +
-		"cmd-N per CMD, started in it by the kernel (CLONE_INTO_CGROUP), and both are removed when CMD's tree is " +
-		"gone. Ending the tree then also writes 1 to cgroup.kill, which reaches every process of it, one that left " +
-		"CMD's process group and whose parents are gone included; the sentinel does so when the supervisor dies. " +
+		"a fresh directory lease-PID-RANDOM in its cgroup (never one it did not make) and a child cmd-N per CMD, " +
+		"started in it by the kernel (CLONE_INTO_CGROUP), and both are removed when CMD's tree is gone. Ending the " +
+		"tree then also writes 1 to cgroup.kill, which reaches every process of it, one that left CMD's process " +
+		"group and whose parents are gone included; the sentinel does so when lease work (or the supervisor) " +
+		"dies. There lease work needs no supervisor process: CMD is its child, and the kernel keeps the tree " +
+		"(LEASE_SUPERVISOR=process asks for a supervisor anyway). " +
 		"Where there is none (cgroup v1 only, a user without a delegated cgroup, an older kernel, or a kernel that " +
 		"refuses to start CMD there, as in a cgroup with controllers enabled for its children: the \"no internal " +
-		"processes\" rule), lease work uses the process groups, subreapers and sentinel above, silently. What " +
+		"processes\" rule), lease work runs a supervisor and uses the process groups, subreapers and sentinel above, " +
+		"silently. What " +
 		"remains possible without cgroups: a process that left CMD's process group (setsid, setpgid) survives " +
 		"when lease work and its supervisor are killed together; with or without them, anything of the tree " +
 		"survives when every lease process, the sentinel too, is killed at once (its cgroup is then left, with " +
@@ -154,7 +161,8 @@ var workManual = Manual{
 		{exitTag(exitcode.RunNotFound), "CMD was not found; nothing was claimed."},
 		{exitTag(exitcode.RunSignal) + "+n", "Signal n stopped the worker (SIGINT 130, SIGTERM 143); the item it held was released with no attempt counted."},
 	},
-	Env: runManual.Env,
+	Env: append(runManual.Env[:len(runManual.Env):len(runManual.Env)],
+		Item{"LEASE_SUPERVISOR", "auto (the default): lease work supervises CMD itself where CMD gets a cgroup of its own, and starts a supervisor process elsewhere; process: a supervisor process everywhere, as where there is no cgroup. Anything else is an error."}),
 	Examples: []Example{
 		{"A campaign: the seeds with their content, then one worker per core on every node until every item is done or failed:",
 			"lease add --content corpus/* > /dev/null\nlease work -- ./fuzz-one.sh"},
@@ -235,6 +243,9 @@ func runWork(c *cli.Context) error {
 	}
 	if _, err := leasefmt.ParseID(args[0]); err == nil && len(args) > 1 && args[1] == "--" {
 		return usageErr("lease work claims from the queue: give no ID (got %s)", args[0])
+	}
+	if err := proctree.CheckMode(); err != nil {
+		return usageErr("%v", err)
 	}
 	argv := args
 	path, err := lookCommand(argv[0])

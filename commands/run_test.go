@@ -51,6 +51,8 @@ type holdTable struct {
 	dir  string // scratch directory, the processes' working directory
 	root string
 	bin  string // directory holding the "lease" link
+	// extraEnv is added to every lease process's environment.
+	extraEnv []string
 }
 
 func newHoldTable(t *testing.T) *holdTable {
@@ -83,8 +85,9 @@ func (h *holdTable) env() []string {
 		}
 		out = append(out, kv)
 	}
-	return append(out, holdAsLease+"=1", "LEASE_ROOT="+h.root, "LEASE_CLOCK_SKEW=0.1", "XDG_CONFIG_HOME="+filepath.Join(h.dir, "xdg"),
+	out = append(out, holdAsLease+"=1", "LEASE_ROOT="+h.root, "LEASE_CLOCK_SKEW=0.1", "XDG_CONFIG_HOME="+filepath.Join(h.dir, "xdg"),
 		"PATH="+h.bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return append(out, h.extraEnv...)
 }
 
 func (h *holdTable) command(args ...string) *exec.Cmd {

@@ -60,11 +60,19 @@ func readPid(t *testing.T, path string) int {
 
 func TestWorkKillPatterns(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"supervisor", "cmd", "work", "both"} {
-		t.Run(how, func(t *testing.T) {
+	// With a supervisor process (LEASE_SUPERVISOR=process, and what a
+	// worker has where CMD gets no cgroup), every kill; without one (the
+	// default where CMD gets a cgroup), lease work supervises CMD itself:
+	// kill -9 of it, and of CMD.
+	cases := []struct{ how, sup string }{{"supervisor", "process"}, {"cmd", "process"}, {"work", "process"}, {"both", "process"},
+		{"cmd", "auto"}, {"work", "auto"}}
+	for _, tc := range cases {
+		how := tc.how
+		t.Run(how+"/"+tc.sup, func(t *testing.T) {
 			t.Parallel()
 			h := newHoldTable(t)
-			id := h.workAdd("kill-"+how, 1)[0]
+			h.extraEnv = []string{proctree.ModeEnv + "=" + tc.sup}
+			id := h.workAdd("kill-"+how+"-"+tc.sup, 1)[0]
 			mode := "setsid"
 			if how == "both" && !proctree.Cgroups() {
 				// With the holder and the supervisor both gone and no
@@ -84,6 +92,9 @@ func TestWorkKillPatterns(t *testing.T) {
 			pids := pidsIn(t, filepath.Join(h.dir, "pids"))
 			sup := readPid(t, filepath.Join(h.dir, "sup"))
 			work := p.cmd.Process.Pid
+			if inline := sup == work; inline != (tc.sup == "auto" && proctree.Cgroups()) {
+				t.Fatalf("CMD's parent %d, lease work %d: want lease work itself exactly when CMD gets a cgroup (%v) and no supervisor process is asked for (%s)", sup, work, proctree.Cgroups(), tc.sup)
+			}
 			switch how {
 			case "supervisor":
 				syscall.Kill(sup, syscall.SIGKILL)
@@ -167,5 +178,61 @@ func TestRunSupervisorKilled(t *testing.T) {
 	}
 	if rec := h.must(0, "", "status", "--json", string(id)).out; !strings.Contains(rec, `"attempts":0`) {
 		t.Errorf("the item after the kill: %s", rec)
+	}
+}
+
+// TestWorkNoOrphans: whoever supervises CMD (lease work itself, the
+// default where CMD gets a cgroup, or a supervisor process), no process of
+// CMD's tree outlives the item: not when CMD exits and leaves its tree
+// running, nor when the lease is revoked, even with SIGTERM ignored (SIGKILL
+// after the grace), a setsid(2) one included. lease work returns only once
+// the tree is gone.
+func TestWorkNoOrphans(t *testing.T) {
+	t.Parallel()
+	for _, how := range []string{"command-exits", "revoke"} {
+		for _, sup := range []string{"auto", "process"} {
+			t.Run(how+"/"+sup, func(t *testing.T) {
+				t.Parallel()
+				h := newHoldTable(t)
+				h.extraEnv = []string{proctree.ModeEnv + "=" + sup}
+				id := h.workAdd("orphans-"+how+"-"+sup, 1)[0]
+				script := "trap '' TERM\n" + treeScript
+				if how == "command-exits" {
+					script = strings.TrimSuffix(script, "wait") + "exit 0"
+				}
+				p := h.start("work", "--max-items", "1", "--grace", "1", "--", "sh", "-c", script)
+				p.expect("ready")
+				pids := treePids(t, h.dir)
+				if how == "revoke" {
+					h.must(0, "", "revoke", string(id))
+				}
+				code := p.wait()
+				for _, pid := range pids {
+					if alive(pid) {
+						t.Errorf("%s: process %d of CMD's tree runs after lease work exited %d", how, pid, code)
+					}
+				}
+				treeGone(t, how, pids)
+				rec := h.must(0, "", "status", "--json", string(id)).out
+				if how == "command-exits" && (code != 0 || !strings.Contains(rec, `"status":"done"`)) {
+					t.Errorf("lease work exited %d, the item %s; want 0 and done\n%s", code, rec, p.errOut)
+				}
+			})
+		}
+	}
+}
+
+// TestWorkBadSupervisorMode: a LEASE_SUPERVISOR that is neither auto nor
+// process is a usage error (exit 2), said before anything is claimed.
+func TestWorkBadSupervisorMode(t *testing.T) {
+	t.Parallel()
+	h := newHoldTable(t)
+	id := h.workAdd("mode", 1)[0]
+	r := h.leaseWithEnv([]string{proctree.ModeEnv + "=inline"}, "", "work", "--", "true")
+	if r.code != 2 || !strings.Contains(r.errOut, `LEASE_SUPERVISOR="inline": want auto or process`) {
+		t.Fatalf("%s\nwant exit 2 naming LEASE_SUPERVISOR", r)
+	}
+	if rec := h.must(0, "", "status", "--json", string(id)).out; !strings.Contains(rec, `"status":"queued"`) {
+		t.Errorf("the item after the refused start: %s, want it queued, never claimed", rec)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/leasetool/lease/internal/proctree"
 	"os"
 	"path/filepath"
 	"strings"
@@ -423,10 +424,13 @@ func TestWorkMaxItems(t *testing.T) {
 // TestWorkSupervisorKilled: when the worker's supervisor is killed (not
 // the worker), the item's run ends as killed by SIGKILL, and the next item
 // gets a new supervisor: the worker goes on (the killed run is released,
-// no attempt counted: see TestWorkKillPatterns).
+// no attempt counted: see TestWorkKillPatterns). A supervisor process is
+// what a worker has where CMD gets no cgroup; LEASE_SUPERVISOR=process
+// asks for it here too.
 func TestWorkSupervisorKilled(t *testing.T) {
 	t.Parallel()
 	h := newHoldTable(t)
+	h.extraEnv = []string{proctree.ModeEnv + "=process"}
 	h.workAdd("sup", 2)
 	script := `echo $PPID >> "$LEASE_ROOT/../parents"
 if [ ! -e "$LEASE_ROOT/../killed" ]; then touch "$LEASE_ROOT/../killed"; kill -KILL $PPID; sleep 30; fi`

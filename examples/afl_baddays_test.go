@@ -4,8 +4,10 @@ package examples
 
 // TestAFLBadDays: the README's AFL++ campaign through a bad day (issue
 // 36). Four `lease work -- ./fuzz-one.sh` workers on a table on a small
-// loop-mounted ext4; part way one worker's supervisor (lease-supervisor)
-// is killed with kill -9 while it runs an item, and later the table's
+// loop-mounted ext4, each with a supervisor process (LEASE_SUPERVISOR=
+// process: what a worker has where CMD gets no cgroup; where it gets one,
+// lease work supervises CMD itself and TestAFLCampaign kills that); part
+// way one worker's supervisor (lease-supervisor) is killed with kill -9 while it runs an item, and later the table's
 // filesystem is filled for longer than the TTL while a run still has its
 // findings to write, then emptied. Afterwards: every worker ran through
 // it and ended with the queue (exit 0); every item is done or failed,
@@ -136,7 +138,7 @@ func TestAFLBadDays(t *testing.T) {
 	os.Mkdir(scratch, 0o755)
 	const ttl = 6.0
 	workEnv := append(a.env[:len(a.env):len(a.env)], "TMPDIR="+scratch, "FUZZ_SECONDS=1", "FUZZ_MAX_ITEMS=28",
-		fmt.Sprintf("LEASE_TTL=%g", ttl), "LEASE_RENEW_INTERVAL=1", "LEASE_CLOCK_SKEW=0.5", "LEASE_MAX_ATTEMPTS=2")
+		fmt.Sprintf("LEASE_TTL=%g", ttl), "LEASE_RENEW_INTERVAL=1", "LEASE_CLOCK_SKEW=0.5", "LEASE_MAX_ATTEMPTS=2", "LEASE_SUPERVISOR=process")
 	a.lease("init")
 	seeds, _ := filepath.Glob("afl/seeds/*")
 	a.lease(append([]string{"add", "--content"}, seeds...)...)

@@ -6,7 +6,7 @@ package examples
 // four workers, each fuzzing its items with afl-fuzz -V 2 and adding the
 // new inputs AFL finds. Part way, one worker's whole tree is killed with
 // kill -9 (frozen first, so that nothing it forks escapes), and another's
-// lease work alone (its supervisor must stop the rest). Then: every item
+// lease work alone (its sentinel and cgroup, or its supervisor, must stop the rest). Then: every item
 // is done or failed, once, and only the poison ones failed, after
 // max_attempts; every done item's findings are published under its own
 // public/ID/ and AFL found the bug; nothing of the killed trees or of any

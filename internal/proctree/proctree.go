@@ -37,13 +37,18 @@
 // another (lease work: one per worker), over a SOCK_SEQPACKET socket that
 // carries each command and its standard descriptors: each command is
 // supervised as above, and the end of the socket (the holder's death)
-// stops the tree of the one running.
+// stops the tree of the one running. Where the holder adopts orphans (the
+// lease binary) and CMD can run in a cgroup of its own, a Supervisor has
+// no process: the holder supervises each CMD itself, and the sentinel and
+// the cgroup take the supervisor's part when the holder dies
+// (inline_linux.go; ModeEnv).
 package proctree
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/leasetool/lease/leasefmt"
 	"io"
 	"os"
 	"os/exec"
@@ -120,6 +125,22 @@ type Cmd struct {
 	// nil for a supervisor of its own; served is its state then.
 	via    *Supervisor
 	served *served
+	inl    *inlineState // a Supervisor without a process (inline_linux.go)
+}
+
+// ModeEnv chooses how a Supervisor supervises: "auto" (or unset), in the
+// holder where the machine gives CMD a cgroup (inline_linux.go), else
+// with a supervisor process; "process", always with one.
+const ModeEnv = "LEASE_SUPERVISOR"
+
+// CheckMode reports a value of ModeEnv that is neither auto nor process.
+func CheckMode() error {
+	switch mode := os.Getenv(ModeEnv); mode {
+	case "", "auto", "process":
+		return nil
+	default:
+		return fmt.Errorf("%s=%s: want auto or process", ModeEnv, leasefmt.Quote(mode))
+	}
 }
 
 // ErrSupervisorGone: the supervisor process is gone (killed) while it
@@ -239,7 +260,7 @@ func (c *Cmd) Start() error {
 // Pid is the supervisor's process ID (CMD's parent).
 func (c *Cmd) Pid() int {
 	if c.via != nil {
-		return c.via.sup.Process.Pid
+		return c.via.Pid()
 	}
 	return c.sup.Process.Pid
 }

@@ -72,7 +72,8 @@ func runSentinel() int {
 // sentinel is a started sentinel, from the holder's side.
 type sentinel struct {
 	cmd    *exec.Cmd
-	writer *os.File // the pipe's write end, for the supervisor (closed here once passed)
+	writer *os.File      // the pipe's write end, for the supervisor (closed here once passed)
+	exited chan struct{} // closed when the sentinel has exited
 }
 
 // startSentinel starts a sentinel in a process group of its own, the
@@ -94,8 +95,12 @@ func startSentinel(g *group) (*sentinel, error) {
 		return nil, fmt.Errorf("proctree: start the sentinel: %w", err)
 	}
 	r.Close()
-	go cmd.Wait()
-	return &sentinel{cmd: cmd, writer: w}, nil
+	s := &sentinel{cmd: cmd, writer: w, exited: make(chan struct{})}
+	go func() {
+		cmd.Wait()
+		close(s.exited)
+	}()
+	return s, nil
 }
 
 // env is the supervisor's groupEnv entry, its pipe's write end passed as

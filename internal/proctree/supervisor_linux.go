@@ -41,6 +41,10 @@ type Supervisor struct {
 	mu     sync.Mutex // sends
 	busy   bool
 	closed bool
+
+	// in is set when there is no supervisor process: the holder
+	// supervises its commands itself (inline_linux.go).
+	in *inline
 }
 
 // StartSupervisor starts a Supervisor whose commands get grace between
@@ -50,12 +54,21 @@ func StartSupervisor(grace time.Duration) (*Supervisor, error) {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	Subreaper() // a dead supervisor's orphans come here (Bury); without it, the sentinel still kills CMD's group
+	if err := CheckMode(); err != nil {
+		return nil, err
+	}
+	if os.Getenv(ModeEnv) != "process" {
+		if s := startInline(grace); s != nil {
+			return s, nil
+		}
+	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("proctree: control socket: %w", err)
 	}
 	child := os.NewFile(uintptr(fds[1]), "supervisor-control")
-	Subreaper() // a dead supervisor's orphans come here (Bury); without it, the sentinel still kills CMD's group
+
 	g := newGroup()
 	sent, err := startSentinel(g)
 	if err != nil {
@@ -92,6 +105,9 @@ func StartSupervisor(grace time.Duration) (*Supervisor, error) {
 // subreaper: see Subreaper) and returns when none is left. The holder's
 // only other children must be its supervisor and sentinel.
 func (s *Supervisor) Bury() error {
+	if s.in != nil {
+		return nil // there is no supervisor to die
+	}
 	<-s.exited
 	s.group.kill() // what left CMD's process group and the holder's tree too
 	err := bury(map[int]bool{s.sup.Process.Pid: true, s.sentinel: true})
@@ -99,8 +115,14 @@ func (s *Supervisor) Bury() error {
 	return err
 }
 
-// Gone reports whether the supervisor process has exited.
+// Gone reports whether the supervisor process has exited; for a
+// Supervisor without one, whether it can no longer keep its guarantees
+// (its sentinel is gone, or a CMD could not run in a cgroup): start
+// another.
 func (s *Supervisor) Gone() bool {
+	if s.in != nil && s.in.degraded() {
+		return true
+	}
 	select {
 	case <-s.exited:
 		return true
@@ -110,7 +132,12 @@ func (s *Supervisor) Gone() bool {
 }
 
 // Pid is the supervisor's process ID.
-func (s *Supervisor) Pid() int { return s.sup.Process.Pid }
+func (s *Supervisor) Pid() int {
+	if s.in != nil {
+		return s.in.self
+	}
+	return s.sup.Process.Pid
+}
 
 // Close ends the supervisor: with no command running it exits at once;
 // with one, that command's tree is stopped first (SIGTERM, SIGKILL after
@@ -123,6 +150,11 @@ func (s *Supervisor) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.in != nil {
+		s.mu.Unlock()
+		s.closeInline()
+		return nil
+	}
 	unix.Close(s.fd)
 	s.mu.Unlock()
 	<-s.exited
@@ -172,6 +204,18 @@ func (c *Cmd) startServed() error {
 	grace := c.Grace
 	if grace <= 0 {
 		grace = s.grace
+	}
+	if s.in != nil {
+		err := c.startInline(files, env)
+		for _, f := range sv.closeAfter {
+			f.Close()
+		}
+		sv.closeAfter = nil
+		if err != nil {
+			c.closePlumbing()
+			c.release()
+		}
+		return err
 	}
 	data, err := json.Marshal(runReq{Path: c.Path, Args: c.Args, Env: env, Grace: int64(grace)})
 	if err == nil && len(data)+1 > maxRunMsg {
@@ -306,6 +350,9 @@ func (c *Cmd) release() {
 
 func (c *Cmd) sendServed(b []byte) error {
 	s := c.via
+	if s.in != nil {
+		return c.opInline(b)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c.stopped || s.closed {
@@ -318,6 +365,9 @@ func (c *Cmd) sendServed(b []byte) error {
 // output copied); a Supervisor that died meanwhile counts as CMD killed
 // by SIGKILL.
 func (c *Cmd) waitServed() error {
+	if c.via.in != nil {
+		return c.waitInline()
+	}
 	kind, val, err := readServed(c.via.fd)
 	c.via.mu.Lock()
 	c.stopped = true

@@ -73,3 +73,5 @@ func Cgroups() bool { return false }
 
 // ownCgroup is "": cgroups are Linux's.
 func ownCgroup() string { return "" }
+
+type inlineState struct{}
