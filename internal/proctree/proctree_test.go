@@ -190,12 +190,15 @@ func TestOutputAndEnvironment(t *testing.T) {
 }
 
 // TestLeftoversStopWithCommand: what CMD leaves running (a background
-// sleep, a setsid'd shell and its sleep) is stopped when CMD exits.
+// sleep, a setsid'd shell and its sleep) is stopped when CMD exits. CMD
+// exits once both wrote their IDs: after a fixed sleep, a loaded machine
+// let it exit first and the setsid'd shell was stopped before it wrote its
+// own (CI: "1 of 2 process IDs").
 func TestLeftoversStopWithCommand(t *testing.T) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	c := start(t, fmt.Sprintf(`sleep 600 & echo $! >> %[1]s
 setsid sh -c 'echo $$ >> %[1]s; exec sleep 600' &
-sleep 0.2; exit 7`, pids))
+while [ "$(wc -l < %[1]s)" -lt 2 ]; do sleep 0.01; done; exit 7`, pids))
 	got := readPids(t, pids, 2)
 	c.Wait()
 	if c.WaitStatus().ExitStatus() != 7 {
@@ -459,7 +462,7 @@ func TestSupervisorRunsEach(t *testing.T) {
 	dir := t.TempDir()
 	left := run(fmt.Sprintf(`sleep 600 & echo $! >> %[1]s/left
 setsid sh -c 'echo $$ >> %[1]s/left; exec sleep 600' &
-sleep 0.2; exit 7`, dir))
+while [ "$(wc -l < %[1]s/left)" -lt 2 ]; do sleep 0.01; done; exit 7`, dir))
 	got := readPids(t, filepath.Join(dir, "left"), 2)
 	left.Wait()
 	if left.WaitStatus().ExitStatus() != 7 {
