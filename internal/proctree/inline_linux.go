@@ -87,7 +87,6 @@ type inlineState struct {
 	cg       *cmdGroup
 	exited   bool
 	stopping bool
-	killAt   time.Time
 	killing  bool
 	timer    *time.Timer
 	finished chan struct{} // closed when Wait has collected the tree
@@ -109,7 +108,6 @@ func startInline(grace time.Duration) *Supervisor {
 		g.remove()
 		return nil
 	}
-	unix.CloseOnExec(int(sent.writer.Fd()))
 	in := &inline{self: os.Getpid(), sent: sent, pgid: sent.cmd.Process.Pid, group: g, spawn: make(chan *spawnReq)}
 	go in.spawner()
 	return &Supervisor{in: in, grace: grace, exited: make(chan struct{}), sentinel: in.pgid, group: g}
@@ -217,7 +215,7 @@ func (c *Cmd) terminateLocked() {
 	if grace <= 0 {
 		grace = c.via.grace
 	}
-	st.stopping, st.killAt = true, time.Now().Add(grace)
+	st.stopping = true
 	st.timer = time.AfterFunc(grace, func() {
 		c.via.mu.Lock()
 		defer c.via.mu.Unlock()
@@ -236,18 +234,7 @@ func (c *Cmd) killLocked() {
 // signalTree sends sig to every process below the holder but the
 // sentinel: CMD's tree (the holder is a child subreaper, and its only
 // other child is the sentinel).
-func (in *inline) signalTree(sig syscall.Signal) {
-	procs := descendants(in.self)
-	tree := map[int]bool{in.self: true}
-	for _, p := range procs {
-		tree[p.pid] = true
-	}
-	for _, p := range procs {
-		if p.state != 'Z' && p.pid != in.sent.cmd.Process.Pid {
-			signalProc(p.pid, sig, tree)
-		}
-	}
-}
+func (in *inline) signalTree(sig syscall.Signal) { signalBelow(in.self, sig, in.sent.cmd.Process.Pid) }
 
 // waitInline waits for CMD, then for the rest of its tree: what CMD left
 // running gets SIGTERM, then SIGKILL after the grace.
@@ -299,7 +286,6 @@ func (c *Cmd) waitInline() error {
 	} else {
 		fmt.Fprintln(os.Stderr, "lease:", treeErr)
 	}
-	s.in.reapOrphans(st.pid)
 	close(st.finished)
 	if c.WaitDelay > 0 {
 		done := make(chan struct{})

@@ -373,15 +373,4 @@ func (s *supervisor) forward(sig syscall.Signal) {
 func (s *supervisor) live() bool { return s.reap() }
 
 // signalTree sends sig to every process below the supervisor.
-func (s *supervisor) signalTree(sig syscall.Signal) {
-	procs := descendants(s.self)
-	in := map[int]bool{s.self: true}
-	for _, p := range procs {
-		in[p.pid] = true
-	}
-	for _, p := range procs {
-		if p.state != 'Z' {
-			signalProc(p.pid, sig, in)
-		}
-	}
-}
+func (s *supervisor) signalTree(sig syscall.Signal) { signalBelow(s.self, sig, 0) }

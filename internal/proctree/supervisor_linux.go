@@ -207,10 +207,7 @@ func (c *Cmd) startServed() error {
 	}
 	if s.in != nil {
 		err := c.startInline(files, env)
-		for _, f := range sv.closeAfter {
-			f.Close()
-		}
-		sv.closeAfter = nil
+		sv.closeChildEnds()
 		if err != nil {
 			c.closePlumbing()
 			c.release()
@@ -233,10 +230,7 @@ func (c *Cmd) startServed() error {
 	s.mu.Lock()
 	err = unix.Sendmsg(s.fd, append([]byte{opRun}, data...), unix.UnixRights(fds...), nil, unix.MSG_NOSIGNAL)
 	s.mu.Unlock()
-	for _, f := range sv.closeAfter {
-		f.Close()
-	}
-	sv.closeAfter = nil
+	sv.closeChildEnds()
 	if err != nil {
 		c.closePlumbing()
 		c.release()
@@ -332,12 +326,18 @@ func (c *Cmd) plumb(sv *served) ([]*os.File, error) {
 	return files, nil
 }
 
-// closePlumbing closes what plumb made for a command that did not start.
-func (c *Cmd) closePlumbing() {
-	for _, f := range c.served.closeAfter {
+// closeChildEnds closes the child's ends of our pipes (and /dev/null),
+// once CMD has its copies or will not start.
+func (sv *served) closeChildEnds() {
+	for _, f := range sv.closeAfter {
 		f.Close()
 	}
-	c.served.closeAfter = nil
+	sv.closeAfter = nil
+}
+
+// closePlumbing closes what plumb made for a command that did not start.
+func (c *Cmd) closePlumbing() {
+	c.served.closeChildEnds()
 	c.served.copies.Wait()
 }
 

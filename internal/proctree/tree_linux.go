@@ -108,6 +108,21 @@ func Descendants(pid int) []int {
 	return out
 }
 
+// signalBelow sends sig to every live process below root but except (0:
+// none), each through signalProc.
+func signalBelow(root int, sig syscall.Signal, except int) {
+	procs := descendants(root)
+	tree := map[int]bool{root: true}
+	for _, p := range procs {
+		tree[p.pid] = true
+	}
+	for _, p := range procs {
+		if p.state != 'Z' && p.pid != except {
+			signalProc(p.pid, sig, tree)
+		}
+	}
+}
+
 // signalProc sends sig to pid if it is still a process of the tree: a
 // pidfd is opened first, then its parent is read again and must be one
 // of tree (an ID recycled since the tree was read has another parent),
