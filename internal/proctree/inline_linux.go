@@ -240,6 +240,7 @@ func (in *inline) signalTree(sig syscall.Signal) { signalBelow(in.self, sig, in.
 // running gets SIGTERM, then SIGKILL after the grace.
 func (c *Cmd) waitInline() error {
 	s, st := c.via, c.inl
+	awaitExit(st.pid)
 	ps, err := st.proc.Wait()
 	s.mu.Lock()
 	st.exited = true
@@ -320,6 +321,29 @@ func (in *inline) left(cg *cmdGroup) bool {
 		}
 	}
 	return false
+}
+
+// awaitExit returns once the child pid (not reaped yet) has exited,
+// having waited in the runtime's poller (its pidfd is readable then), not
+// in a thread blocked in waitid: the process sleeps whole while CMD runs.
+// Where a pidfd cannot be polled it returns at once, and the caller's
+// blocking wait does the waiting.
+func awaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer f.Close()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		var info siginfo
+		_, _, e := unix.Syscall6(unix.SYS_WAITID, unix.P_PIDFD, fd, uintptr(unsafe.Pointer(&info)), unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, 0, 0)
+		return e != 0 && e != unix.EINTR || info.pid != 0
+	})
 }
 
 // siginfo is the start of the kernel's siginfo_t for a child (waitid).

@@ -97,6 +97,7 @@ func startSentinel(g *group) (*sentinel, error) {
 	r.Close()
 	s := &sentinel{cmd: cmd, writer: w, exited: make(chan struct{})}
 	go func() {
+		awaitExit(cmd.Process.Pid) // in the poller, not a thread blocked for the holder's life
 		cmd.Wait()
 		close(s.exited)
 	}()
