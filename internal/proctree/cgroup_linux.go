@@ -14,7 +14,9 @@ package proctree
 // CMD in it (clone3 with CLONE_INTO_CGROUP, so that CMD is in it before
 // it runs a single instruction), and removes it once the tree is gone.
 // The group itself is removed by the holder (Close, Wait), or by the
-// sentinel when the supervisor died (it writes cgroup.kill first).
+// sentinel when the supervisor died (it writes cgroup.kill first); one
+// left by a holder killed with its sentinel is removed, once empty, by the
+// next holder that makes a group in the same cgroup (sweepStale).
 //
 // Where there is no cgroup2 mount, our cgroup is not writable (a user
 // without a delegated subtree), the kernel has no cgroup.kill, or the
@@ -102,6 +104,7 @@ func newGroup() *group {
 	if base == "" || unix.Access(base, unix.W_OK) != nil {
 		return nil
 	}
+	sweepStale(base)
 	for i := 0; i < 8; i++ {
 		var b [6]byte
 		rand.Read(b[:])
@@ -121,6 +124,46 @@ func newGroup() *group {
 		return g
 	}
 	return nil
+}
+
+// sweepStale removes the groups of holders that died with their sentinels
+// (both killed by SIGKILL at once, or by the OOM killer), left in base: a
+// name lease-PID-RANDOM as newGroup makes them, whose PID runs no process,
+// with nothing left in it (rmdir refuses a group with a process, and its
+// cmd-N groups first). A group whose holder runs, or that anything is still
+// in, is left alone; so is every other name. Without it each such death
+// would leave two empty groups behind for good, and a node's workers,
+// restarted for days, would pile them up against cgroup.max.descendants.
+func sweepStale(base string) {
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		pid, ok := staleHolder(e.Name())
+		if !ok || !e.IsDir() || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
+			continue
+		}
+		(&group{dir: filepath.Join(base, e.Name())}).remove()
+	}
+}
+
+// staleHolder parses a name newGroup makes, lease-PID-RANDOM (RANDOM 12
+// lowercase hex digits), and returns its PID.
+func staleHolder(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "lease-")
+	if !ok {
+		return 0, false
+	}
+	p, r, ok := strings.Cut(rest, "-")
+	if !ok || len(r) != 12 || strings.Trim(r, "0123456789abcdef") != "" || p == "" || p[0] == '0' {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(p)
+	if err != nil || pid <= 0 {
+		return 0, false
+	}
+	return pid, true
 }
 
 // groupFromEnv is the group the holder passed (nil: none), taken out of
@@ -159,12 +202,20 @@ func writeKill(dir string) {
 }
 
 // populated reports whether a process is left in dir or below.
+// One open, one read, one close: it runs after every CMD (os.ReadFile
+// would put the file in the runtime's poller and take it out again).
 func populated(dir string) bool {
-	data, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	fd, err := unix.Open(filepath.Join(dir, "cgroup.events"), unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return false
 	}
-	return !strings.Contains(string(data), "populated 0")
+	defer unix.Close(fd)
+	var b [512]byte
+	n, err := unix.Read(fd, b[:])
+	if err != nil || n <= 0 {
+		return false
+	}
+	return !strings.Contains(string(b[:n]), "populated 0")
 }
 
 // remove removes g's child groups (cmd-N) and g, once they are empty
