@@ -11,17 +11,14 @@ package commands_test
 // item ran again, and was logged "exited 125: failed attempt counted".
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/leasetool/lease/internal/proctree"
-	"github.com/leasetool/lease/internal/testenv"
 )
 
 // killScript is CMD: its first run records its supervisor (its parent)
@@ -237,53 +234,5 @@ func TestWorkBadSupervisorMode(t *testing.T) {
 	}
 	if rec := h.must(0, "", "status", "--json", string(id)).out; !strings.Contains(rec, `"status":"queued"`) {
 		t.Errorf("the item after the refused start: %s, want it queued, never claimed", rec)
-	}
-}
-
-// TestWorkWaitsInPoller: where lease work supervises CMD itself, no
-// thread of it is blocked in waitid(2) while CMD runs: it waits for CMD
-// and for its sentinel in the runtime's poller (their pidfds), so the
-// process sleeps whole meanwhile (docs/performance.md, "lease work
-// against the floor"). /proc/PID/task/TID/syscall says which call each
-// thread is in.
-func TestWorkWaitsInPoller(t *testing.T) {
-	t.Parallel()
-	if !proctree.Cgroups() {
-		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here: lease work keeps its supervisor process")
-	}
-	h := newHoldTable(t)
-	h.workAdd("poller", 1)
-	release := filepath.Join(h.dir, "release")
-	p := h.start("work", "--max-items", "1", "--", "sh", "-c", `echo ready; while [ ! -e "$1" ]; do sleep 0.05; done`, "sh", release)
-	p.expect("ready")
-	pid := p.cmd.Process.Pid
-	waitid := fmt.Sprintf("%d ", syscall.SYS_WAITID)
-	// A few looks apart: a thread may pass through waitid (the orphan
-	// reap, with WNOHANG); one that waits stays in it.
-	for look := 0; look < 5; look++ {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			t.Fatalf("lease work %d: %v", pid, err)
-		}
-		blocked := 0
-		for _, task := range tasks {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
-			if strings.HasPrefix(string(b), waitid) {
-				blocked++
-			}
-		}
-		if blocked == 0 {
-			break
-		}
-		if look == 4 {
-			t.Fatalf("%d threads of lease work stay blocked in waitid while CMD runs: want its waits in the poller", blocked)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := os.WriteFile(release, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if code := p.wait(); code != 0 {
-		t.Fatalf("lease work exited %d\n%s", code, p.errOut)
 	}
 }
