@@ -18,9 +18,10 @@ package proctree
 //   - the holder is told to stop the tree: Terminate, Kill, as before;
 //   - the holder dies (even by SIGKILL): CMD gets its parent-death signal
 //     (SIGKILL; CMD is forked from a thread that lives as long as the
-//     holder), and the sentinel, whose pipe's only writer was the holder,
-//     reads end of file and writes cgroup.kill of every CMD's cgroup:
-//     what left CMD's process group and session dies too.
+//     holder: see start), and the sentinel, whose pipe's only
+//     writer was the holder, reads end of file and writes cgroup.kill of
+//     every CMD's cgroup: what left CMD's process group and session dies
+//     too.
 //
 // What it saves is a second Go runtime per worker, woken for every item
 // (docs/performance.md, "lease work against the floor"). Where CMD cannot
@@ -33,7 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -48,8 +49,9 @@ type inline struct {
 	sent  *sentinel // its pipe's write end is held here, for the holder's life
 	pgid  int       // the sentinel's process group: CMD's
 	group *group
-	n     int
-	spawn chan *spawnReq
+	// startMu serialises starts (n, pgid).
+	startMu sync.Mutex
+	n       int
 	// cur is the command that runs (nil: none), for Close.
 	cur *Cmd
 	// noCgroup: a CMD ran without a cgroup (the kernel refused it, or
@@ -69,7 +71,7 @@ func (in *inline) degraded() bool {
 	}
 }
 
-// spawnReq is one CMD for the spawner to start.
+// spawnReq is one CMD to start.
 type spawnReq struct {
 	path      string
 	argv, env []string
@@ -77,7 +79,6 @@ type spawnReq struct {
 	proc      *os.Process
 	cg        *cmdGroup
 	err       error
-	done      chan struct{}
 }
 
 // inlineState is one command's supervision by its holder.
@@ -108,25 +109,28 @@ func startInline(grace time.Duration) *Supervisor {
 		g.remove()
 		return nil
 	}
-	in := &inline{self: os.Getpid(), sent: sent, pgid: sent.cmd.Process.Pid, group: g, spawn: make(chan *spawnReq)}
-	go in.spawner()
+	in := &inline{self: os.Getpid(), sent: sent, pgid: sent.cmd.Process.Pid, group: g}
 	return &Supervisor{in: in, grace: grace, exited: make(chan struct{}), sentinel: in.pgid, group: g}
 }
 
-// spawner starts every CMD from one thread, locked to it for the
-// spawner's life: a parent-death signal is the death of the thread that
-// forked, so that thread must live as long as the holder does (or until
-// Close, when no CMD runs).
-func (in *inline) spawner() {
-	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-	for r := range in.spawn {
-		in.start(r)
-		close(r.done)
-	}
-}
-
-// start starts one CMD (see supervisor.start, which this follows).
+// start starts one CMD (see supervisor.start, which this follows), forked
+// from whatever thread runs the caller. A parent-death signal is the death
+// of the thread that forked, not of the process (prctl(2),
+// PR_SET_PDEATHSIG), so that thread must live as long as the holder. The
+// Go runtime ends a thread only when a goroutine locked to it
+// (runtime.LockOSThread) ends without unlocking (runtime.goexit0; the main
+// thread is parked, never ended), and no goroutine of the lease binary
+// does: each lock is undone in the function that took it (commit/seam's
+// lock calls on FUSE), the supervisor process keeps its main goroutine on
+// the main thread, and the runtime's own locked goroutine (the signal
+// mask thread) never ends. TestNoGoroutineEndsLocked holds the module and
+// its dependencies to that. Before, every CMD was forked by one goroutine
+// locked to its thread for the Supervisor's life; handing each start to
+// that thread and back cost four context switches an item
+// (docs/performance.md, "lease work against the floor").
 func (in *inline) start(r *spawnReq) {
+	in.startMu.Lock()
+	defer in.startMu.Unlock()
 	attr := &os.ProcAttr{Files: r.files, Env: r.env, Sys: &syscall.SysProcAttr{Setpgid: true, Pgid: in.pgid, Pdeathsig: syscall.SIGKILL}}
 	in.n++
 	r.cg = in.group.newCmdGroup(in.n)
@@ -162,9 +166,8 @@ func (in *inline) start(r *spawnReq) {
 
 func (c *Cmd) startInline(files []*os.File, env []string) error {
 	in := c.via.in
-	r := &spawnReq{path: c.Path, argv: c.Args, env: env, files: files, done: make(chan struct{})}
-	in.spawn <- r
-	<-r.done
+	r := &spawnReq{path: c.Path, argv: c.Args, env: env, files: files}
+	in.start(r)
 	if r.err != nil {
 		return r.err
 	}
@@ -377,8 +380,7 @@ func (in *inline) reapOrphans(cmd int) {
 
 // closeInline ends an inline Supervisor: a command still running is
 // stopped first (SIGTERM, SIGKILL after the grace) and collected by its
-// Wait; then the spawner's thread ends and the sentinel, at the end of
-// its pipe, removes the cgroup.
+// Wait; then the sentinel, at the end of its pipe, removes the cgroup.
 func (s *Supervisor) closeInline() {
 	s.mu.Lock()
 	c := s.in.cur
@@ -389,7 +391,6 @@ func (s *Supervisor) closeInline() {
 	if c != nil {
 		<-c.inl.finished
 	}
-	close(s.in.spawn)
 	s.in.sent.writer.Close()
 	s.group.remove()
 	close(s.exited)
