@@ -129,18 +129,28 @@ func waitReadingStdin(t *testing.T, pid int) {
 	t.Helper()
 	want := fmt.Sprintf("%d 0x0 ", syscall.SYS_READ)
 	for deadline := time.Now().Add(3 * time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			t.Fatalf("process %d: %v", pid, err)
-		}
-		for _, task := range tasks {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
-			if strings.HasPrefix(string(b), want) {
-				return
-			}
+		if threadInSyscall(t, pid, want) {
+			return
 		}
 	}
 	t.Fatalf("process %d never read its standard input", pid)
+}
+
+// threadInSyscall reports whether a thread of pid is in the system call
+// that /proc/PID/task/TID/syscall starts with prefix ("NUMBER ARG0 ...").
+func threadInSyscall(t *testing.T, pid int, prefix string) bool {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatalf("process %d: %v", pid, err)
+	}
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
+		if strings.HasPrefix(string(b), prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Error texts name the record, the operation and the cause: a read-only

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,16 +38,8 @@ func TestWorkWaitsInPoller(t *testing.T) {
 	// found at every look after the first.
 	seen := 0
 	for look := 0; look < 5; look++ {
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			t.Fatalf("lease work %d: %v", pid, err)
-		}
-		for _, task := range tasks {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/syscall", pid, task.Name()))
-			if strings.HasPrefix(string(b), waitid) {
-				seen++
-				break
-			}
+		if threadInSyscall(t, pid, waitid) {
+			seen++
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
