@@ -193,5 +193,6 @@ func Main() int {
 	// The lease binary's children are its holders' only: it may adopt a
 	// dead supervisor's orphans and kill them (proctree.AdoptOrphans).
 	proctree.AdoptOrphans()
+	ownProcess = true
 	return Run(os.Args, os.Stdin, os.Stdout, os.Stderr)
 }

@@ -43,7 +43,9 @@ var renewBatchCommand = &cli.Command{
 		"holds, in input order (those of the last round; before the first round ended, those of the\n" +
 		"input), each checked once more as lease verify does (one completed or released since is\n" +
 		"reported lost), so `lease renew-batch --watch held > held.new` works, and statistics on\n" +
-		"stderr (with -v also after every round); the round in progress then ends and it exits. With\n" +
+		"stderr (with -v also after every round); the round in progress then ends and it exits with\n" +
+		"the status of that report: signals after the first (Slurm and mpirun each send a job's\n" +
+		"SIGTERM, a second ^C) change nothing, up to its exit. With\n" +
 		"--output FILE the lines go to FILE instead of stdout, and FILE is replaced whole (temp file,\n" +
 		"fsync, rename, directory fsync) after every round that changed the held set and at the end:\n" +
 		"a job killed at any moment leaves in FILE the held set of its last round, never half a line.\n" +

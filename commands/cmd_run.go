@@ -380,7 +380,7 @@ func runRun(c *cli.Context) error {
 	}
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwardedSignals...)
-	defer signal.Stop(sigc)
+	defer stopNotify(sigc)
 	spec := itemSpec{who: "lease run", path: path, argv: argv, complete: c.Bool("complete"), chatty: e.verbose,
 		stdin: c.App.Reader, stdout: c.App.Writer, stderr: c.App.ErrWriter, sigc: sigc}
 	ir, err := holdItem(e, st, spec, res[0], start)

@@ -214,7 +214,7 @@ func runStatusWatch(c *cli.Context, format string) error {
 	// watch as one between counts does.
 	sigc := make(chan os.Signal, 1)
 	signal.Notify(sigc, statusWatchSignals...)
-	defer signal.Stop(sigc)
+	defer stopNotify(sigc)
 	ctx, stop := onSignal(c.Context, sigc)
 	defer stop()
 	e, err := newEnv(c)

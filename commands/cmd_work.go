@@ -263,7 +263,7 @@ func runWork(c *cli.Context) error {
 	// current CMD through the holder); every other signal is CMD's.
 	sigc := make(chan os.Signal, 8)
 	signal.Notify(sigc, forwardedSignals...)
-	defer signal.Stop(sigc)
+	defer stopNotify(sigc)
 	parent := c.Context
 	if parent == nil {
 		parent = context.Background()

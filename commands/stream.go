@@ -159,7 +159,7 @@ func newStreamRun(rep *reporter) *streamRun {
 	return r
 }
 
-func (r *streamRun) stop() { signal.Stop(r.sigc) }
+func (r *streamRun) stop() { stopNotify(r.sigc) }
 
 // signalled reports whether a signal has come to stop the batch.
 func (r *streamRun) signalled() bool {

@@ -77,7 +77,7 @@ func runWatch(c *cli.Context) error {
 	// which still prints the held set.
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, watchSignals...)
-	defer signal.Stop(sigc)
+	defer stopNotify(sigc)
 	e, w, setErr, err := joinWorld(c)
 	if err != nil {
 		return err

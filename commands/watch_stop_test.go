@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/leasefmt"
@@ -156,5 +158,86 @@ func TestRenewBatchOutput(t *testing.T) {
 	mpiSameTree(t, "after the refused --output", before, mpiTree(t, root))
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("%d entries in the output directory, want 1 (no temporary file left)", len(ents))
+	}
+}
+
+// TestLateSignalsKeepStatus: once a watch has stopped on a signal, more
+// signals until the process is gone (a Slurm job's SIGTERM reaches a rank
+// from Slurm and again from mpirun; a second ^C) change nothing: it exits
+// with the status it reported, 0, and is not killed by one of them on its
+// way out. Each watch gets SIGTERM every 20 µs from its first stop signal
+// (renew-batch: from its summary, which the first signal makes at once)
+// until it has exited.
+func TestLateSignalsKeepStatus(t *testing.T) {
+	t.Parallel()
+	t.Run("renew-batch", func(t *testing.T) {
+		t.Parallel()
+		h := newHoldTable(t)
+		input := filepath.Join(h.dir, "held")
+		held := h.claim("w", "60", coreID("late-a"), coreID("late-b"))
+		if err := os.WriteFile(input, []byte(held), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			p := h.startWatch("", "--interval", "0.05", input)
+			p.expectErr("round 2:")
+			p.cmd.Process.Signal(os.Interrupt)
+			p.expectErr("stopped by SIGINT")
+			stop := floodSignal(p.cmd.Process, syscall.SIGTERM)
+			for l := range p.errLines {
+				p.errOut.WriteString(l + "\n")
+			}
+			code := p.wait()
+			stop()
+			if code != 0 {
+				t.Fatalf("run %d: exit %d, want 0 after the summary of its SIGINT:\n%s", i, code, p.errOut)
+			}
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		t.Parallel()
+		h := newHoldTable(t)
+		for i := range 10 {
+			p := h.start("status", "--watch", "--interval", "50ms")
+			for range 2 {
+				select {
+				case <-p.lines:
+				case <-time.After(holdWait):
+					t.Fatalf("no count within %v", holdWait)
+				}
+			}
+			p.cmd.Process.Signal(os.Interrupt)
+			stop := floodSignal(p.cmd.Process, syscall.SIGTERM)
+			code := p.wait()
+			stop()
+			if code != 0 {
+				t.Fatalf("run %d: exit %d, want 0\n%s", i, code, p.errOut)
+			}
+		}
+	})
+}
+
+// floodSignal sends sig to p every 20 µs until stop is called (after p was
+// waited for: a zombie still takes signals, and a reaped process is not
+// signalled again).
+func floodSignal(p *os.Process, sig os.Signal) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			if p.Signal(sig) != nil {
+				return
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
 }
