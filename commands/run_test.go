@@ -233,6 +233,21 @@ func (p *holdProc) expect(want string) {
 	}
 }
 
+// skip waits for n stdout lines, whatever they say (a watch's counts).
+func (p *holdProc) skip(n int) {
+	p.t.Helper()
+	for range n {
+		select {
+		case _, ok := <-p.lines:
+			if !ok {
+				p.t.Fatalf("stdout ended before %d lines", n)
+			}
+		case <-time.After(holdWait):
+			p.t.Fatalf("no stdout line within %v", holdWait)
+		}
+	}
+}
+
 // wait drains stdout and returns the exit status.
 func (p *holdProc) wait() int {
 	p.t.Helper()
