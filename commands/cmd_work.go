@@ -113,7 +113,9 @@ var workManual = Manual{
 		"when lease work and its supervisor are killed together; with or without them, anything of the tree " +
 		"survives when every lease process, the sentinel too, is killed at once (its cgroup is then left, with " +
 		"those processes in it; once they are gone, the next lease work started in the same cgroup removes " +
-		"such a lease-PID-RANDOM whose PID runs no process, and nothing else). Such a process is still fenced: its LEASE_TOKEN is no longer current " +
+		"such a lease-PID-RANDOM whose PID runs no process and that no lease work keeps locked: each keeps an flock(2) " +
+		"on its own group's directory while it lives, so a lease work in another PID namespace sharing the cgroup, whose " +
+		"PID means nothing here, keeps its group; nothing else is removed). Such a process is still fenced: its LEASE_TOKEN is no longer current " +
 		"once the lease ran out or another worker took the item over, so it cannot complete, renew or publish " +
 		"(a result staged under its token is never moved to ROOT/public/ID/; lease fsck moves it aside).\n\n" +
 		"A table that cannot be written: when its filesystem is full (ENOSPC), read-only (EROFS), failing (EIO) " +

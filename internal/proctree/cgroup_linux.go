@@ -16,7 +16,13 @@ package proctree
 // The group itself is removed by the holder (Close, Wait), or by the
 // sentinel when the supervisor died (it writes cgroup.kill first); one
 // left by a holder killed with its sentinel is removed, once empty, by the
-// next holder that makes a group in the same cgroup (sweepStale).
+// next holder that makes a group in the same cgroup (sweepStale). The
+// holder keeps its group's directory open with an flock(2) on it for as
+// long as it lives, and the sweep removes only a group it can lock: a PID
+// in the name says nothing to a holder in another PID namespace sharing
+// the cgroup (unshare --pid, a container runtime's), where that PID may be
+// free while the group's holder runs, between two CMDs with its group
+// empty.
 //
 // Where there is no cgroup2 mount, our cgroup is not writable (a user
 // without a delegated subtree), the kernel has no cgroup.kill, or the
@@ -45,7 +51,12 @@ import (
 const cgroupEnv = "LEASE_PROCTREE_CGROUP"
 
 // group is a cgroup directory this process made (nil: none).
-type group struct{ dir string }
+type group struct {
+	dir string
+	// lock is the directory, open with an flock on it while its holder
+	// lives (see sweepStale); nil in a group passed on (groupFromEnv).
+	lock *os.File
+}
 
 // ownCgroup is the directory of the calling process's cgroup v2, or "".
 func ownCgroup() string {
@@ -116,7 +127,15 @@ func newGroup() *group {
 		if err != nil {
 			return nil
 		}
-		g := &group{dir: dir}
+		lock, ok := lockGroup(dir)
+		if !ok {
+			// A sweep in another PID namespace took it between the
+			// mkdir and the lock (it removes it; so may we), or it
+			// cannot be opened: never used, a fresh name instead.
+			syscall.Rmdir(dir)
+			continue
+		}
+		g := &group{dir: dir, lock: lock}
 		if _, err := os.Stat(filepath.Join(dir, "cgroup.kill")); err != nil {
 			g.remove() // a kernel before 5.14
 			return nil
@@ -128,12 +147,17 @@ func newGroup() *group {
 
 // sweepStale removes the groups of holders that died with their sentinels
 // (both killed by SIGKILL at once, or by the OOM killer), left in base: a
-// name lease-PID-RANDOM as newGroup makes them, whose PID runs no process,
-// with nothing left in it (rmdir refuses a group with a process, and its
-// cmd-N groups first). A group whose holder runs, or that anything is still
-// in, is left alone; so is every other name. Without it each such death
-// would leave two empty groups behind for good, and a node's workers,
-// restarted for days, would pile them up against cgroup.max.descendants.
+// name lease-PID-RANDOM as newGroup makes them, whose PID runs no process
+// here and whose directory no holder keeps locked, with nothing left in it
+// (rmdir refuses a group with a process, and its cmd-N groups first). A
+// group whose holder runs, in this PID namespace or another, or that
+// anything is still in, is left alone; so is every other name. Without it
+// each such death would leave two empty groups behind for good, and a
+// node's workers, restarted for days, would pile them up against
+// cgroup.max.descendants. The sweep holds the group's lock while it
+// removes it, so a holder that made the group a moment ago and locks it
+// now either has it first (and the sweep leaves it) or finds it gone
+// (lockGroup).
 func sweepStale(base string) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
@@ -144,8 +168,32 @@ func sweepStale(base string) {
 		if !ok || !e.IsDir() || pid == os.Getpid() || unix.Kill(pid, 0) != unix.ESRCH {
 			continue
 		}
-		(&group{dir: filepath.Join(base, e.Name())}).remove()
+		dir := filepath.Join(base, e.Name())
+		lock, ok := lockGroup(dir)
+		if !ok {
+			continue // its holder lives, in another PID namespace
+		}
+		(&group{dir: dir}).remove()
+		lock.Close()
 	}
+}
+
+// lockGroup opens dir and takes its flock without waiting, and reports
+// whether dir is still there once locked (a sweep removes a group under its
+// lock: one removed between the caller's mkdir and this lock is gone).
+func lockGroup(dir string) (*os.File, bool) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, false
+	}
+	var held, named unix.Stat_t
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil ||
+		unix.Fstat(int(f.Fd()), &held) != nil || unix.Lstat(dir, &named) != nil ||
+		held.Dev != named.Dev || held.Ino != named.Ino {
+		f.Close()
+		return nil, false
+	}
+	return f, true
 }
 
 // staleHolder parses a name newGroup makes, lease-PID-RANDOM (RANDOM 12
@@ -232,6 +280,9 @@ func (g *group) remove() {
 		}
 	}
 	syscall.Rmdir(g.dir)
+	if g.lock != nil {
+		g.lock.Close() // after the rmdir: a sweep never meets it unlocked
+	}
 }
 
 // killAndRemove kills what is in g, waits (bounded) until it is empty and

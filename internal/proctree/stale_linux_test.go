@@ -19,7 +19,8 @@ import (
 // TestStaleGroupsSwept: a holder that starts removes the groups that
 // holders killed together with their sentinels left behind (a name
 // lease-PID-RANDOM whose PID runs no process, nothing in it), and nothing
-// else: not a group whose holder runs, not one a process is still in, not
+// else: not a group whose holder runs (one in another PID namespace too,
+// which keeps its group locked), not one a process is still in, not
 // another name.
 func TestStaleGroupsSwept(t *testing.T) {
 	if !proctree.Cgroups() {
@@ -74,6 +75,18 @@ func TestStaleGroupsSwept(t *testing.T) {
 	})
 	live := mk(fmt.Sprintf("lease-%d-aaaaaaaaaaaa", sleep.Process.Pid))
 	other := mk(fmt.Sprintf("lease-%d-notarandom", dead))
+	// A holder in another PID namespace: its PID runs nothing here, but it
+	// keeps its group locked (TestWorkGroupKeptAcrossPIDNamespaces runs
+	// one for real).
+	elsewhere := mk(fmt.Sprintf("lease-%d-cccccccccccc", dead))
+	lock, err := os.Open(elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
 
 	s, err := proctree.StartSupervisor(time.Second)
 	if err != nil {
@@ -83,7 +96,7 @@ func TestStaleGroupsSwept(t *testing.T) {
 	if _, err := os.Stat(stale); !os.IsNotExist(err) {
 		t.Errorf("%s, left by a holder that is gone and empty: %v, want it removed", stale, err)
 	}
-	for _, dir := range []string{busy, filepath.Join(busy, "cmd-1"), live, other} {
+	for _, dir := range []string{busy, filepath.Join(busy, "cmd-1"), live, other, elsewhere} {
 		if _, err := os.Stat(dir); err != nil {
 			t.Errorf("%s: %v, want it left", dir, err)
 		}
