@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,20 +33,7 @@ func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 	if !proctree.Cgroups() {
 		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
 	}
-	// A PID that runs no process here: lease work gets it inside.
-	free := 0
-	for i := 0; i < 10 && free == 0; i++ {
-		c := exec.Command("true")
-		if err := c.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if p := c.Process.Pid; p > 2 && syscall.Kill(p, 0) == syscall.ESRCH {
-			free = p
-		}
-	}
-	if free == 0 {
-		t.Fatal("no process ID found free")
-	}
+	free := testenv.FreePID(t) // lease work gets it inside: a PID that runs no process here
 
 	h := newHoldTable(t)
 	ids := h.workAdd("pidns", 2)

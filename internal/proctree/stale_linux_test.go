@@ -27,19 +27,7 @@ func TestStaleGroupsSwept(t *testing.T) {
 		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
 	}
 	base := proctree.OwnCgroup()
-	dead := 0
-	for i := 0; i < 10 && dead == 0; i++ {
-		c := exec.Command("true")
-		if err := c.Run(); err != nil {
-			t.Fatal(err)
-		}
-		if syscall.Kill(c.Process.Pid, 0) == syscall.ESRCH {
-			dead = c.Process.Pid
-		}
-	}
-	if dead == 0 {
-		t.Fatal("no process ID found free")
-	}
+	dead := testenv.FreePID(t)
 	sleep := exec.Command("sleep", "600")
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
