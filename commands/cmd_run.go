@@ -18,6 +18,7 @@ import (
 	"github.com/leasetool/lease/commit"
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/exitcode"
+	"github.com/leasetool/lease/internal/proctree"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -107,7 +108,9 @@ var runManual = Manual{
 		"and stopped with the rest. If the supervisor itself is killed, CMD dies with it (its parent-death signal), " +
 		"a sentinel process that leads CMD's process group kills that group, and lease run, a child subreaper too, " +
 		"kills every orphan that came to it; then it releases the item with no attempt counted (the worker's " +
-		"failure, not the item's) and exits 125. See lease-work(1), Kills, for what remains possible.\n\n" +
+		"failure, not the item's) and exits 125. See lease-work(1), Kills, for what remains possible. In a PID " +
+		"namespace whose /proc is not its own (unshare --pid --fork without --mount-proc) lease run refuses to start, " +
+		"exit 125 before anything is claimed: see lease-work(1), PID namespaces.\n\n" +
 		"Timing: a renewal without --ttl keeps the lease's own duration D (expires_at - renewed_at). The lease " +
 		"counts as lost at expires_at - clock_skew, by the local monotonic clock counted from before the write " +
 		"that last extended it (after --wait, the claim that granted it: the time spent waiting counts for nothing). When renewals keep failing, CMD gets SIGTERM at that point less the grace and " +
@@ -317,6 +320,9 @@ func runRun(c *cli.Context) error {
 	path, err := lookCommand(argv[0])
 	if err != nil {
 		return err
+	}
+	if err := proctree.CheckProc(); err != nil {
+		return cli.Exit(leasefmt.Bound(err.Error()), exitcode.RunFailed)
 	}
 	st, err := e.open(false)
 	if err != nil {

@@ -118,6 +118,13 @@ var workManual = Manual{
 		"PID means nothing here, keeps its group; nothing else is removed). Such a process is still fenced: its LEASE_TOKEN is no longer current " +
 		"once the lease ran out or another worker took the item over, so it cannot complete, renew or publish " +
 		"(a result staged under its token is never moved to ROOT/public/ID/; lease fsck moves it aside).\n\n" +
+		"PID namespaces: CMD's tree is read from /proc, which must be a proc of the namespace lease work runs in. " +
+		"One mounted outside it (unshare --pid --fork without --mount-proc; bwrap --unshare-pid with the machine's " +
+		"/proc bound) numbers processes as another namespace does, so the tree read there is not CMD's and a signal " +
+		"sent by its IDs would reach whatever process has them inside, a bystander or another worker's CMD: lease " +
+		"work refuses to start there (exit 2, nothing claimed) and says how to mount one (unshare --mount-proc, " +
+		"bwrap --proc /proc); lease run refuses too (exit 125). With a proc of its own (a container runtime mounts " +
+		"one) lease work runs as anywhere, PID 1 included.\n\n" +
 		"A table that cannot be written: when its filesystem is full (ENOSPC), read-only (EROFS), failing (EIO) " +
 		"or its NFS handle stale (ESTALE), a claim or an item's finish fails, and lease work waits that out rather " +
 		"than ending: the lease it holds stays held (renewals use the table's reserve), it claims nothing, says once " +
@@ -248,6 +255,9 @@ func runWork(c *cli.Context) error {
 		return usageErr("lease work claims from the queue: give no ID (got %s)", args[0])
 	}
 	if err := proctree.CheckMode(); err != nil {
+		return usageErr("%v", err)
+	}
+	if err := proctree.CheckProc(); err != nil {
 		return usageErr("%v", err)
 	}
 	argv := args

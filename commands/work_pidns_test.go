@@ -28,8 +28,6 @@ import (
 // CMD runs in a fresh cmd-N of the same group.
 func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 	t.Parallel()
-	testenv.NeedRoot(t, "a PID namespace (unshare --pid)")
-	testenv.NeedTools(t, "unshare")
 	if !proctree.Cgroups() {
 		testenv.Missing(t, "cgroup", "no delegated cgroup v2 with cgroup.kill (Linux 5.14) here")
 	}
@@ -42,14 +40,8 @@ func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 
 	// Inside: sh is PID 1 of the new namespace, lease work the next PID
 	// after ns_last_pid.
-	cmd := h.command("work", "--", "sh", "-c", `cat /proc/self/cgroup > "cg-$LEASE_ID"`)
-	script := fmt.Sprintf(`echo %d > /proc/sys/kernel/ns_last_pid && "$@"; exit $?`, free-1)
-	cmd.Args = append([]string{"unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script, "sh"}, cmd.Args...)
-	unshare, err := exec.LookPath("unshare")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Path = unshare
+	cmd := h.unshared([]string{"--mount-proc"}, fmt.Sprintf(`echo %d > /proc/sys/kernel/ns_last_pid && "$@"; exit $?`, free-1),
+		"work", "--", "sh", "-c", `cat /proc/self/cgroup > "cg-$LEASE_ID"`)
 	var errOut strings.Builder
 	cmd.Stderr = &syncWriter{w: &errOut}
 	if err := cmd.Start(); err != nil {
@@ -102,5 +94,61 @@ func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 	}
 	if want := "0::" + group[1] + "/cmd-2\n"; !strings.Contains(string(cg2), want) {
 		t.Errorf("the second CMD's cgroup: %q, want %q: the worker's group was swept while it lived", cg2, want)
+	}
+}
+
+// unshared is the lease process of args in a PID namespace of its own
+// (unshare --pid --fork, with extra options), run by sh -c script with
+// the lease command line as "$@" (script "": lease itself, PID 1).
+func (h *holdTable) unshared(extra []string, script string, args ...string) *exec.Cmd {
+	h.t.Helper()
+	testenv.NeedRoot(h.t, "a PID namespace (unshare --pid)")
+	testenv.NeedTools(h.t, "unshare")
+	unshare, err := exec.LookPath("unshare")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	cmd := h.command(args...)
+	prefix := append([]string{"unshare", "--pid", "--fork"}, extra...)
+	if script != "" {
+		prefix = append(prefix, "sh", "-c", script, "sh")
+	}
+	cmd.Path, cmd.Args = unshare, append(prefix, cmd.Args...)
+	return cmd
+}
+
+// TestSupervisionNeedsOwnProc: in a PID namespace whose /proc is still the
+// machine's (unshare --pid --fork without --mount-proc), the process IDs
+// lease reads there are not its namespace's: ending CMD's tree would read
+// the wrong tree and signal whatever process has those IDs inside (a
+// bystander, another worker's CMD). lease work refuses to start there
+// (exit 2) and lease run too (125), naming /proc and the way out, with
+// nothing claimed.
+func TestSupervisionNeedsOwnProc(t *testing.T) {
+	t.Parallel()
+	h := newHoldTable(t)
+	id := string(h.workAdd("foreign-proc", 1)[0])
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"work", "--", "true"}, 2},
+		{[]string{"run", "--next", "--complete", "--", "true"}, 125},
+	} {
+		cmd := h.unshared(nil, "", tc.args...)
+		var out, errOut strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		code := holdExit(t, cmd)
+		if code != tc.code || !strings.Contains(errOut.String(), "/proc is not this PID namespace's") ||
+			!strings.Contains(errOut.String(), "--mount-proc") {
+			t.Errorf("lease %s in a PID namespace with the machine's /proc: exit %d, stderr %q; want %d naming /proc and --mount-proc",
+				strings.Join(tc.args, " "), code, errOut.String(), tc.code)
+		}
+		if rec := h.must(0, "", "status", "--json", id).out; !strings.Contains(rec, `"status":"queued"`) {
+			t.Errorf("the item after lease %s refused: %s, want it queued, never claimed", tc.args[0], rec)
+		}
 	}
 }

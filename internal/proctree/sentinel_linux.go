@@ -79,6 +79,9 @@ type sentinel struct {
 // startSentinel starts a sentinel in a process group of its own, the
 // keeper of cgroup g too (nil: none).
 func startSentinel(g *group) (*sentinel, error) {
+	if err := CheckProc(); err != nil {
+		return nil, fmt.Errorf("proctree: %w", err)
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("proctree: sentinel pipe: %w", err)

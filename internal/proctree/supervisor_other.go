@@ -18,6 +18,10 @@ type served struct{}
 
 var errNoSupervisor = errors.New("proctree: a supervisor of several commands needs Linux (a child subreaper)")
 
+// CheckProc has nothing to check here: commands are supervised without
+// /proc.
+func CheckProc() error { return nil }
+
 // StartSupervisor fails on this system (see Supervisor).
 func StartSupervisor(grace time.Duration) (*Supervisor, error) { return nil, errNoSupervisor }
 

@@ -8,12 +8,42 @@ package proctree
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/leasefmt"
 )
+
+// CheckProc reports an error when /proc is not a proc filesystem of the
+// calling process's PID namespace: one mounted before a PID namespace was
+// entered (unshare --pid --fork without --mount-proc, bwrap --unshare-pid
+// with the host's /proc bound). Its process IDs are another namespace's,
+// so the tree read there is not CMD's (the tree of the process that has
+// this process's ID out there: every process of the machine below PID 1,
+// every kernel thread below PID 2), and signals sent by those IDs here
+// reach whatever process has them in this namespace, a bystander or
+// another worker's CMD. Every command that supervises a CMD refuses to
+// start there (lease work exit 2, lease run 125), before anything is
+// claimed.
+func CheckProc() error {
+	self, err := os.Readlink("/proc/self")
+	if err != nil {
+		return fmt.Errorf("/proc/self: %w: lease needs a proc filesystem of its PID namespace at /proc to find CMD's processes", err)
+	}
+	if pid := os.Getpid(); self != strconv.Itoa(pid) {
+		if _, err := strconv.Atoi(self); err != nil {
+			self = leasefmt.Quote(self)
+		}
+		return fmt.Errorf("/proc is not this PID namespace's (its /proc/self is %s, this process is %d): CMD's processes "+
+			"cannot be found there, and ending CMD's tree would signal processes that are not CMD's; mount a proc for "+
+			"the namespace (unshare --pid --fork --mount-proc, bwrap --proc /proc)", self, pid)
+	}
+	return nil
+}
 
 // proc is one process of a tree.
 type proc struct {
