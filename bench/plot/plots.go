@@ -138,8 +138,14 @@ func (ticks125) Ticks(lo, hi float64) []plot.Tick {
 }
 
 // headroom widens the log y range so the legend at the top does not
-// cover the points.
+// cover the points, and an x range of one value so that it can be drawn.
 func headroom(p *plot.Plot, factor float64) {
 	p.Y.Min /= 1.3
 	p.Y.Max *= factor
+	if p.X.Min == p.X.Max {
+		// One x value (bench/worker --workers 1): gonum would pad the
+		// range to [x-1, x+1], and a log axis cannot hold 0.
+		p.X.Min /= 2
+		p.X.Max *= 2
+	}
 }
