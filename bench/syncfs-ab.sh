@@ -9,8 +9,9 @@
 # 4096). Then the dirty writer (DIRTY_REPS rounds, default 3; not on
 # tmpfs): dd of 1 GiB to the same filesystem, the batch (N=1024) started
 # once Dirty+Writeback passed 300 MiB, record, auto and syncfs each with
-# its own dd. Needs root. docs/performance.md "Group commit by the
-# filesystem".
+# its own dd. A filesystem whose mkfs is missing is skipped with a
+# message naming its package. Needs root. docs/performance.md "Group
+# commit by the filesystem".
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 W=${W:-/var/tmp/syncfs-ab.$$}
@@ -18,6 +19,18 @@ REPS=${REPS:-9}
 REPS_LARGE=${REPS_LARGE:-5}
 DIRTY_REPS=${DIRTY_REPS:-3}
 FSES=${FSES:-"ext4 xfs btrfs tmpfs"}
+export PATH=$PATH:/usr/sbin:/sbin
+fses=
+for fs in $FSES; do
+	# A filesystem whose mkfs is missing is skipped up front, with the
+	# package to install, not met halfway through the run.
+	if [ "$fs" = tmpfs ] || command -v "mkfs.$fs" >/dev/null; then
+		fses="$fses $fs"
+		continue
+	fi
+	case $fs in xfs) pkg=xfsprogs ;; btrfs) pkg=btrfs-progs ;; ext[234]) pkg=e2fsprogs ;; *) pkg= ;; esac
+	echo "bench/syncfs-ab.sh: skipping $fs: mkfs.$fs is not installed${pkg:+ (apt-get install $pkg)}" >&2
+done
 NS=${NS:-"64 1024 16384"}
 B=$W/bin
 mkdir -p "$B"
@@ -41,12 +54,12 @@ summ() { # summ FILE V: "median (min-max)" of V's times in FILE
 }
 med() { awk -v v="$2" '$1==v {print $2}' "$1" | median; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
-echo "| fs | N | record | syncfs | auto | floor | F324 | syncfs ÷ floor | auto ÷ floor | record ÷ floor | F324 ÷ syncfs |"
-echo "|---|---:|---|---|---|---|---|---:|---:|---:|---:|"
+echo "| fs | N | record | syncfs | auto | floor | F324 | syncfs ÷ floor | auto ÷ floor | record ÷ floor | F324 ÷ syncfs | F324 ÷ auto |"
+echo "|---|---:|---|---|---|---|---|---:|---:|---:|---:|---:|"
 rb() { "$B/lease" renew-batch --ttl 36000 --sync "$1" "$W/held"; }
 floor() { "$B/lease-nosync" renew-batch --ttl 36000 "$W/held" && sync -f "$mnt"; }
 f324() { "$B/leasebench" --strategy sequential renew-batch --ttl 36000 "$W/held"; }
-for fs in $FSES; do
+for fs in $fses; do
 	mkdir -p "$mnt"
 	case $fs in
 	tmpfs) mount -t tmpfs -o size=2G tmpfs "$mnt" ;;
@@ -82,7 +95,8 @@ for fs in $FSES; do
 		sed "s/^/$fs $N /" "$W/t" >>"$W/raw"
 		echo "| $fs | $N | $(summ "$W/t" record) | $(summ "$W/t" syncfs) | $(summ "$W/t" auto) | $(summ "$W/t" floor) | $(summ "$W/t" f324) |" \
 			"$(ratio "$(med "$W/t" syncfs)" "$(med "$W/t" floor)") | $(ratio "$(med "$W/t" auto)" "$(med "$W/t" floor)") |" \
-			"$(ratio "$(med "$W/t" record)" "$(med "$W/t" floor)") | $(ratio "$(med "$W/t" f324)" "$(med "$W/t" syncfs)") |"
+			"$(ratio "$(med "$W/t" record)" "$(med "$W/t" floor)") | $(ratio "$(med "$W/t" f324)" "$(med "$W/t" syncfs)") |" \
+			"$(ratio "$(med "$W/t" f324)" "$(med "$W/t" auto)") |"
 	done
 	if [ "$fs" != tmpfs ] && [ "$DIRTY_REPS" -gt 0 ]; then
 		export LEASE_ROOT=$mnt/t1024
