@@ -59,16 +59,16 @@ func TestTwoPassSyncfsPerChunk(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		n, writers, chunk int
+		syncfs            int64 // one per chunk, one after the last rename
 	}{
-		{32, 1, 1024}, {32, 8, 1024}, {1024, 1, 1024}, {1024, 16, 1024}, {1024, 4, 256}, {1024, 16, 100},
+		{32, 1, 1024, 2}, {32, 8, 1024, 2}, {1024, 1, 1024, 2}, {1024, 16, 1024, 2},
+		{1024, 4, 256, 6},   // 64 + 256 + 256 + 256 + 192
+		{1024, 16, 100, 12}, // 25 + 9 × 100 + 99
 	} {
 		t.Run(fmt.Sprintf("n%d-w%d-chunk%d", tc.n, tc.writers, tc.chunk), func(t *testing.T) {
 			t.Parallel()
 			st := twoPassTable(t, nil, commit.Options{Writers: tc.writers, SyncfsChunk: tc.chunk})
-			want := int64(tc.n+tc.chunk-1)/int64(tc.chunk) + 1 // one chunk
-			if head := tc.chunk / 4; tc.n > tc.chunk {
-				want = 1 + int64(tc.n-head+tc.chunk-1)/int64(tc.chunk) + 1 // the head, then full chunks
-			}
+			want := tc.syncfs
 			before := st.Stats().Snapshot(0)
 			h := held(t, at(st, 1000).Claim(context.Background(), spread(tc.n, 16), "host/w1", 60))
 			s := st.Stats().Snapshot(0)

@@ -32,8 +32,10 @@ func TestSyncfsScenariosTakeTheBarrier(t *testing.T) {
 			t.Errorf("%s: no syncfs among %d calls", sc.Name, len(run.Rec.Calls()))
 		}
 		if sc.SyncfsChunk > 0 {
-			if want := pipelinedSyncfs(32, sc.SyncfsChunk); ops[seam.OpSyncfs] != want {
-				t.Errorf("%s: %d syncfs, want %d (pipelined chunks of %d)", sc.Name, ops[seam.OpSyncfs], want, sc.SyncfsChunk)
+			// 32 records in chunks of 8, the first a quarter chunk: 2 + 8 +
+			// 8 + 8 + 6, one syncfs each and one after the last rename.
+			if sc.SyncfsChunk != 8 || ops[seam.OpSyncfs] != 6 {
+				t.Errorf("%s: %d syncfs in chunks of %d, want 6 in chunks of 8", sc.Name, ops[seam.OpSyncfs], sc.SyncfsChunk)
 			}
 		}
 		if strings.HasPrefix(sc.Name, "renew-batch") || strings.HasPrefix(sc.Name, "claim/") {
@@ -78,16 +80,4 @@ func TestSyncfsCrashStates(t *testing.T) {
 	}
 	report(t, &tally)
 	t.Logf("syncfs crash states (budget %d per crash point):\n| operation | calls | crash points | distinct states | acks | violations |\n|---|---|---|---|---|---|\n%s", x.Budget, strings.Join(rows, "\n"))
-}
-
-// pipelinedSyncfs is the syncfs calls of a two-pass batch of n records in
-// chunks of chunk: one per chunk, the first a quarter chunk when n is
-// more than one (commit/twopass.go headChunk), and one after the last
-// rename. 32 in chunks of 8: 2, 8, 8, 8, 6, so 6.
-func pipelinedSyncfs(n, chunk int) int {
-	if n <= chunk {
-		return 2
-	}
-	head := max(chunk/4, 1)
-	return 1 + (n-head+chunk-1)/chunk + 1
 }
