@@ -25,7 +25,7 @@ import (
 // empty, must not take that cgroup for a dead holder's and remove it:
 // then the first would run its next CMD in no cgroup of its own, and a
 // process of that CMD's tree could outlive the worker. The first's next
-// CMD runs in a fresh cmd-N of the same group.
+// CMD runs in the cmd-1 its first CMD left empty, in the same group.
 func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 	t.Parallel()
 	if !proctree.Cgroups() {
@@ -51,8 +51,8 @@ func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	// The first item done: its CMD and cmd-1 are gone, and lease work
-	// waits for the busy one with its group empty.
+	// The first item done: its CMD is gone, cmd-1 is empty, and lease
+	// work waits for the busy one with no process in its group.
 	testenv.WaitFor(t, "the first item done", holdWait, func() bool {
 		select {
 		case err := <-done:
@@ -92,7 +92,7 @@ func TestWorkGroupKeptAcrossPIDNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "0::" + group[1] + "/cmd-2\n"; !strings.Contains(string(cg2), want) {
+	if want := "0::" + group[1] + "/cmd-1\n"; !strings.Contains(string(cg2), want) {
 		t.Errorf("the second CMD's cgroup: %q, want %q: the worker's group was swept while it lived", cg2, want)
 	}
 }

@@ -10,9 +10,15 @@ package proctree
 // The holder makes one group for its supervisor, a fresh directory
 // lease-PID-RANDOM in its own cgroup (found from /proc/self/cgroup and the
 // cgroup2 mount in /proc/self/mountinfo); a name that exists is never
-// used. The supervisor makes a child of it for each CMD, cmd-N, starts
-// CMD in it (clone3 with CLONE_INTO_CGROUP, so that CMD is in it before
-// it runs a single instruction), and removes it once the tree is gone.
+// used. The supervisor makes a child of it for a CMD, cmd-N, starts CMD
+// in it (clone3 with CLONE_INTO_CGROUP, so that CMD is in it before it
+// runs a single instruction), and once the tree is gone from it (its
+// cgroup.events says "populated 0") keeps it for the next CMD, which
+// finds it as empty as a new one: a worker makes one cgroup, not one an
+// item (a mkdir and an rmdir of a cgroup cost 51 us on a 2-vCPU VM, 3% of
+// lease work's CPU an item; docs/performance.md#waits). A cgroup a tree
+// is still in when its CMD is done with it, or one that got cgroup.kill,
+// is removed instead, and the next CMD gets a new one.
 // The group itself is removed by the holder (Close, Wait), or by the
 // sentinel when the supervisor died (it writes cgroup.kill first); one
 // left by a holder killed with its sentinel is removed, once empty, by the
@@ -40,6 +46,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,6 +63,10 @@ type group struct {
 	// lock is the directory, open with an flock on it while its holder
 	// lives (see sweepStale); nil in a group passed on (groupFromEnv).
 	lock *os.File
+	// spare is the empty cgroup of a CMD that ended, for the next CMD
+	// (done, newCmdGroup).
+	mu    sync.Mutex
+	spare *cmdGroup
 }
 
 // ownCgroup is the directory of the calling process's cgroup v2, or "".
@@ -233,9 +244,15 @@ func (g *group) env() []string {
 	return []string{cgroupEnv + "=" + g.dir}
 }
 
-// kill sends SIGKILL to every process in g and the groups below it.
+// kill sends SIGKILL to every process in g and the groups below it; the
+// spare one below it is not reused after that (cmdGroup.killed).
 func (g *group) kill() {
 	if g != nil {
+		g.mu.Lock()
+		if g.spare != nil {
+			g.spare.killed = true
+		}
+		g.mu.Unlock()
 		writeKill(g.dir)
 	}
 }
@@ -272,6 +289,12 @@ func (g *group) remove() {
 	if g == nil {
 		return
 	}
+	g.mu.Lock()
+	if g.spare != nil {
+		unix.Close(g.spare.fd) // its directory goes with the others below
+		g.spare = nil
+	}
+	g.mu.Unlock()
 	if names, err := os.ReadDir(g.dir); err == nil {
 		for _, e := range names {
 			if e.IsDir() && strings.HasPrefix(e.Name(), "cmd-") {
@@ -304,12 +327,24 @@ func (g *group) killAndRemove() {
 type cmdGroup struct {
 	dir string
 	fd  int
+	// killed: cgroup.kill was written. Such a group is never reused: on
+	// Linux 6.18 a process cloned into it (CLONE_INTO_CGROUP) was killed
+	// at once, as if the kill were still going on.
+	killed bool
 }
 
-// newCmdGroup makes the n-th CMD's group in g (nil: none).
+// newCmdGroup is a CMD's group in g (nil: none): the one the CMD before
+// it left empty (done), else a new one, named for the n-th CMD.
 func (g *group) newCmdGroup(n int) *cmdGroup {
 	if g == nil {
 		return nil
+	}
+	g.mu.Lock()
+	c := g.spare
+	g.spare = nil
+	g.mu.Unlock()
+	if c != nil {
+		return c
 	}
 	dir := filepath.Join(g.dir, "cmd-"+strconv.Itoa(n))
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -323,9 +358,28 @@ func (g *group) newCmdGroup(n int) *cmdGroup {
 	return &cmdGroup{dir: dir, fd: fd}
 }
 
+// done takes back c, a CMD's group its tree is gone from, for the next
+// CMD; a group a process is still in (or one with no g to keep it) is
+// removed, or left where it cannot be.
+func (g *group) done(c *cmdGroup) {
+	if c == nil {
+		return
+	}
+	if g == nil || c.killed || populated(c.dir) {
+		c.remove()
+		return
+	}
+	g.mu.Lock()
+	old := g.spare
+	g.spare = c
+	g.mu.Unlock()
+	old.remove()
+}
+
 // kill sends SIGKILL to every process of c.
 func (c *cmdGroup) kill() {
 	if c != nil {
+		c.killed = true
 		writeKill(c.dir)
 	}
 }

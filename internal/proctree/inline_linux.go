@@ -286,7 +286,7 @@ func (c *Cmd) waitInline() error {
 	s.in.cur = nil
 	s.mu.Unlock()
 	if treeErr == nil {
-		st.cg.remove()
+		s.in.group.done(st.cg)
 	} else {
 		fmt.Fprintln(os.Stderr, "lease:", treeErr)
 	}

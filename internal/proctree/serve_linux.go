@@ -84,7 +84,8 @@ func (s *supervisor) serve(sigc <-chan os.Signal) int {
 		if !s.cmdDone {
 			return 125 // the tree would not die: the holder sees the end of the socket
 		}
-		s.cg.remove()
+		s.group.done(s.cg) // empty: the next CMD's
+		s.cg = nil
 		sendMsg(serveFD, msgExited, uint32(s.cmdWS))
 		if s.holderGone {
 			return 0
