@@ -99,8 +99,10 @@ var workManual = Manual{
 		"cgroups: where the machine delegates cgroup v2 to lease work (a cgroup2 mount, the cgroup of lease work " +
 		"in /proc/self/cgroup writable by its user: root, or a subtree delegated to the user, e.g. by systemd's " +
 		"Delegate=; Linux 5.14 or later for cgroup.kill), each CMD runs in a cgroup of its own: lease work makes " +
-		"a fresh directory lease-PID-RANDOM in its cgroup (never one it did not make) and a child cmd-N per CMD, " +
-		"started in it by the kernel (CLONE_INTO_CGROUP), and both are removed when CMD's tree is gone. Ending the " +
+		"a fresh directory lease-PID-RANDOM in its cgroup (never one it did not make) and a child cmd-N, which CMD " +
+		"is started in by the kernel (CLONE_INTO_CGROUP), where no other process is: once CMD's tree is gone from it " +
+		"the next item's CMD runs in it, unless it got cgroup.kill or a process is still in it (it is then removed " +
+		"and the next CMD gets a new cmd-N); both are removed when lease work ends. Ending the " +
 		"tree then also writes 1 to cgroup.kill, which reaches every process of it, one that left CMD's process " +
 		"group and whose parents are gone included; the sentinel does so when lease work (or the supervisor) " +
 		"dies. There lease work needs no supervisor process: CMD is its child, and the kernel keeps the tree " +
