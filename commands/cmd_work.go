@@ -101,8 +101,9 @@ var workManual = Manual{
 		"Delegate=; Linux 5.14 or later for cgroup.kill), each CMD runs in a cgroup of its own: lease work makes " +
 		"a fresh directory lease-PID-RANDOM in its cgroup (never one it did not make) and a child cmd-N, which CMD " +
 		"is started in by the kernel (CLONE_INTO_CGROUP), where no other process is: once CMD's tree is gone from it " +
-		"the next item's CMD runs in it, unless it got cgroup.kill or a process is still in it (it is then removed " +
-		"and the next CMD gets a new cmd-N); both are removed when lease work ends. Ending the " +
+		"the next item's CMD runs in it, unless it got cgroup.kill, a process is still in it or CMD made a cgroup " +
+		"below it (it is then removed, with the cgroups below it, and the next CMD gets a new cmd-N); all are removed " +
+		"when lease work ends. Ending the " +
 		"tree then also writes 1 to cgroup.kill, which reaches every process of it, one that left CMD's process " +
 		"group and whose parents are gone included; the sentinel does so when lease work (or the supervisor) " +
 		"dies. There lease work needs no supervisor process: CMD is its child, and the kernel keeps the tree " +

@@ -547,26 +547,62 @@ setsid sleep 60 &`
 				return os.IsNotExist(err)
 			})
 		})
-		// A cgroup that got cgroup.kill is not reused: the first CMD
-		// leaves a process that ignores SIGTERM, killed through
-		// cgroup.kill after the grace; the next CMD runs in a new cgroup.
-		// In the killed one (Linux 6.18) it was killed as it started.
-		t.Run(sup+"-killed", func(t *testing.T) {
-			t.Parallel()
-			h := newHoldTable(t)
-			h.extraEnv = []string{proctree.ModeEnv + "=" + sup}
-			ids := h.workAdd("cgkill-"+sup, 2)
-			script := `sed -n 's/^0:://p' /proc/self/cgroup > "$LEASE_ROOT/../cg-$LEASE_ID"
-if mkdir "$LEASE_ROOT/../stubborn" 2>/dev/null; then setsid sh -c "trap '' TERM; sleep 60" & fi`
-			r := h.must(0, "", "work", "--json", "--grace", "0.2", "--", "sh", "-c", script)
-			if _, end := workObjects(t, r.errOut); end.Finishes["done"] != 2 {
-				t.Fatalf("%s\nwant both items done", r)
-			}
-			a, _ := os.ReadFile(filepath.Join(h.dir, "cg-"+string(ids[0])))
-			b, _ := os.ReadFile(filepath.Join(h.dir, "cg-"+string(ids[1])))
-			if len(a) == 0 || string(a) == string(b) {
-				t.Errorf("the two CMDs' cgroups: %q and %q, want two: the first was killed", a, b)
-			}
-		})
+		// Two cgroups are not reused: one that got cgroup.kill (the first
+		// CMD leaves a process that ignores SIGTERM, killed through
+		// cgroup.kill after the grace; on Linux 6.18 a CMD started in
+		// that cgroup was killed as it started), and one CMD made a
+		// cgroup below (as root it could enable controllers there, and
+		// the kernel would refuse the next CMD). The next CMD runs in a
+		// new cgroup.
+		for _, tc := range []struct{ name, first string }{
+			{"killed", `setsid sh -c "trap '' TERM; touch ready; exec sleep 60" &
+	until [ -e ready ]; do sleep 0.01; done`},
+			{"nested", `mnt=$(grep ' - cgroup2 ' /proc/self/mountinfo | awk '{print $5; exit}'); mkdir "$mnt$(sed -n 's/^0:://p' /proc/self/cgroup)/inner"`},
+		} {
+			t.Run(sup+"-"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				h := newHoldTable(t)
+				h.extraEnv = []string{proctree.ModeEnv + "=" + sup}
+				ids := h.workAdd("cg"+tc.name+"-"+sup, 2)
+				script := `sed -n 's/^0:://p' /proc/self/cgroup > "$LEASE_ROOT/../cg-$LEASE_ID"
+if mkdir "$LEASE_ROOT/../first" 2>/dev/null; then
+	` + tc.first + `
+fi`
+				r := h.must(0, "", "work", "--json", "--grace", "0.2", "--", "sh", "-c", script)
+				if _, end := workObjects(t, r.errOut); end.Finishes["done"] != 2 {
+					t.Fatalf("%s\nwant both items done", r)
+				}
+				a, _ := os.ReadFile(filepath.Join(h.dir, "cg-"+string(ids[0])))
+				b, _ := os.ReadFile(filepath.Join(h.dir, "cg-"+string(ids[1])))
+				if len(a) == 0 || len(b) == 0 || string(a) == string(b) {
+					t.Errorf("the two CMDs' cgroups: %q and %q, want two", a, b)
+				}
+				// Nothing is left of them once the worker is gone, the
+				// cgroup CMD made below its own included.
+				if m := regexp.MustCompile(`/lease-\d+-[0-9a-f]{12}`).FindString(string(a)); m != "" {
+					mnt := cgroupMount(t)
+					testenv.WaitFor(t, "the worker's cgroup removed", holdWait, func() bool {
+						_, err := os.Stat(mnt + m)
+						return os.IsNotExist(err)
+					})
+				}
+			})
+		}
 	}
+}
+
+// cgroupMount is the cgroup2 mount point (/proc/self/mountinfo).
+func cgroupMount(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && strings.Contains(l, " - cgroup2 ") {
+			return f[4]
+		}
+	}
+	t.Fatal("no cgroup2 mount")
+	return ""
 }

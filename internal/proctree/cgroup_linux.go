@@ -16,9 +16,10 @@ package proctree
 // cgroup.events says "populated 0") keeps it for the next CMD, which
 // finds it as empty as a new one: a worker makes one cgroup, not one an
 // item (a mkdir and an rmdir of a cgroup cost 51 us on a 2-vCPU VM, 3% of
-// lease work's CPU an item; docs/performance.md#waits). A cgroup a tree
-// is still in when its CMD is done with it, or one that got cgroup.kill,
-// is removed instead, and the next CMD gets a new one.
+// lease work's CPU an item; docs/performance.md#cgroup-reuse). A cgroup
+// a tree is still in when its CMD is done with it, one that got
+// cgroup.kill, or one CMD made a cgroup below is removed instead (done),
+// and the next CMD gets a new one.
 // The group itself is removed by the holder (Close, Wait), or by the
 // sentinel when the supervisor died (it writes cgroup.kill first); one
 // left by a holder killed with its sentinel is removed, once empty, by the
@@ -298,7 +299,7 @@ func (g *group) remove() {
 	if names, err := os.ReadDir(g.dir); err == nil {
 		for _, e := range names {
 			if e.IsDir() && strings.HasPrefix(e.Name(), "cmd-") {
-				syscall.Rmdir(filepath.Join(g.dir, e.Name()))
+				rmCgroup(filepath.Join(g.dir, e.Name()), 0)
 			}
 		}
 	}
@@ -359,13 +360,17 @@ func (g *group) newCmdGroup(n int) *cmdGroup {
 }
 
 // done takes back c, a CMD's group its tree is gone from, for the next
-// CMD; a group a process is still in (or one with no g to keep it) is
-// removed, or left where it cannot be.
+// CMD; a group a process is still in, one that got cgroup.kill, one with
+// a cgroup below it (CMD, as root, made one: it may have enabled
+// controllers, and the kernel would then refuse the next CMD there), or
+// one with no g to keep it is removed, or left where it cannot be.
 func (g *group) done(c *cmdGroup) {
 	if c == nil {
 		return
 	}
-	if g == nil || c.killed || populated(c.dir) {
+	var st unix.Stat_t
+	// A cgroup directory's link count is 2 and one for each cgroup below.
+	if g == nil || c.killed || unix.Fstat(c.fd, &st) != nil || st.Nlink != 2 || populated(c.dir) {
 		c.remove()
 		return
 	}
@@ -390,7 +395,28 @@ func (c *cmdGroup) remove() {
 		return
 	}
 	unix.Close(c.fd)
-	syscall.Rmdir(c.dir)
+	rmCgroup(c.dir, 0)
+}
+
+// rmCgroup removes the cgroup dir and, first, the cgroups CMD made below
+// it (as root it may), deepest first: an rmdir of a cgroup with one below
+// fails, and the group would stay for good. Each must be empty (rmdir
+// fails on a cgroup with a process, which is then left); a cgroup
+// filesystem has no symbolic links; depth is bounded.
+func rmCgroup(dir string, depth int) {
+	if syscall.Rmdir(dir) == nil || depth >= 32 {
+		return
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			rmCgroup(filepath.Join(dir, e.Name()), depth+1)
+		}
+	}
+	syscall.Rmdir(dir)
 }
 
 // Cgroups reports whether commands run here each in a cgroup of its own
