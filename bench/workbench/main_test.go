@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,6 +128,44 @@ func TestQuick(t *testing.T) {
 	for _, row := range []string{"| ext4 | 1 | floor |", "| ext4 | 2 | work |", "| ext4 | 2 | parallel |"} {
 		if !strings.Contains(string(md), row) {
 			t.Errorf("worker-floor.md has no row %q:\n%s", row, md)
+		}
+	}
+}
+
+// TestBeforeAfterQuick runs bench/beforeafter, a user of workbench run, in
+// its smallest form (this tree against its own HEAD, one round, few
+// items): each of its four numbers must come out. It had called
+// workbench's campaign mode, gone since bench/worker replaced it, and died
+// at its first round.
+func TestBeforeAfterQuick(t *testing.T) {
+	testenv.NeedRoot(t, "bench/beforeafter (loop mounts)")
+	testenv.NeedTools(t, "cc", "git", "mkfs.ext4", "mount", "go", "sha256sum")
+	cmd := exec.Command("bash", "../beforeafter", "HEAD", "--reps", "1")
+	cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/sbin:/sbin", "ITEMS=10", "WORKERS=2", "SUMMARY_ITEMS=2000")
+	msg, err := cmd.CombinedOutput()
+	if err != nil {
+		if strings.Contains(string(msg), "failed to set up loop device") || strings.Contains(string(msg), "mount: ") {
+			testenv.Missing(t, "loop", "bench/beforeafter could not loop-mount ext4: "+strings.TrimSpace(string(msg)))
+		}
+		t.Fatalf("bench/beforeafter HEAD --reps 1: %v\n%s", err, msg)
+	}
+	for _, k := range []string{"renew (ms)", "floor (ms)", "summary (ms)", "work (items/s)"} {
+		// "work (items/s)        123.4    125.1     1.01   ..." : both
+		// medians positive numbers.
+		var line string
+		for _, l := range strings.Split(string(msg), "\n") {
+			if strings.HasPrefix(l, k) {
+				line = l
+			}
+		}
+		f := strings.Fields(strings.TrimPrefix(line, k))
+		if len(f) < 3 {
+			t.Fatalf("no %q line with two medians and their ratio:\n%s", k, msg)
+		}
+		for _, v := range f[:2] {
+			if x, err := strconv.ParseFloat(v, 64); err != nil || !(x > 0) {
+				t.Errorf("%s: median %q, want a positive number:\n%s", k, v, msg)
+			}
 		}
 	}
 }
