@@ -508,13 +508,12 @@ func TestWorkOneCgroupForAllItems(t *testing.T) {
 		t.Run(sup, func(t *testing.T) {
 			t.Parallel()
 			h := newHoldTable(t)
-			h.extraEnv = []string{proctree.ModeEnv + "=" + sup}
+			h.extraEnv = []string{proctree.ModeEnv + "=" + sup, "CGMNT=" + cgroupMount(t)}
 			ids := h.workAdd("cg-"+sup, 3)
 			// Each CMD records its cgroup and the processes in it, and
 			// leaves a sleep behind (in its cgroup, out of its process
 			// group), which the worker kills once CMD has exited.
-			script := `mnt=$(grep ' - cgroup2 ' /proc/self/mountinfo | awk '{print $5; exit}')
-cg=$mnt$(sed -n 's/^0:://p' /proc/self/cgroup)
+			script := `cg=$CGMNT$(sed -n 's/^0:://p' /proc/self/cgroup)
 echo "$cg" > "$LEASE_ROOT/../cg-$LEASE_ID"
 wc -l < "$cg/cgroup.procs" > "$LEASE_ROOT/../procs-$LEASE_ID"
 setsid sleep 60 &`
@@ -533,10 +532,10 @@ setsid sleep 60 &`
 				} else if string(cg) != first {
 					t.Errorf("item %d's CMD ran in cgroup %q, item 0's in %q: want one cgroup for all the worker's items", i, cg, first)
 				}
-				// sh, wc and the sed of $(...) is gone: two or three
-				// processes, never the sleep an earlier CMD left.
+				// sh and wc (the sed of $(...) is gone): never the sleep
+				// an earlier CMD left.
 				procs, err := os.ReadFile(filepath.Join(h.dir, "procs-"+string(id)))
-				if n, _ := strconv.Atoi(strings.TrimSpace(string(procs))); err != nil || n < 1 || n > 3 {
+				if n, _ := strconv.Atoi(strings.TrimSpace(string(procs))); err != nil || n != 2 {
 					t.Errorf("item %d's cgroup had %q processes as its CMD ran (%v), want its own alone", i, procs, err)
 				}
 			}
@@ -557,12 +556,13 @@ setsid sleep 60 &`
 		for _, tc := range []struct{ name, first string }{
 			{"killed", `setsid sh -c "trap '' TERM; touch ready; exec sleep 60" &
 	until [ -e ready ]; do sleep 0.01; done`},
-			{"nested", `mnt=$(grep ' - cgroup2 ' /proc/self/mountinfo | awk '{print $5; exit}'); mkdir "$mnt$(sed -n 's/^0:://p' /proc/self/cgroup)/inner"`},
+			{"nested", `mkdir "$CGMNT$(sed -n 's/^0:://p' /proc/self/cgroup)/inner"`},
 		} {
 			t.Run(sup+"-"+tc.name, func(t *testing.T) {
 				t.Parallel()
 				h := newHoldTable(t)
-				h.extraEnv = []string{proctree.ModeEnv + "=" + sup}
+				mnt := cgroupMount(t)
+				h.extraEnv = []string{proctree.ModeEnv + "=" + sup, "CGMNT=" + mnt}
 				ids := h.workAdd("cg"+tc.name+"-"+sup, 2)
 				script := `sed -n 's/^0:://p' /proc/self/cgroup > "$LEASE_ROOT/../cg-$LEASE_ID"
 if mkdir "$LEASE_ROOT/../first" 2>/dev/null; then
@@ -580,7 +580,6 @@ fi`
 				// Nothing is left of them once the worker is gone, the
 				// cgroup CMD made below its own included.
 				if m := regexp.MustCompile(`/lease-\d+-[0-9a-f]{12}`).FindString(string(a)); m != "" {
-					mnt := cgroupMount(t)
 					testenv.WaitFor(t, "the worker's cgroup removed", holdWait, func() bool {
 						_, err := os.Stat(mnt + m)
 						return os.IsNotExist(err)
