@@ -8,6 +8,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +26,16 @@ type osDir struct {
 	pos, end int
 }
 
+// nameBufs keeps ReadNames' largest buffers between directories. A worker
+// lists a few directories an item (its queue shard, held/), and a new
+// 32 KiB buffer each time, zeroed and soon collected, was about 2% of
+// lease work's CPU (perf, docs/performance.md#worker-floor). Close puts
+// the buffer back: ReadNames returns copies of the names, never the buffer.
+var nameBufs = sync.Pool{New: func() any { return new([maxNameBuf]byte) }}
+
+// maxNameBuf is the largest buffer ReadNames sizes for a request.
+const maxNameBuf = 32 << 10
+
 // direntBytes is the size of one linux_dirent64 of a 64-character name
 // (19 bytes of header, the name and its NUL, rounded up to 8).
 const direntBytes = 88
@@ -32,11 +43,15 @@ const direntBytes = 88
 // ReadNames implements DirReader.
 func (d *osDir) ReadNames(n int) ([]string, error) {
 	if d.buf == nil {
-		size := 32 << 10
+		size := maxNameBuf
 		if n > 0 {
-			size = min(max(n*direntBytes, 1<<10), 32<<10)
+			size = min(max(n*direntBytes, 1<<10), maxNameBuf)
 		}
-		d.buf = make([]byte, size)
+		if size == maxNameBuf {
+			d.buf = nameBufs.Get().(*[maxNameBuf]byte)[:]
+		} else {
+			d.buf = make([]byte, size)
+		}
 	}
 	fd := int(d.f.Fd())
 	var names []string
@@ -126,4 +141,10 @@ func (d *osDir) scan(fn func(name []byte, ino uint64)) {
 }
 
 // Close implements DirReader.
-func (d *osDir) Close() error { return d.f.Close() }
+func (d *osDir) Close() error {
+	if len(d.buf) == maxNameBuf {
+		nameBufs.Put((*[maxNameBuf]byte)(d.buf))
+	}
+	d.buf, d.pos, d.end = nil, 0, 0
+	return d.f.Close()
+}

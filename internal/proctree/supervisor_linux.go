@@ -315,7 +315,7 @@ func (c *Cmd) plumb(sv *served) ([]*os.File, error) {
 			sv.copies.Add(1)
 			go func() {
 				defer sv.copies.Done()
-				io.Copy(out, r)
+				copyPipe(out, r)
 				r.Close()
 			}()
 		}
@@ -324,6 +324,21 @@ func (c *Cmd) plumb(sv *served) ([]*os.File, error) {
 		}
 	}
 	return files, nil
+}
+
+// copyBufs keeps the copiers' buffers between commands. A worker runs a
+// command an item, and io.Copy from a pipe (os.File's WriteTo) made a new
+// 32 KiB buffer for each, about 1% of lease work's CPU with its zeroing
+// and the collections it brought on (perf, docs/performance.md#worker-floor).
+var copyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// copyPipe copies CMD's output pipe r to out with a pooled buffer until
+// EOF or an error, as io.Copy does.
+func copyPipe(out io.Writer, r *os.File) {
+	b := copyBufs.Get().(*[32 << 10]byte)
+	defer copyBufs.Put(b)
+	// Only r's Read: os.File's WriteTo would make its own buffer.
+	io.CopyBuffer(out, struct{ io.Reader }{r}, b[:])
 }
 
 // closeChildEnds closes the child's ends of our pipes (and /dev/null),
