@@ -19,6 +19,7 @@ import (
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/slack"
 	"github.com/leasetool/lease/keepalive"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -239,8 +240,8 @@ func childEnv(id leasefmt.ID, token int64, root, stage, input string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "LEASE_") {
-			if _, ours := set[k]; ours {
-				continue
+			if _, ours := set[k]; ours || k == slack.Env {
+				continue // slack.Env: lease work's, not CMD's
 			}
 		}
 		out = append(out, kv)

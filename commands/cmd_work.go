@@ -15,6 +15,7 @@ import (
 	"github.com/leasetool/lease/config"
 	"github.com/leasetool/lease/exitcode"
 	"github.com/leasetool/lease/internal/proctree"
+	"github.com/leasetool/lease/internal/slack"
 	"github.com/leasetool/lease/internal/worker"
 	"github.com/leasetool/lease/leasefmt"
 )
@@ -150,6 +151,13 @@ var workManual = Manual{
 		"is checked: a CMD whose own scratch space is elsewhere and full fails as usual. A CMD that fills the " +
 		"table's filesystem itself is released each time with no attempt, and the workers wait for an operator " +
 		"(or --max-wait) to end it.\n\n" +
+		"Timer slack: lease work runs its own threads with a timer slack of 4 ms (prctl(2), PR_SET_TIMERSLACK; it " +
+		"executes itself again as it starts to get it, with the same arguments, PID and name), so that the kernel " +
+		"wakes the Go runtime's monitor thread less often while an item's syncs and CMD run: with trivial items, " +
+		"about a fifth less CPU an item and a tenth more items/s. A timed wait of lease work's own (a lock poll, a " +
+		"backoff, the grace) may end up to 4 ms late; signals and CMD's exit are not timed waits. CMD, and all it " +
+		"starts, gets the timer slack lease work was started with. A worker started with a slack of 4 ms or more " +
+		"(systemd's TimerSlackNSec=) keeps its own, and LEASE_CMD_TIMERSLACK=0 keeps the one it was started with.\n\n" +
 		"The store's lock wait: claims wait for a record's lock up to --lock-timeout; the release or completion " +
 		"after CMD waits no longer than a renewal would (keepalive's bound), and the next claim again up to " +
 		"--lock-timeout.\n\n" +
@@ -175,7 +183,8 @@ var workManual = Manual{
 		{exitTag(exitcode.RunSignal) + "+n", "Signal n stopped the worker (SIGINT 130, SIGTERM 143); the item it held was released with no attempt counted."},
 	},
 	Env: append(runManual.Env[:len(runManual.Env):len(runManual.Env)],
-		Item{"LEASE_SUPERVISOR", "auto (the default): lease work supervises CMD itself where CMD gets a cgroup of its own, and starts a supervisor process elsewhere; process: a supervisor process everywhere, as where there is no cgroup. Anything else is an error."}),
+		Item{"LEASE_SUPERVISOR", "auto (the default): lease work supervises CMD itself where CMD gets a cgroup of its own, and starts a supervisor process elsewhere; process: a supervisor process everywhere, as where there is no cgroup. Anything else is an error."},
+		Item{"LEASE_CMD_TIMERSLACK", "Set by lease work for itself (and its supervisor process): the timer slack, in nanoseconds, it was started with, which CMD gets; never in CMD's environment. 0 keeps lease work from raising its own (see Timer slack above)."}),
 	Examples: []Example{
 		{"A campaign: the seeds with their content, then one worker per core on every node until every item is done or failed:",
 			"lease add --content corpus/* > /dev/null\nlease work -- ./fuzz-one.sh"},
@@ -229,6 +238,9 @@ type workEndJSON struct {
 }
 
 func runWork(c *cli.Context) error {
+	// Before anything is read or started: this may execute lease work
+	// again, with a coarser timer slack for its own threads.
+	slack.Raise()
 	oneProc()
 	e, err := newEnv(c)
 	if err != nil {

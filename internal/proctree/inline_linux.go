@@ -138,7 +138,7 @@ func (in *inline) start(r *spawnReq) {
 	err := errors.New("no cgroup")
 	if r.cg != nil {
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, r.cg.fd
-		proc, err = os.StartProcess(r.path, r.argv, attr)
+		proc, err = startProcess(r.path, r.argv, attr)
 	}
 	if err != nil {
 		// No cgroup for CMD (the kernel would not start it there, or the
@@ -148,14 +148,14 @@ func (in *inline) start(r *spawnReq) {
 		r.cg.remove()
 		r.cg = nil
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-		if proc, err = os.StartProcess(r.path, r.argv, attr); err == nil {
+		if proc, err = startProcess(r.path, r.argv, attr); err == nil {
 			in.noCgroup.Store(true)
 		}
 	}
 	if err != nil && in.pgid != 0 && (errors.Is(err, syscall.EPERM) || errors.Is(err, syscall.ESRCH)) {
 		in.pgid = 0 // the sentinel is gone (killed): CMD's group is its own
 		attr.Sys.Pgid = 0
-		proc, err = os.StartProcess(r.path, r.argv, attr)
+		proc, err = startProcess(r.path, r.argv, attr)
 	}
 	if err != nil {
 		r.err = err

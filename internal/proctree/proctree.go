@@ -48,7 +48,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/leasetool/lease/leasefmt"
 	"io"
 	"os"
 	"os/exec"
@@ -56,6 +55,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/leasetool/lease/internal/slack"
+	"github.com/leasetool/lease/leasefmt"
 )
 
 // markerEnv carries the supervisor's settings into the supervisor: its
@@ -222,7 +224,8 @@ func (c *Cmd) Start() error {
 		// running may hold the output open until Bury, after Wait.
 		sup.WaitDelay = time.Second
 	}
-	err = sup.Start()
+	// With CMD's environment (no slack.Env), so with CMD's timer slack too.
+	slack.Child(func() { err = sup.Start() })
 	if sent != nil {
 		sent.writer.Close() // the supervisor's alone now
 	}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/leasetool/lease/internal/slack"
 )
 
 func init() {
@@ -126,6 +128,14 @@ func supervise(v string) int {
 	return s.cmdWS.ExitStatus()
 }
 
+// startProcess starts CMD as os.StartProcess does, from the calling
+// goroutine's thread, with the timer slack lease was started with (lease
+// work runs with a coarser one of its own: internal/slack).
+func startProcess(path string, argv []string, attr *os.ProcAttr) (p *os.Process, err error) {
+	slack.Child(func() { p, err = os.StartProcess(path, argv, attr) })
+	return p, err
+}
+
 // start starts CMD, in the sentinel's process group (or one of its own
 // when there is no sentinel: signals forwarded reach it and its children),
 // and in a cgroup of its own where there is one (see cgroup_linux.go),
@@ -138,14 +148,14 @@ func (s *supervisor) start(path string, argv, env []string, files []*os.File) er
 	if s.cg != nil {
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = true, s.cg.fd
 	}
-	proc, err := os.StartProcess(path, argv, attr)
+	proc, err := startProcess(path, argv, attr)
 	if err != nil && s.cg != nil {
 		// The kernel would not start CMD there (no clone3, a cgroup with
 		// controllers and processes, ...): without a cgroup, silently.
 		s.cg.remove()
 		s.cg = nil
 		attr.Sys.UseCgroupFD, attr.Sys.CgroupFD = false, 0
-		if proc, err = os.StartProcess(path, argv, attr); err == nil {
+		if proc, err = startProcess(path, argv, attr); err == nil {
 			s.group = nil // it was the cgroup: not for the next CMDs either
 		}
 	}
@@ -153,7 +163,7 @@ func (s *supervisor) start(path string, argv, env []string, files []*os.File) er
 		// The sentinel is gone (killed): CMD's group is its own.
 		s.pgid = 0
 		attr.Sys.Pgid = 0
-		proc, err = os.StartProcess(path, argv, attr)
+		proc, err = startProcess(path, argv, attr)
 	}
 	if err != nil {
 		s.cg.remove()
