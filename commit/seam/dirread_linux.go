@@ -24,6 +24,7 @@ type osDir struct {
 	f        *os.File
 	buf      []byte
 	pos, end int
+	eof      bool // getdents returned 0: a later call would too
 }
 
 // nameBufs keeps ReadNames' largest buffers between directories. A worker
@@ -57,6 +58,9 @@ func (d *osDir) ReadNames(n int) ([]string, error) {
 	var names []string
 	for n <= 0 || len(names) < n {
 		if d.pos >= d.end {
+			if d.eof {
+				break
+			}
 			nb, err := unix.Getdents(fd, d.buf)
 			if errors.Is(err, unix.EINTR) {
 				continue
@@ -65,6 +69,7 @@ func (d *osDir) ReadNames(n int) ([]string, error) {
 				return names, &os.PathError{Op: "readdirent", Path: d.f.Name(), Err: err}
 			}
 			if nb <= 0 {
+				d.eof = true // the listing's last call asks no more
 				break
 			}
 			d.pos, d.end = 0, nb
