@@ -239,8 +239,12 @@ type workEndJSON struct {
 
 func runWork(c *cli.Context) error {
 	// Before anything is read or started: this may execute lease work
-	// again, with a coarser timer slack for its own threads.
-	slack.Raise()
+	// again, with a coarser timer slack for its own threads; only as the
+	// lease process (Main), never in a program that runs commands in its
+	// own process (Run), which would start over.
+	if ownProcess {
+		slack.Raise()
+	}
 	oneProc()
 	e, err := newEnv(c)
 	if err != nil {
