@@ -41,20 +41,8 @@ func build(pkg string, static bool, tags []string) (string, error) {
 	if b, ok := built[key]; ok {
 		return b, nil
 	}
-	if err := os.MkdirAll(Dir, 0o755); err != nil {
-		return "", err
-	}
-	removeDeadDirs()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		return "", fmt.Errorf("uml: cannot locate the module's source")
-	}
-	mod := filepath.Join(filepath.Dir(file), "..", "..")
-	dir, err := os.MkdirTemp(Dir, fmt.Sprintf("bin-%d-", os.Getpid()))
+	mod, dir, err := binDir()
 	if err != nil {
-		return "", err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
 	name := "lease"
@@ -77,6 +65,53 @@ func build(pkg string, static bool, tags []string) (string, error) {
 	}
 	built[key] = bin
 	return bin, nil
+}
+
+// binDir makes a directory Dir/bin-PID-RANDOM for what this process
+// builds, and returns it with the module's root. The caller holds buildMu.
+func binDir() (mod, dir string, err error) {
+	if err := os.MkdirAll(Dir, 0o755); err != nil {
+		return "", "", err
+	}
+	removeDeadDirs()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", "", fmt.Errorf("uml: cannot locate the module's source")
+	}
+	mod = filepath.Join(filepath.Dir(file), "..", "..")
+	dir, err = os.MkdirTemp(Dir, fmt.Sprintf("bin-%d-", os.Getpid()))
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	return mod, dir, nil
+}
+
+// xstatePreload builds the kernels' preload, internal/uml/xstate/xstate.c
+// (a host whose XSAVE area is larger than linux.uml's buffer for it, such
+// as an Intel CPU with AMX, refuses the guests' floating-point state
+// without it; see that file), once per test process, with cc.
+func xstatePreload() (string, error) {
+	const key = "xstate preload"
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if so, ok := built[key]; ok {
+		return so, nil
+	}
+	mod, dir, err := binDir()
+	if err != nil {
+		return "", err
+	}
+	so := filepath.Join(dir, "xstate.so")
+	cmd := exec.Command("cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", so, filepath.Join(mod, "internal", "uml", "xstate", "xstate.c"), "-ldl")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("uml: build the kernels' preload internal/uml/xstate/xstate.c (cc, apt-get install gcc): %v: %s", err, out)
+	}
+	built[key] = so
+	return so, nil
 }
 
 // removeDeadDirs removes the directories Dir/bin-PID-RANDOM (BuildLease's)

@@ -15,6 +15,12 @@
 // the guest mounts read-write. A kernel has no network device unless
 // Config.Switch names a uml_switch (StartSwitch): then its eth0 is on that
 // switch, reached through a Unix socket, and on nothing else.
+//
+// Every kernel runs with the preload internal/uml/xstate/xstate.c (built
+// with cc once per test process): Debian's linux.uml 6.1 sets its guests'
+// floating-point state from a buffer smaller than the XSAVE area of a host
+// with AMX (Intel Xeon since Sapphire Rapids), which the host refuses, and
+// without the preload no guest process starts there.
 package uml
 
 import (
@@ -183,6 +189,11 @@ func Boot(ctx context.Context, cfg Config) (*Kernel, error) {
 	// BSD ptys, nothing here uses, and zswap's pool.
 	args = append(args, "pty.legacy_count=0", "zswap.enabled=0")
 	args = append(args, cfg.Args...)
+	preload, err := xstatePreload()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	log, err := os.Create(k.console)
 	if err != nil {
 		os.RemoveAll(dir)
@@ -197,7 +208,9 @@ func Boot(ctx context.Context, cfg Config) (*Kernel, error) {
 	// UML backs the guest's memory with a file it makes (and unlinks) in
 	// TMPDIR: on tmpfs, so that the guest's memory is not written back to
 	// this machine's disk.
-	k.cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + memDir(dir)}
+	// LD_PRELOAD: the floating-point state of its guests' processes on a
+	// host with a larger XSAVE area than it was built for (xstatePreload).
+	k.cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + memDir(dir), "LD_PRELOAD=" + preload}
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := k.cmd.Start(); err != nil {
 		os.RemoveAll(dir)
