@@ -6,7 +6,7 @@
 # read a record's token, write token+1 by temp file, fsync, rename over and directory fsync, unlock
 # (a token written twice: a double grant), reopening the directory and lock file every round and
 # pausing up to PAUSE_MS between rounds. Ends every process of each kernel's session it started.
-# Needs (as root): apt-get install -y user-mode-linux uml-utilities nfs-kernel-server nfs-common rpcbind
+# Needs (as root): apt-get install -y user-mode-linux uml-utilities nfs-kernel-server nfs-common rpcbind gcc
 # Usage: [MODE=seam|rec] scripts/nfs-race.sh [VERS=4.2] [ROUNDS=80] [PAUSE_MS=400] [LEASETIME=10]
 # MODE=seam (default): the record locked and read through lease's commit/seam; rec: a plain open.
 # OFD_ROUNDS (default ROUNDS): lock cycles of the O_EXCL holder-file part.
@@ -19,6 +19,8 @@ guest=$PWD/scripts/nfs-guest
 w=$(mktemp -d /var/tmp/lease-nfs-race-XXXXXX) || exit 2   # not /tmp: the guests mount their own /tmp
 X=$w/nfsrace
 CGO_ENABLED=0 go build -o "$X" ./internal/nfsrace || exit 2
+# linux.uml 6.1 needs it on a host with AMX (internal/uml/xstate/xstate.c, as internal/uml's kernels).
+cc -shared -fPIC -O2 -o "$w/xstate.so" internal/uml/xstate/xstate.c -ldl || exit 2
 sock=$w/switch.ctl
 for n in 2 3; do other=$((5 - n)); cat > "$w/c$n.sh" <<EOS
 touch \$NFS_MNT/up-$n; for i in \$(seq 1 300); do [ -e \$NFS_MNT/up-$other ] && break; sleep 0.2; done
@@ -40,7 +42,7 @@ setsid uml_switch -unix "$sock" > "$w/switch.log" 2>&1 < /dev/null & sids+=($!);
 for i in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
 boot() { # name mem init args...
   local n=$1 m=$2 i=$3; shift 3
-  setsid linux.uml umid="nfsrace-$n-$$" uml_dir="$w" mem="$m" root=/dev/root rootfstype=hostfs rootflags=/ ro init="$i" \
+  LD_PRELOAD="$w/xstate.so" setsid linux.uml umid="nfsrace-$n-$$" uml_dir="$w" mem="$m" root=/dev/root rootfstype=hostfs rootflags=/ ro init="$i" \
     eth0=daemon,,unix,"$sock" con=null con0=fd:0,fd:1 "$@" < /dev/null > "$w/$n.log" 2>&1 &
   sids+=($!)
 }
