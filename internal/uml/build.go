@@ -35,7 +35,32 @@ func BuildLease(tags ...string) (string, error) { return build(".", false, tags)
 func BuildGuest(pkg string, tags ...string) (string, error) { return build(pkg, true, tags) }
 
 func build(pkg string, static bool, tags []string) (string, error) {
-	key := pkg + " " + strings.Join(tags, ",")
+	return once(pkg+" "+strings.Join(tags, ","), func(mod, dir string) (string, error) {
+		name := "lease"
+		if pkg != "." {
+			name = filepath.Base(pkg)
+		}
+		bin := filepath.Join(dir, name)
+		args := []string{"build", "-o", bin}
+		if len(tags) > 0 {
+			args = append(args, "-tags", strings.Join(tags, ","))
+		}
+		cmd := exec.Command("go", append(args, pkg)...)
+		cmd.Dir = mod
+		if static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("uml: go build %s %s: %v: %s", pkg, strings.Join(tags, ","), err, out)
+		}
+		return bin, nil
+	})
+}
+
+// once builds what key names once per test process: mk writes it into
+// dir, a new Dir/bin-PID-RANDOM (removed if mk fails), from the module's
+// root mod, and returns its path.
+func once(key string, mk func(mod, dir string) (string, error)) (string, error) {
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if b, ok := built[key]; ok {
@@ -45,30 +70,17 @@ func build(pkg string, static bool, tags []string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := "lease"
-	if pkg != "." {
-		name = filepath.Base(pkg)
-	}
-	bin := filepath.Join(dir, name)
-	args := []string{"build", "-o", bin}
-	if len(tags) > 0 {
-		args = append(args, "-tags", strings.Join(tags, ","))
-	}
-	cmd := exec.Command("go", append(args, pkg)...)
-	cmd.Dir = mod
-	if static {
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
+	b, err := mk(mod, dir)
+	if err != nil {
 		os.RemoveAll(dir)
-		return "", fmt.Errorf("uml: go build %s %s: %v: %s", pkg, strings.Join(tags, ","), err, out)
+		return "", err
 	}
-	built[key] = bin
-	return bin, nil
+	built[key] = b
+	return b, nil
 }
 
 // binDir makes a directory Dir/bin-PID-RANDOM for what this process
-// builds, and returns it with the module's root. The caller holds buildMu.
+// builds, and returns it with the module's root (once holds buildMu).
 func binDir() (mod, dir string, err error) {
 	if err := os.MkdirAll(Dir, 0o755); err != nil {
 		return "", "", err
@@ -94,24 +106,14 @@ func binDir() (mod, dir string, err error) {
 // as an Intel CPU with AMX, refuses the guests' floating-point state
 // without it; see that file), once per test process, with cc.
 func xstatePreload() (string, error) {
-	const key = "xstate preload"
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if so, ok := built[key]; ok {
+	return once("xstate preload", func(mod, dir string) (string, error) {
+		so := filepath.Join(dir, "xstate.so")
+		cmd := exec.Command("cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", so, filepath.Join(mod, "internal", "uml", "xstate", "xstate.c"), "-ldl")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("uml: build the kernels' preload internal/uml/xstate/xstate.c (cc, apt-get install gcc): %v: %s", err, out)
+		}
 		return so, nil
-	}
-	mod, dir, err := binDir()
-	if err != nil {
-		return "", err
-	}
-	so := filepath.Join(dir, "xstate.so")
-	cmd := exec.Command("cc", "-shared", "-fPIC", "-O2", "-Wall", "-o", so, filepath.Join(mod, "internal", "uml", "xstate", "xstate.c"), "-ldl")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("uml: build the kernels' preload internal/uml/xstate/xstate.c (cc, apt-get install gcc): %v: %s", err, out)
-	}
-	built[key] = so
-	return so, nil
+	})
 }
 
 // removeDeadDirs removes the directories Dir/bin-PID-RANDOM (BuildLease's)
